@@ -1,0 +1,504 @@
+"""Reading one transcript exactly as the harness does, streaming and resumable.
+
+The pipeline (format-spec §7.3): header → line scanner with the first-defect
+rule → storage identity → the coordinator's checks (retired vocabulary, legacy
+upgrades, message shapes, the known-type gate) → synthetic closers for an open
+final turn → restore validation (header, envelopes, request headers, surface
+fold).  The harness runs these as whole-log passes, so an earlier *stage* wins
+over a later one even when the later stage fails on an earlier event.  We run
+them in one streaming pass instead and keep, per stage, only the first failure;
+after any failure, only earlier stages are still checked.  The error reported
+is therefore the one the harness reports, with bounded memory.
+
+Decoding is resumable: :class:`ResumePoint` records the byte offset just past
+the last complete frame (zstd) or committed line (raw), a fingerprint of the
+bytes before it, and the small walk states, so a grown log costs only its new
+bytes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any, BinaryIO, Final
+
+import msgspec
+
+from readmodel.eventmodel import (
+    EventShapeError,
+    check_envelope,
+    check_message_shape,
+    check_not_rejected_vocabulary,
+    check_request_header,
+    is_known_or_ignorable,
+)
+from readmodel.surface import SurfaceFold, SurfaceFoldError
+
+from .headers import NotAHeader, check_restored_header, parse_header_line
+from .layout import Compression, LayoutError, expected_transcript_path, locate, revision_token, same_file
+from .legacy import is_legacy_tool_result_replacement, upgrade_event
+from .records import LineScanner, LogFormatError
+from .repair import CloserState, closers_for
+from .zstdframes import (
+    DEFAULT_MAX_FRAME_PLAINTEXT,
+    FrameSpan,
+    TornFrame,
+    decode_frame,
+    decode_torn_frame,
+    frame_fingerprint,
+    scan_frames,
+)
+
+Event = dict[str, Any]
+EventSink = Callable[[list[Event]], None]
+
+# Failure stages in the harness's order: a lower rank is reported first.
+_STAGE_RANK: Final = {"identity": 1, "retired": 2, "upgrade": 3, "message": 4, "gate": 5, "header": 6, "restore": 7}
+_NO_ERROR: Final = 99
+_RAW_CHUNK: Final = 1 << 20
+_STABLE_READ_ATTEMPTS: Final = 5
+
+
+class ResumeMismatch(Exception):
+    """The file no longer continues the bytes a :class:`ResumePoint` was taken from."""
+
+
+class TornTail(msgspec.Struct, frozen=True):
+    """An incomplete tail: the valid prefix ends at ``truncate_to`` (file offset)."""
+
+    truncate_to: int
+    recovered: int
+
+
+class ResumePoint(msgspec.Struct):
+    """Where decoding stopped, and the walk states needed to continue from there."""
+
+    compression: str
+    offset: int
+    fingerprint: str
+    header: dict[str, Any]
+    next_seq: int
+    line_no: int
+    last_seq: int | None
+    last_time: Any
+    closer_state: CloserState
+    fold_state: bytes
+
+
+class DecodedLog(msgspec.Struct):
+    """The outcome of one read.
+
+    ``events`` are the stored events read by this call (all of them, or only
+    the new ones when resuming), legacy-upgraded and validated; ``recovered``
+    are complete events salvaged from a torn final zstd frame; ``closers`` are
+    the in-memory synthetic closers.  The inspect view is ``events +
+    recovered + closers`` on a full read.  ``shadowed`` holds every seq a
+    replacement read here removed from the surface, which may include events
+    of earlier reads: those are the only earlier events whose classification
+    changes.
+    """
+
+    path: str
+    compression: str
+    header: dict[str, Any]
+    revision: str
+    size: int
+    events: list[Event]
+    recovered: list[Event]
+    closers: list[Event]
+    torn: TornTail | None
+    resume: ResumePoint | None
+    shadowed: set[int]
+
+
+class _Pipeline:
+    """Per-event stages after the scanner, with stage-ranked first-failure tracking."""
+
+    def __init__(self, session_id: str, fold: SurfaceFold, closers: CloserState, sink: EventSink, next_seq: int) -> None:
+        self.session_id = session_id
+        self.fold = fold
+        self.closers = closers
+        self.sink = sink
+        self.tool_result_ids: dict[int, str] = {}
+        self.error_rank = _NO_ERROR
+        self.error: LogFormatError | None = None
+        self.needs_history = False
+        self.resuming = next_seq > 0
+        self.last_seq: int | None = None
+        self.last_time: Any = None
+        self.shadowed: set[int] = set()
+
+    def skip_restore(self) -> None:
+        """Stop after the coordinator stages (the harness's ``readFrom``)."""
+        self.error_rank = _STAGE_RANK["restore"]
+
+    def fail(self, stage: str, message: str, kind: str = "corrupt") -> None:
+        rank = _STAGE_RANK[stage]
+        if rank < self.error_rank:
+            self.error_rank = rank
+            outer = "restore" if rank >= _STAGE_RANK["header"] else "coordinator"
+            self.error = LogFormatError(message, kind=kind, stage="identity" if stage == "identity" else outer)
+
+    def accept(self, raw_events: list[Any], from_row: bool) -> None:
+        if self.error_rank == _NO_ERROR and from_row:
+            out = self._accept_row(raw_events)
+        else:
+            out = [event for event in map(self._process, raw_events) if event is not None]
+        if out and self.error is None:
+            self.sink(out)
+
+    def _accepted(self, event: Event) -> Event | None:
+        """An event that passed every coordinator stage: restore-check it unless skipping."""
+        if self.error_rank < _STAGE_RANK["restore"]:
+            return None
+        if self.error_rank == _STAGE_RANK["restore"]:
+            # Either a restore failure was recorded, or restore checks are skipped.
+            return event if self.error is None else None
+        self.restore_check(event, message_checked=True)
+        return event
+
+    def _accept_row(self, members: list[Event]) -> list[Event]:
+        """Fast path for a packed row while no stage has failed.
+
+        Row members were built and range-checked by the row decoder: a known
+        type, a valid envelope, log-only, and inert for the closer walk, so
+        only the surface fold (which tracks seq contiguity) needs to see them.
+        """
+        apply = self.fold.apply
+        try:
+            for event in members:
+                apply(event)
+        except SurfaceFoldError as exc:
+            self.fail("restore", str(exc))
+        last = members[-1]
+        self.last_seq, self.last_time = last["seq"], last["time"]
+        return members
+
+    def _process(self, raw: Any) -> Event | None:
+        try:
+            check_not_rejected_vocabulary(raw)
+        except EventShapeError as exc:
+            self.fail("retired", str(exc))
+            return None
+        if self.error_rank <= _STAGE_RANK["upgrade"]:
+            return None
+        if self.resuming and is_legacy_tool_result_replacement(raw):
+            # The ids of earlier tool results are not kept across resumes.
+            self.needs_history = True
+        try:
+            event = upgrade_event(raw, self.session_id, self.tool_result_ids)
+        except EventShapeError as exc:
+            self.fail("upgrade", str(exc))
+            return None
+        if self.error_rank <= _STAGE_RANK["message"]:
+            return None
+        try:
+            check_message_shape(event)
+        except EventShapeError as exc:
+            self.fail("message", str(exc))
+            return None
+        self._remember_tool_result(event)
+        if self.error_rank <= _STAGE_RANK["gate"]:
+            return None
+        try:
+            _gate(event)
+        except EventShapeError as exc:
+            self.fail("gate", str(exc), "unsupported")
+            return None
+        self.closers.observe(event)
+        self.last_seq, self.last_time = event["seq"], event.get("time")
+        return self._accepted(event)
+
+    def restore_check(self, event: Event, message_checked: bool = False) -> None:
+        """Envelope, request header, message and surface validation of one event."""
+        if self.error_rank <= _STAGE_RANK["restore"]:
+            return
+        try:
+            check_envelope(event)
+            check_request_header(event)
+            if not message_checked:
+                check_message_shape(event)
+            replacement = self.fold.apply(event)
+            if replacement is not None:
+                self.shadowed.update(replacement.shadowed_seqs)
+        except EventShapeError as exc:
+            self.fail("restore", str(exc))
+        except SurfaceFoldError as exc:
+            self.fail("restore", str(exc))
+
+    def _remember_tool_result(self, event: Event) -> None:
+        if event.get("type") == "tool/result":
+            data = event.get("data")
+            message = data.get("message") if type(data) is dict else None
+            if type(message) is dict and type(message.get("id")) is str:
+                self.tool_result_ids[event["seq"]] = message["id"]
+
+
+def _gate(event: Any) -> None:
+    if not is_known_or_ignorable(event):
+        etype = event.get("type") if type(event) is dict else None
+        raise EventShapeError(f"event {event.get('seq') if type(event) is dict else '?'} has unknown required type {etype!r}")
+
+
+class LogReader:
+    """Reads one transcript file (any size) into a :class:`DecodedLog`.
+
+    ``session_id`` is the id the caller asked for (checked against the
+    header); ``None`` accepts the header's own id.  ``root`` enables the
+    storage-identity check of the path against the header.  With
+    ``sink`` events are streamed in batches instead of collected.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        compression: Compression,
+        *,
+        session_id: str | None = None,
+        root: str | os.PathLike[str] | None = None,
+        max_frame_plaintext: int = DEFAULT_MAX_FRAME_PLAINTEXT,
+        sink: EventSink | None = None,
+        restore: bool = True,
+    ) -> None:
+        self.restore = restore
+        self.path = os.fspath(path)
+        self.compression = compression
+        self.session_id = session_id
+        self.root = root
+        self.max_frame_plaintext = max_frame_plaintext
+        self.sink = sink
+
+    # -- public -----------------------------------------------------------------
+
+    def read(self, resume: ResumePoint | None = None) -> DecodedLog:
+        """Decode the file (from ``resume`` when given), retrying while it is replaced mid-read."""
+        for _ in range(_STABLE_READ_ATTEMPTS):
+            with open(self.path, "rb") as fh:
+                before = os.fstat(fh.fileno())
+                result = self._read_open(fh, before, resume)
+            after = os.stat(self.path)
+            if (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino) and after.st_size >= before.st_size:
+                return result
+        return result
+
+    # -- internals --------------------------------------------------------------
+
+    def _read_open(self, fh: BinaryIO, st: os.stat_result, resume: ResumePoint | None) -> DecodedLog:
+        size = st.st_size
+        collected: list[Event] = []
+        sink = self.sink or collected.extend
+        if resume is not None:
+            self._check_resume(fh, resume, size)
+            header = resume.header
+            pipeline = _Pipeline(header["id"], SurfaceFold.from_bytes(resume.fold_state), resume.closer_state.copy(), sink, resume.next_seq)
+            pipeline.last_seq, pipeline.last_time = resume.last_seq, resume.last_time
+            scanner = LineScanner(pipeline.accept, next_seq=resume.next_seq, offset=resume.offset, line_no=resume.line_no)
+        else:
+            header, start = self._read_header(fh, size)
+            session_id = self.session_id if self.session_id is not None else header["id"]
+            pipeline = _Pipeline(session_id, SurfaceFold(track_history=False), CloserState(), sink, 0)
+            self._identity(header, session_id, pipeline)
+            if self.restore:
+                self._header_restore(header, session_id, pipeline)
+            else:
+                pipeline.skip_restore()
+            scanner = LineScanner(pipeline.accept, offset=start, line_no=1)
+        if self.compression is Compression.ZSTD:
+            torn, recovered, resume_point = self._zstd_region(fh, size, scanner, pipeline, header)
+        else:
+            torn, recovered, resume_point = self._raw_region(fh, size, scanner, pipeline, header)
+        if pipeline.error is not None:
+            raise pipeline.error
+        if pipeline.needs_history:
+            raise ResumeMismatch("a legacy tool-result replacement needs the whole log")
+        closer_events = closers_for(pipeline.closers, self._last_event(pipeline)) if self.restore else []
+        for closer in closer_events:
+            pipeline.restore_check(closer)
+        if pipeline.error is not None:
+            raise pipeline.error
+        stored = collected[: len(collected) - len(recovered)]
+        return DecodedLog(
+            path=self.path,
+            compression=self.compression.value,
+            header=header,
+            revision=revision_token(st),
+            size=size,
+            events=stored,
+            recovered=recovered,
+            closers=closer_events,
+            torn=torn,
+            resume=resume_point,
+            shadowed=pipeline.shadowed,
+        )
+
+    @staticmethod
+    def _last_event(pipeline: _Pipeline) -> Event | None:
+        if pipeline.last_seq is None:
+            return None
+        return {"seq": pipeline.last_seq, "time": pipeline.last_time}
+
+    def _resume_point(self, fh: BinaryIO, offset: int, scanner: LineScanner, pipeline: _Pipeline, header: dict[str, Any]) -> ResumePoint:
+        """Capture the walk states at a clean boundary (no defect, no partial line)."""
+        return ResumePoint(
+            compression=self.compression.value,
+            offset=offset,
+            fingerprint=_fingerprint_before(fh, offset),
+            header=header,
+            next_seq=scanner.next_seq,
+            line_no=scanner.line_no,
+            last_seq=pipeline.last_seq,
+            last_time=pipeline.last_time,
+            closer_state=pipeline.closers.copy(),
+            fold_state=pipeline.fold.to_bytes(),
+        )
+
+    def _check_resume(self, fh: BinaryIO, resume: ResumePoint, size: int) -> None:
+        if resume.compression != self.compression.value or size < resume.offset:
+            raise ResumeMismatch("the file shrank or changed encoding")
+        if _fingerprint_before(fh, resume.offset) != resume.fingerprint:
+            raise ResumeMismatch("the bytes before the resume offset changed")
+
+    def _identity(self, header: dict[str, Any], session_id: str, pipeline: _Pipeline) -> None:
+        if header.get("id") != session_id:
+            pipeline.fail("identity", f'header id {header.get("id")!r} does not match requested session "{session_id}"')
+            return
+        if self.root is None:
+            return
+        try:
+            expected = expected_transcript_path(self.root, header, self.compression)
+        except LayoutError:
+            pipeline.fail("identity", f'header id "{session_id}" cannot name a storage path')
+            return
+        if not same_file(self.path, expected):
+            pipeline.fail("identity", f'header id "{session_id}" and cwd identify {expected}, not {self.path}')
+
+    @staticmethod
+    def _header_restore(header: dict[str, Any], session_id: str, pipeline: _Pipeline) -> None:
+        try:
+            check_restored_header(header, session_id)
+        except LogFormatError as exc:
+            pipeline.fail("header", exc.message)
+
+    def _read_header(self, fh: BinaryIO, size: int) -> tuple[dict[str, Any], int]:
+        if self.compression is Compression.ZSTD:
+            first = next(scan_frames(fh, 0, size), None)
+            if not isinstance(first, FrameSpan):
+                raise LogFormatError("empty or header-less Zstandard session log")
+            parts: list[bytes] = []
+            decode_frame(fh, first, parts.append, self.max_frame_plaintext)
+            plaintext = b"".join(parts)
+            if not plaintext.endswith(b"\n") or plaintext.count(b"\n") != 1:
+                raise LogFormatError("first frame is not exactly one header line")
+            line, end = plaintext[:-1], first.end
+        else:
+            line, end = _read_first_line(fh, size)
+            if line is None:
+                raise LogFormatError("empty or header-less session log")
+        try:
+            return parse_header_line(line, path=self.path), end
+        except NotAHeader as exc:
+            raise LogFormatError(exc.message) from None
+
+    def _zstd_region(
+        self, fh: BinaryIO, size: int, scanner: LineScanner, pipeline: _Pipeline, header: dict[str, Any]
+    ) -> tuple[TornTail | None, list[Event], ResumePoint | None]:
+        # Plaintext offsets are irrelevant in zstd mode; the region restarts at 0.
+        start = scanner.consumed
+        scanner.committed = scanner.consumed = 0
+        torn_frame: TornFrame | None = None
+        last_end = start
+        for item in scan_frames(fh, start, size):
+            if isinstance(item, TornFrame):
+                torn_frame = item
+                break
+            decode_frame(fh, item, scanner.feed, self.max_frame_plaintext)
+            last_end = item.end
+        if scanner.issue is not None or scanner.committed != scanner.consumed:
+            raise LogFormatError(f"complete frame contains a torn JSONL record ({scanner.issue or 'partial final line'})")
+        resume_point = self._resume_point(fh, last_end, scanner, pipeline, header) if pipeline.error is None else None
+        if torn_frame is None:
+            return None, [], resume_point
+        recovered: list[Event] = []
+        original_sink = pipeline.sink
+
+        def capture(events: list[Event]) -> None:
+            recovered.extend(events)
+            original_sink(events)
+
+        pipeline.sink = capture
+        scanner.feed(decode_torn_frame(fh, torn_frame, size, self.max_frame_plaintext))
+        pipeline.sink = original_sink
+        return TornTail(torn_frame.start, len(recovered)), recovered, resume_point
+
+    def _raw_region(
+        self, fh: BinaryIO, size: int, scanner: LineScanner, pipeline: _Pipeline, header: dict[str, Any]
+    ) -> tuple[TornTail | None, list[Event], ResumePoint | None]:
+        fh.seek(scanner.consumed)
+        remaining = size - scanner.consumed
+        while remaining > 0:
+            piece = fh.read(min(_RAW_CHUNK, remaining))
+            if not piece:
+                break
+            remaining -= len(piece)
+            scanner.feed(piece)
+        torn = TornTail(scanner.committed, 0) if scanner.committed < size else None
+        if scanner.issue is not None or pipeline.error is not None:
+            # After a tolerated defect nothing can be appended meaningfully: reload next time.
+            return torn, [], None
+        # Resume at the last committed LF; a held-back fragment is re-read next time.
+        return torn, [], self._resume_point(fh, scanner.committed, scanner, pipeline, header)
+
+
+def _fingerprint_before(fh: BinaryIO, offset: int) -> str:
+    tail = max(0, offset - 32)
+    fh.seek(tail)
+    return f"{offset}:{fh.read(offset - tail).hex()}"
+
+
+def _read_first_line(fh: BinaryIO, size: int) -> tuple[bytes | None, int]:
+    """The raw header line (without LF) and the offset after it; ``None`` without an LF."""
+    fh.seek(0)
+    parts: list[bytes] = []
+    read = 0
+    while read < size:
+        piece = fh.read(8192)
+        if not piece:
+            break
+        newline = piece.find(b"\n")
+        if newline >= 0:
+            parts.append(piece[:newline])
+            return b"".join(parts), read + newline + 1
+        parts.append(piece)
+        read += len(piece)
+    return None, 0
+
+
+def read_log(path: str | os.PathLike[str], compression: Compression | None = None, **options: Any) -> DecodedLog:
+    """Read a transcript file (the encoding follows the file name unless given)."""
+    path = os.fspath(path)
+    if compression is None:
+        compression = Compression.ZSTD if path.endswith(".zstd") else Compression.NONE
+    return LogReader(path, compression, **options).read()
+
+
+def inspect_session(root: str | os.PathLike[str], session_id: str, compression: Compression, **options: Any) -> DecodedLog:
+    """The harness's non-mutating ``inspect``: locate by id, read, verify identity."""
+    path = locate(root, session_id, compression)
+    return LogReader(path, compression, session_id=session_id, root=root, **options).read()
+
+
+def read_from(path: str | os.PathLike[str], from_seq: int, compression: Compression | None = None, **options: Any) -> list[Event]:
+    """The harness's ``readFrom``: upgraded, gated events from ``from_seq`` on.
+
+    No closers, no envelope or surface validation, no identity check against a
+    root; unknown required types anywhere in the log still refuse it.
+    """
+    if not (type(from_seq) is int and from_seq >= 0):
+        raise ValueError("fromSeq must be a non-negative safe integer")
+    log = read_log(path, compression, restore=False, **options)
+    return [*log.events, *log.recovered][from_seq:]
+
+
+def inspect_view(log: DecodedLog) -> dict[str, Any]:
+    """``{session, events}`` as the harness's inspect returns it."""
+    return {"session": log.header, "events": [*log.events, *log.recovered, *log.closers]}
