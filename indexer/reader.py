@@ -25,6 +25,8 @@ from typing import Any, BinaryIO, Final
 import msgspec
 
 from readmodel.eventmodel import (
+    KNOWN_EVENT_TYPES,
+    SURFACE_EVENT_TYPES,
     EventShapeError,
     check_envelope,
     check_message_shape,
@@ -175,6 +177,8 @@ class _Pipeline:
         return members
 
     def _process(self, raw: Any) -> Event | None:
+        if self.error_rank == _NO_ERROR and type(raw) is dict and raw.get("type") in _INERT_TYPES:
+            return self._process_inert(raw)
         try:
             check_not_rejected_vocabulary(raw)
         except EventShapeError as exc:
@@ -209,6 +213,18 @@ class _Pipeline:
         self.last_seq, self.last_time = event["seq"], event.get("time")
         return self._accepted(event)
 
+    def _process_inert(self, event: Event) -> Event | None:
+        """Fast path for known log-only types that no upgrade, message rule or
+        closer walk concerns: only the envelope and the fold apply to them."""
+        self.last_seq, self.last_time = event["seq"], event.get("time")
+        try:
+            check_envelope(event)
+            self.fold.apply(event)
+        except (EventShapeError, SurfaceFoldError) as exc:
+            self.fail("restore", str(exc))
+            return None
+        return event
+
     def restore_check(self, event: Event, message_checked: bool = False) -> None:
         """Envelope, request header, message and surface validation of one event."""
         if self.error_rank <= _STAGE_RANK["restore"]:
@@ -232,6 +248,18 @@ class _Pipeline:
             message = data.get("message") if type(data) is dict else None
             if type(message) is dict and type(message.get("id")) is str:
                 self.tool_result_ids[event["seq"]] = message["id"]
+
+
+# Known types that no legacy upgrade, message check, request-header check,
+# retired-vocabulary rule or closer walk looks at.
+_INERT_TYPES: Final = KNOWN_EVENT_TYPES - SURFACE_EVENT_TYPES - {
+    "turn/start",
+    "turn/end",
+    "step/start",
+    "step/end",
+    "tool/call",
+    "request/header",
+}
 
 
 def _gate(event: Any) -> None:

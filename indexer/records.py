@@ -24,7 +24,9 @@ _TEXT_ROW_KEYS: Final = frozenset({"turn", "step", "index", "dt", "texts"})
 _TOOL_ROW_KEYS: Final = frozenset({"turn", "step", "index", "id", "dt", "args"})
 _TOOL_ROW_KEYS_NAMED: Final = _TOOL_ROW_KEYS | {"name"}
 
-_decode_fast: Final = msgspec.json.Decoder().decode
+_DECODER: Final = msgspec.json.Decoder()
+_decode_fast: Final = _DECODER.decode
+_decode_lines: Final = _DECODER.decode_lines
 
 
 class LogFormatError(ValueError):
@@ -196,30 +198,69 @@ class LineScanner:
         """Consume bytes; complete lines are processed, a trailing partial line is held."""
         if not data:
             return
-        start = 0
-        carry = self._carry
-        base = self.consumed - len(carry)
+        last_newline = data.rfind(b"\n")
+        if last_newline < 0:
+            self._carry += data
+            self.consumed += len(data)
+            return
+        region = self._carry + data[: last_newline + 1] if self._carry else data[: last_newline + 1]
+        offset = self.consumed - len(self._carry)  # region offset of the first line
+        self._carry = data[last_newline + 1 :]
         self.consumed += len(data)
-        if carry:
-            newline = data.find(b"\n")
-            if newline < 0:
-                self._carry = carry + data
-                return
-            line = carry + data[:newline]
-            self._carry = b""
-            self._line(line, base + len(line) + 1)
-            base += len(line) + 1
-            start = newline + 1
-            carry = b""
-        find = data.find
-        while True:
-            newline = find(b"\n", start)
-            if newline < 0:
+        lines = region.split(b"\n")
+        lines.pop()  # the empty string after the final LF
+        done = self._fast_lines(region, lines) if self.issue is None else 0
+        if done == len(lines):
+            self.committed = offset + len(region)
+            return
+        for line in lines[:done]:
+            offset += len(line) + 1
+        if done:
+            self.committed = offset
+        for line in lines[done:]:
+            offset += len(line) + 1
+            self._line(line, offset)
+
+    def _fast_lines(self, region: bytes, lines: list[bytes]) -> int:
+        """Decode a block of lines in one call and accept them while all is well.
+
+        Returns how many lines were accepted; the caller processes the rest
+        one by one (the slow path owns every defect rule).
+        """
+        try:
+            values = _decode_lines(region)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return 0
+        if len(values) != len(lines):
+            return 0  # a blank or whitespace-only line is a defect: let the slow path see it
+        sink = self.sink
+        expected = self.next_seq
+        accepted = 0
+        for value in values:
+            if type(value) is not dict:
                 break
-            self._line(data[start:newline], base + newline - start + 1)
-            base += newline - start + 1
-            start = newline + 1
-        self._carry = data[start:]
+            if value.get("type") in ROW_TAGS:
+                try:
+                    events = expand_row(value)
+                except RecordError:
+                    break
+                if events[0]["seq"] != expected or type(events[0]["seq"]) is not int:
+                    break
+                expected += len(events)
+                self.line_no += 1
+                accepted += 1
+                self.next_seq = expected
+                sink(events, True)
+                continue
+            seq = value.get("seq")
+            if seq != expected or type(seq) is not int:
+                break
+            expected += 1
+            self.line_no += 1
+            accepted += 1
+            self.next_seq = expected
+            sink([value], False)
+        return accepted
 
     def _line(self, line: bytes, end_offset: int) -> None:
         self.line_no += 1

@@ -146,9 +146,9 @@ def check_envelope(event: Any) -> None:
     """Validate the event envelope (format-spec §5.1).  Raises :class:`EventShapeError`."""
     if not is_record(event):
         raise EventShapeError("invalid event envelope: an event must be a JSON object")
-    for key in event:
-        if key not in ENVELOPE_KEYS:
-            raise EventShapeError(f"invalid event envelope: unexpected key {key!r}")
+    if not event.keys() <= ENVELOPE_KEYS:
+        extra = next(key for key in event if key not in ENVELOPE_KEYS)
+        raise EventShapeError(f"invalid event envelope: unexpected key {extra!r}")
     if type(event.get("type")) is not str:
         raise EventShapeError("invalid event envelope: type must be a string")
     if not is_non_negative_safe_integer(event.get("seq")):

@@ -50,6 +50,8 @@ def is_safe_integer(value: Any) -> bool:
 
 def is_non_negative_safe_integer(value: Any) -> bool:
     """A safe integer ``>= 0`` (JS ``-0`` passes, as it does in the reference)."""
+    if type(value) is int:
+        return 0 <= value <= MAX_SAFE_INTEGER
     return is_safe_integer(value) and value >= 0
 
 
