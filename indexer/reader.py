@@ -94,10 +94,14 @@ class DecodedLog(msgspec.Struct):
     the new ones when resuming), legacy-upgraded and validated; ``recovered``
     are complete events salvaged from a torn final zstd frame; ``closers`` are
     the in-memory synthetic closers.  The inspect view is ``events +
-    recovered + closers`` on a full read.  ``shadowed`` holds every seq a
-    replacement read here removed from the surface, which may include events
-    of earlier reads: those are the only earlier events whose classification
-    changes.
+    recovered + closers`` on a full read.
+
+    Replacements among the stored events are reported through the reader's
+    ``on_replacement`` hook as they happen (and collected in
+    ``replacements`` when there is no hook); those made by recovered events
+    are in ``tail_replacements``.  A replacement's shadowed seqs may belong to
+    earlier reads: they are the only earlier events whose classification
+    changes.  ``surface_nodes`` is the final surface order of the inspect view.
     """
 
     path: str
@@ -110,7 +114,9 @@ class DecodedLog(msgspec.Struct):
     closers: list[Event]
     torn: TornTail | None
     resume: ResumePoint | None
-    shadowed: set[int]
+    replacements: list[tuple[int, tuple[int, ...]]]
+    tail_replacements: list[tuple[int, tuple[int, ...]]]
+    surface_nodes: list[int]
 
 
 class _Pipeline:
@@ -126,9 +132,11 @@ class _Pipeline:
         self.error: LogFormatError | None = None
         self.needs_history = False
         self.resuming = next_seq > 0
+        self.defer_restore = False
         self.last_seq: int | None = None
         self.last_time: Any = None
-        self.shadowed: set[int] = set()
+        self.replacements: list[tuple[int, tuple[int, ...]]] = []
+        self.on_replacement: Callable[[int, tuple[int, ...]], None] = lambda seq, shadowed: self.replacements.append((seq, shadowed))
 
     def skip_restore(self) -> None:
         """Stop after the coordinator stages (the harness's ``readFrom``)."""
@@ -142,7 +150,7 @@ class _Pipeline:
             self.error = LogFormatError(message, kind=kind, stage="identity" if stage == "identity" else outer)
 
     def accept(self, raw_events: list[Any], from_row: bool) -> None:
-        if self.error_rank == _NO_ERROR and from_row:
+        if self.error_rank == _NO_ERROR and from_row and not self.defer_restore:
             out = self._accept_row(raw_events)
         else:
             out = [event for event in map(self._process, raw_events) if event is not None]
@@ -156,7 +164,8 @@ class _Pipeline:
         if self.error_rank == _STAGE_RANK["restore"]:
             # Either a restore failure was recorded, or restore checks are skipped.
             return event if self.error is None else None
-        self.restore_check(event, message_checked=True)
+        if not self.defer_restore:
+            self.restore_check(event, message_checked=True)
         return event
 
     def _accept_row(self, members: list[Event]) -> list[Event]:
@@ -177,7 +186,7 @@ class _Pipeline:
         return members
 
     def _process(self, raw: Any) -> Event | None:
-        if self.error_rank == _NO_ERROR and type(raw) is dict and raw.get("type") in _INERT_TYPES:
+        if self.error_rank == _NO_ERROR and not self.defer_restore and type(raw) is dict and raw.get("type") in _INERT_TYPES:
             return self._process_inert(raw)
         try:
             check_not_rejected_vocabulary(raw)
@@ -236,7 +245,7 @@ class _Pipeline:
                 check_message_shape(event)
             replacement = self.fold.apply(event)
             if replacement is not None:
-                self.shadowed.update(replacement.shadowed_seqs)
+                self.on_replacement(replacement.seq, tuple(replacement.shadowed_seqs))
         except EventShapeError as exc:
             self.fail("restore", str(exc))
         except SurfaceFoldError as exc:
@@ -286,8 +295,10 @@ class LogReader:
         root: str | os.PathLike[str] | None = None,
         max_frame_plaintext: int = DEFAULT_MAX_FRAME_PLAINTEXT,
         sink: EventSink | None = None,
+        on_replacement: Callable[[int, tuple[int, ...]], None] | None = None,
         restore: bool = True,
     ) -> None:
+        self.on_replacement = on_replacement
         self.restore = restore
         self.path = os.fspath(path)
         self.compression = compression
@@ -331,6 +342,8 @@ class LogReader:
             else:
                 pipeline.skip_restore()
             scanner = LineScanner(pipeline.accept, offset=start, line_no=1)
+        if self.on_replacement is not None:
+            pipeline.on_replacement = self.on_replacement
         if self.compression is Compression.ZSTD:
             torn, recovered, resume_point = self._zstd_region(fh, size, scanner, pipeline, header)
         else:
@@ -339,24 +352,30 @@ class LogReader:
             raise pipeline.error
         if pipeline.needs_history:
             raise ResumeMismatch("a legacy tool-result replacement needs the whole log")
+        stored_replacements = pipeline.replacements
+        tail_replacements: list[tuple[int, tuple[int, ...]]] = []
+        pipeline.on_replacement = lambda seq, shadowed: tail_replacements.append((seq, shadowed))
+        for event in recovered:
+            pipeline.restore_check(event, message_checked=True)
         closer_events = closers_for(pipeline.closers, self._last_event(pipeline)) if self.restore else []
         for closer in closer_events:
             pipeline.restore_check(closer)
         if pipeline.error is not None:
             raise pipeline.error
-        stored = collected[: len(collected) - len(recovered)]
         return DecodedLog(
             path=self.path,
             compression=self.compression.value,
             header=header,
             revision=revision_token(st),
             size=size,
-            events=stored,
+            events=collected,
             recovered=recovered,
             closers=closer_events,
             torn=torn,
             resume=resume_point,
-            shadowed=pipeline.shadowed,
+            replacements=stored_replacements,
+            tail_replacements=tail_replacements,
+            surface_nodes=pipeline.fold.nodes() if self.restore else [],
         )
 
     @staticmethod
@@ -448,13 +467,12 @@ class LogReader:
             return None, [], resume_point
         recovered: list[Event] = []
         original_sink = pipeline.sink
-
-        def capture(events: list[Event]) -> None:
-            recovered.extend(events)
-            original_sink(events)
-
-        pipeline.sink = capture
+        # Recovered events are returned, not streamed: the caller decides whether
+        # to use them (a settled tail) or wait for the writer (a changing one).
+        pipeline.sink = recovered.extend
+        pipeline.defer_restore = True
         scanner.feed(decode_torn_frame(fh, torn_frame, size, self.max_frame_plaintext))
+        pipeline.defer_restore = False
         pipeline.sink = original_sink
         return TornTail(torn_frame.start, len(recovered)), recovered, resume_point
 
@@ -530,3 +548,37 @@ def read_from(path: str | os.PathLike[str], from_seq: int, compression: Compress
 def inspect_view(log: DecodedLog) -> dict[str, Any]:
     """``{session, events}`` as the harness's inspect returns it."""
     return {"session": log.header, "events": [*log.events, *log.recovered, *log.closers]}
+
+
+def read_listing_header(path: str | os.PathLike[str], compression: Compression, max_frame_plaintext: int = DEFAULT_MAX_FRAME_PLAINTEXT) -> dict[str, Any] | None:
+    """The header as the harness's listing reads it, touching no event bytes.
+
+    ``None`` means "not listed" (no complete first line or frame, or the first
+    line is not a session header).  No version check is applied.  Raises
+    :class:`LogFormatError` for damage listing treats as fatal: bad frame magic
+    or bits, a header frame that fails validation or holds more than one line,
+    retired policy fields.
+    """
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if compression is Compression.ZSTD:
+            first = next(scan_frames(fh, 0, size), None)
+            if not isinstance(first, FrameSpan):
+                return None
+            parts: list[bytes] = []
+            try:
+                decode_frame(fh, first, parts.append, max_frame_plaintext)
+            except LogFormatError as exc:
+                raise LogFormatError(f"header frame failed validation: {exc.message}") from None
+            plaintext = b"".join(parts)
+            if not plaintext.endswith(b"\n") or plaintext.count(b"\n") != 1:
+                raise LogFormatError("first frame is not exactly one header line")
+            line: bytes | None = plaintext[:-1]
+        else:
+            line, _ = _read_first_line(fh, size)
+            if line is None:
+                return None
+    try:
+        return parse_header_line(line, path=os.fspath(path), check_version=False)
+    except NotAHeader:
+        return None

@@ -1,0 +1,413 @@
+"""Reconciling a log root into the index, exactly once, in transactions.
+
+One pass: discover transcripts, compare each one's revision with the stored
+one, and bring changed sessions up to date — decoding only the new frames of a
+grown file, reloading a replaced or truncated one, removing a deleted one.
+Sessions are committed in batches, each batch one ``BEGIN IMMEDIATE``
+transaction that also stores the new offsets and bumps the generations, so a
+crash leaves either the old or the new state and a restart resumes from the
+stored offsets.  A torn or open tail is held back while the file is still
+changing and indexed as the harness's inspect view (flagged synthetic) once it
+has settled; the synthetic rows are replaced when the writer continues.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, Final
+
+import msgspec
+from sqlalchemy import Engine
+
+from readmodel.schema import id_sort_key
+from readmodel.jsvalues import is_number
+
+from .failures import as_query_error
+from .layout import Compression, LayoutProblem, discover, expected_transcript_path, revision_token, same_file
+from .projection import SessionProjector, delete_session_rows, unshadow_from
+from .reader import LogReader, ResumeMismatch, ResumePoint, read_listing_header
+from .records import LogFormatError
+
+log = logging.getLogger("sessionq.indexer")
+
+DEFAULT_SETTLE_SECONDS: Final = 1.0
+BATCH_EVENTS: Final = 50_000
+BATCH_SESSIONS: Final = 500
+
+_pack = msgspec.msgpack.Encoder().encode
+_resume_decoder = msgspec.msgpack.Decoder(ResumePoint)
+_encode_json = msgspec.json.Encoder().encode
+
+
+class ReconcileReport(msgspec.Struct):
+    """What one pass did."""
+
+    scanned: int = 0
+    unchanged: int = 0
+    appended: int = 0
+    reloaded: int = 0
+    deleted: int = 0
+    failed: int = 0
+    held: int = 0
+    events: int = 0
+    transactions: int = 0
+    problems: int = 0
+    seconds: float = 0.0
+
+    @property
+    def changed(self) -> int:
+        return self.appended + self.reloaded + self.deleted + self.failed
+
+
+class _Observed(msgspec.Struct):
+    path: str
+    stat: os.stat_result | None
+    header: dict[str, Any] | None
+    problem: LayoutProblem | None = None
+
+
+class Reconciler:
+    """Brings an index up to date with a root.  Not thread-safe: one writer."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        root: str | os.PathLike[str],
+        compression: Compression,
+        *,
+        settle_seconds: float = DEFAULT_SETTLE_SECONDS,
+        batch_events: int = BATCH_EVENTS,
+        clock: Callable[[], float] = time.time,
+        progress: Callable[[int, int, int], None] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.root = os.path.abspath(os.fspath(root))
+        self.compression = compression
+        self.settle_seconds = settle_seconds
+        self.batch_events = batch_events
+        self.clock = clock
+        self.progress = progress
+
+    # -- passes ----------------------------------------------------------------
+
+    def reconcile(self) -> ReconcileReport:
+        """A full pass over the root (layout problems are recomputed)."""
+        started = time.perf_counter()
+        report = ReconcileReport()
+        found = discover(self.root, self.compression)
+        observed = [self._observe(ref.path) for ref in found.transcripts]
+        problems = list(found.problems)
+        by_id: dict[str, list[_Observed]] = {}
+        for item in observed:
+            if item.problem is not None:
+                problems.append(item.problem)
+            elif item.header is not None:
+                by_id.setdefault(item.header["id"], []).append(item)
+        usable: list[_Observed] = []
+        for session_id, items in by_id.items():
+            if len(items) > 1:
+                paths = ", ".join(item.path for item in items)
+                for item in items:
+                    problems.append(LayoutProblem("duplicate-id", item.path, f'session "{session_id}" appears in multiple transcripts: {paths}'))
+            else:
+                usable.append(items[0])
+        self._run(usable, problems, full=True, report=report)
+        report.problems = len(problems)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def reconcile_paths(self, paths: Iterable[str]) -> ReconcileReport:
+        """A targeted pass over transcripts that changed (watch events).
+
+        Falls back to a full pass when a path is involved in an id clash or a
+        layout problem, so targeted and full passes always agree.
+        """
+        started = time.perf_counter()
+        report = ReconcileReport()
+        items: list[_Observed] = []
+        with self.engine.connect() as conn:
+            cur = conn.connection.driver_connection.cursor()
+            for path in sorted(set(paths)):
+                item = self._observe(path)
+                if item.problem is not None or _clashes(cur, item) or _has_problem(cur, path):
+                    return self.reconcile()
+                items.append(item)
+        self._run(items, None, full=False, report=report)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    # -- observation -------------------------------------------------------------
+
+    def _observe(self, path: str) -> _Observed:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return _Observed(path, None, None)
+        try:
+            header = read_listing_header(path, self.compression)
+        except LogFormatError as exc:
+            return _Observed(path, st, None, LayoutProblem("unreadable-header", path, exc.message))
+        except OSError as exc:
+            return _Observed(path, st, None, LayoutProblem("unreadable", path, f"{path}: {exc}"))
+        if header is None:
+            return _Observed(path, st, None)  # not materialised yet: not listed
+        try:
+            expected = expected_transcript_path(self.root, header, self.compression)
+        except ValueError:
+            return _Observed(path, st, None, LayoutProblem("identity", path, f"header id of {path} cannot name a storage path"))
+        if not same_file(path, expected):
+            return _Observed(path, st, None, LayoutProblem("identity", path, f"{path} holds session {header['id']!r}, whose transcript belongs at {expected}"))
+        return _Observed(path, st, header)
+
+    # -- transactions ----------------------------------------------------------------
+
+    def _run(self, items: list[_Observed], problems: list[LayoutProblem] | None, *, full: bool, report: ReconcileReport) -> None:
+        now = self.clock()
+        with self.engine.connect() as conn:
+            dbapi = conn.connection.driver_connection
+            cur = dbapi.cursor()
+            stored = {row[1]: row for row in cur.execute(_SELECT_SESSIONS)}
+            present = {item.path for item in items if item.header is not None}
+            gone = [path for path in stored if path not in present] if full else [item.path for item in items if item.header is None and item.path in stored]
+            todo = [item for item in items if item.header is not None and self._needs_work(stored.get(item.path), item, now)]
+            report.scanned += len(items)
+            report.unchanged += len(items) - len(todo) - sum(1 for item in items if item.header is None)
+            total = len(todo)
+            pending_problems = problems
+            index = 0
+            while index < total or gone or pending_problems is not None:
+                cur.execute("BEGIN IMMEDIATE")
+                try:
+                    changed = False
+                    generation = cur.execute('SELECT "global_generation" FROM "index_meta"').fetchone()[0] + 1
+                    for path in gone:
+                        sid = stored[path][0]
+                        delete_session_rows(cur, sid)
+                        cur.execute('DELETE FROM "sessions" WHERE "sid" = ?', (sid,))
+                        report.deleted += 1
+                        changed = True
+                    gone = []
+                    if pending_problems is not None:
+                        changed |= _store_problems(cur, pending_problems, now)
+                        pending_problems = None
+                    budget = self.batch_events
+                    sessions_in_batch = 0
+                    while index < total and budget > 0 and sessions_in_batch < BATCH_SESSIONS:
+                        item = todo[index]
+                        index += 1
+                        written = self._index_one(cur, stored.get(item.path), item, generation, now, report)
+                        budget -= max(written, 1)
+                        sessions_in_batch += 1
+                        changed = True
+                    if changed:
+                        cur.execute(
+                            'UPDATE "index_meta" SET "global_generation" = ?, "last_reconcile_at" = ?',
+                            (generation, now),
+                        )
+                    else:
+                        cur.execute('UPDATE "index_meta" SET "last_reconcile_at" = ?', (now,))
+                    cur.execute("COMMIT")
+                    report.transactions += 1
+                except BaseException:
+                    cur.execute("ROLLBACK")
+                    raise
+                if self.progress is not None:
+                    self.progress(index, total, report.events)
+
+    def _needs_work(self, row: tuple[Any, ...] | None, item: _Observed, now: float) -> bool:
+        if row is None or item.stat is None:
+            return True
+        if row[2] != revision_token(item.stat):
+            return True
+        # An unchanged file with a held-back tail is indexed once it has settled.
+        return row[4] == "held" and now - item.stat.st_mtime >= self.settle_seconds
+
+    # -- one session ------------------------------------------------------------------
+
+    def _index_one(self, cur: sqlite3.Cursor, row: tuple[Any, ...] | None, item: _Observed, generation: int, now: float, report: ReconcileReport) -> int:
+        assert item.header is not None and item.stat is not None
+        header = item.header
+        settled = now - item.stat.st_mtime >= self.settle_seconds
+        sid = row[0] if row is not None and row[6] == header["id"] else None
+        resume: ResumePoint | None = None
+        if sid is not None and row is not None and row[3] is not None and row[5] == "ok":
+            resume = _resume_decoder.decode(row[3])
+            if resume.header != header:
+                resume = None
+        if row is not None and sid is None:
+            delete_session_rows(cur, row[0])
+            cur.execute('DELETE FROM "sessions" WHERE "sid" = ?', (row[0],))
+        if sid is None:
+            sid = _insert_session(cur, item, header, generation, now)
+        savepoint = f"s{sid}"
+        cur.execute(f'SAVEPOINT "{savepoint}"')
+        try:
+            if resume is not None:
+                try:
+                    written = self._decode(cur, sid, item, resume, settled, row, generation, now)
+                    report.appended += 1
+                except ResumeMismatch:
+                    cur.execute(f'ROLLBACK TO "{savepoint}"')
+                    resume = None
+            if resume is None:
+                delete_session_rows(cur, sid)
+                written = self._decode(cur, sid, item, None, settled, None, generation, now)
+                report.reloaded += 1
+        except (LogFormatError, OSError) as exc:
+            cur.execute(f'ROLLBACK TO "{savepoint}"')
+            delete_session_rows(cur, sid)
+            error = as_query_error(exc, header["id"])
+            status = "unsupported" if isinstance(exc, LogFormatError) and exc.kind == "unsupported" else "corrupt" if isinstance(exc, LogFormatError) else "error"
+            _update_failed(cur, sid, item, header, generation, now, status, error.code, error.message)
+            report.failed += 1
+            log.warning("session %s: %s", header["id"], error.message)
+            cur.execute(f'RELEASE "{savepoint}"')
+            return 0
+        cur.execute(f'RELEASE "{savepoint}"')
+        report.events += written
+        return written
+
+    def _decode(
+        self,
+        cur: sqlite3.Cursor,
+        sid: int,
+        item: _Observed,
+        resume: ResumePoint | None,
+        settled: bool,
+        row: tuple[Any, ...] | None,
+        generation: int,
+        now: float,
+    ) -> int:
+        """Decode (from ``resume`` when given) and project; returns rows written."""
+        header = item.header
+        assert header is not None and item.stat is not None
+        first_seq = resume.next_seq if resume is not None else 0
+        if resume is not None and row is not None and row[7] is not None:
+            # Synthetic tail rows of an earlier settled view: the writer moved on.
+            unshadow_from(cur, sid, row[7])
+            delete_session_rows(cur, sid, row[7], synthetic_only=True)
+        projector = SessionProjector(cur, sid, first_seq)
+        if resume is not None:
+            projector.continue_last_block()
+        reader = LogReader(item.path, self.compression, session_id=header["id"], root=self.root, sink=projector.add, on_replacement=projector.replacement)
+        log_ = reader.read(resume)
+        projector.finish()
+        has_tail = bool(log_.recovered or log_.closers)
+        if log_.resume is None:
+            raise ResumeMismatch("no resume point")  # pragma: no cover - decode always yields one on success
+        stored_count = log_.resume.next_seq
+        synthetic_from = None
+        tail_state = "clean"
+        title_seq = projector.title_seq if projector.title_seq is not None else (row[8] if row is not None else None)
+        if has_tail and settled:
+            tail = SessionProjector(cur, sid, stored_count, synthetic=True)
+            for seq, shadowed in log_.tail_replacements:
+                tail.replacement(seq, shadowed)
+            tail.add([*log_.recovered, *log_.closers])
+            tail.finish()
+            synthetic_from = stored_count
+            tail_state = "settled"
+            nodes = log_.surface_nodes
+            event_count = stored_count + len(log_.recovered) + len(log_.closers)
+            if tail.title_seq is not None:
+                title_seq = tail.title_seq
+            written = projector.written + tail.written
+        else:
+            tail_state = "held" if has_tail else "clean"
+            nodes = _nodes_at(log_.resume)
+            event_count = stored_count
+            written = projector.written
+        cur.execute(
+            'UPDATE "sessions" SET "revision" = ?, "size" = ?, "resume" = ?, "event_count" = ?, "stored_count" = ?, '
+            '"synthetic_from" = ?, "tail_state" = ?, "surface_nodes" = ?, "title_seq" = ?, "status" = \'ok\', '
+            '"error_code" = NULL, "error_message" = NULL, "generation" = ?, "indexed_at" = ?, "header_json" = ? WHERE "sid" = ?',
+            (
+                log_.revision,
+                log_.size,
+                _pack(log_.resume),
+                event_count,
+                stored_count,
+                synthetic_from,
+                tail_state,
+                _pack(nodes),
+                title_seq,
+                generation,
+                now,
+                _encode_json(header),
+                sid,
+            ),
+        )
+        return written
+
+
+_SELECT_SESSIONS: Final = (
+    'SELECT "sid", "path", "revision", "resume", "tail_state", "status", "id", "synthetic_from", "title_seq" FROM "sessions"'
+)
+
+
+def _nodes_at(resume: ResumePoint) -> list[int]:
+    from readmodel.surface import SurfaceFold
+
+    return SurfaceFold.from_bytes(resume.fold_state).nodes()
+
+
+def _session_columns(item: _Observed, header: dict[str, Any]) -> dict[str, Any]:
+    created = header.get("createdAt")
+    cwd = header.get("cwd")
+    parent = header.get("parentSession")
+    return {
+        "header_json": _encode_json(header),
+        "created_at": created if is_number(created) else None,
+        "id_key": id_sort_key(header["id"]),
+        "cwd": cwd if type(cwd) is str else None,
+        "parent_session": parent if type(parent) is str else None,
+    }
+
+
+def _insert_session(cur: sqlite3.Cursor, item: _Observed, header: dict[str, Any], generation: int, now: float) -> int:
+    columns = _session_columns(item, header)
+    cur.execute(
+        'INSERT INTO "sessions" ("id", "path", "header_json", "created_at", "id_key", "cwd", "parent_session", "revision", "size", '
+        '"event_count", "stored_count", "tail_state", "status", "generation", "indexed_at") '
+        "VALUES (?, ?, ?, ?, ?, ?, ?, '', 0, 0, 0, 'clean', 'ok', ?, ?)",
+        (header["id"], item.path, columns["header_json"], columns["created_at"], columns["id_key"], columns["cwd"], columns["parent_session"], generation, now),
+    )
+    return int(cur.lastrowid)
+
+
+def _update_failed(cur: sqlite3.Cursor, sid: int, item: _Observed, header: dict[str, Any], generation: int, now: float, status: str, code: str, message: str) -> None:
+    assert item.stat is not None
+    cur.execute(
+        'UPDATE "sessions" SET "revision" = ?, "size" = ?, "resume" = NULL, "event_count" = 0, "stored_count" = 0, '
+        '"synthetic_from" = NULL, "tail_state" = \'clean\', "surface_nodes" = NULL, "title_seq" = NULL, "status" = ?, '
+        '"error_code" = ?, "error_message" = ?, "generation" = ?, "indexed_at" = ? WHERE "sid" = ?',
+        (revision_token(item.stat), item.stat.st_size, status, code, message, generation, now, sid),
+    )
+
+
+def _store_problems(cur: sqlite3.Cursor, problems: list[LayoutProblem], now: float) -> bool:
+    before = {(row[0], row[1], row[2]) for row in cur.execute('SELECT "path", "kind", "message" FROM "layout_problems"')}
+    after = {(p.path, p.kind, p.message) for p in problems}
+    if before == after:
+        return False
+    cur.execute('DELETE FROM "layout_problems"')
+    cur.executemany(
+        'INSERT OR REPLACE INTO "layout_problems" ("path", "kind", "message", "observed_at") VALUES (?, ?, ?, ?)',
+        [(path, kind, message, now) for path, kind, message in sorted(after)],
+    )
+    return True
+
+
+def _clashes(cur: sqlite3.Cursor, item: _Observed) -> bool:
+    if item.header is None:
+        return False
+    row = cur.execute('SELECT "path" FROM "sessions" WHERE "id" = ?', (item.header["id"],)).fetchone()
+    return row is not None and row[0] != item.path
+
+
+def _has_problem(cur: sqlite3.Cursor, path: str) -> bool:
+    return cur.execute('SELECT 1 FROM "layout_problems" WHERE "path" = ? OR "kind" = \'duplicate-id\' LIMIT 1', (path,)).fetchone() is not None

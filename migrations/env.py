@@ -1,0 +1,40 @@
+"""Alembic environment for the sessionq index.
+
+Always run programmatically (``sessionq db ...`` or the daemon): the caller
+passes an open SQLAlchemy connection in ``config.attributes["connection"]``.
+"""
+
+from __future__ import annotations
+
+from alembic import context
+
+from readmodel.schema import KNOWN_TABLES, metadata
+
+_FTS_PREFIX = "documents_fts"
+
+
+def _include_object(obj, name, type_, reflected, compare_to):  # type: ignore[no-untyped-def]
+    # FTS5 virtual tables and their shadow tables are managed by explicit DDL.
+    if type_ == "table" and name and name.startswith(_FTS_PREFIX):
+        return False
+    return not (type_ == "table" and reflected and name not in KNOWN_TABLES)
+
+
+def run_migrations_online() -> None:
+    connection = context.config.attributes.get("connection")
+    if connection is None:
+        raise RuntimeError("sessionq migrations run only with a connection supplied by sessionq")
+    context.configure(
+        connection=connection,
+        target_metadata=metadata,
+        render_as_batch=True,
+        include_object=_include_object,
+        compare_type=False,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+if context.is_offline_mode():
+    raise RuntimeError("offline migrations are not supported; use `sessionq db upgrade`")
+run_migrations_online()
