@@ -8,14 +8,14 @@ the harness's order.
 
 from __future__ import annotations
 
-import os
 from typing import Any, Final
 
+from readmodel.headers import FORMAT_VERSION
 from readmodel.jsvalues import is_negative_zero, is_non_negative_safe_integer, is_number, is_record
 
 from .records import LogFormatError, RecordError, decode_json_exact
 
-FORMAT_VERSION: Final = 0
+
 PROJECTION_KEYS: Final = ("version", "id", "createdAt", "cwd", "parentSession", "seedLength", "origin", "delegationDepth", "agentPreset")
 RETIRED_KEYS: Final = ("sandboxMode", "approvalPolicy")
 
@@ -86,29 +86,3 @@ def parse_header_line(line: bytes, *, path: str = "", check_version: bool = True
     if any(key in value for key in RETIRED_KEYS):
         raise LogFormatError("session header carries retired policy baseline fields (sandboxMode/approvalPolicy)")
     return project_header(value)
-
-
-def check_restored_header(header: dict[str, Any], session_id: str) -> None:
-    """Full restore validation of a header (format-spec §3.2 step 9); raises corrupt."""
-
-    def fail(reason: str) -> None:
-        raise LogFormatError(f'session "{session_id}" header is invalid: {reason}', stage="restore")
-
-    if header.get("version") != FORMAT_VERSION:
-        fail("version must be 0")
-    if header.get("id") != session_id:
-        fail("id does not match the session")
-    if not is_non_negative_safe_integer(header.get("createdAt")):
-        fail("createdAt must be a non-negative safe integer")
-    if "cwd" in header and (type(header["cwd"]) is not str or not os.path.isabs(header["cwd"])):
-        fail("cwd must be an absolute path")
-    if "parentSession" in header and type(header["parentSession"]) is not str:
-        fail("parentSession must be a string")
-    if "seedLength" in header and not is_non_negative_safe_integer(header["seedLength"]):
-        fail("seedLength must be a non-negative safe integer")
-    if "origin" in header and header["origin"] != "subagent":
-        fail('origin must be "subagent"')
-    if "delegationDepth" in header and not is_non_negative_safe_integer(header["delegationDepth"]):
-        fail("delegationDepth must be a non-negative safe integer")
-    if "agentPreset" in header and type(header["agentPreset"]) is not str:
-        fail("agentPreset must be a string")

@@ -15,16 +15,14 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 import msgspec
-import zstandard
 
+from readmodel.blocks import BLOCK_BYTES, BLOCK_EVENTS, compress_block, decompress_block
 from readmodel.extraction import extract_event_text
 from readmodel.schema import SURFACE_CODES, docid
 from readmodel.surface import SURFACE_EVENT_TYPES
 
 log = logging.getLogger("sessionq.indexer")
 
-BLOCK_EVENTS: Final = 256
-BLOCK_BYTES: Final = 256 * 1024
 FLUSH_EVENTS: Final = 4096
 _CURRENT: Final = SURFACE_CODES["current"]
 _SHADOWED: Final = SURFACE_CODES["shadowed"]
@@ -33,8 +31,6 @@ _SANITIZE: Final = str.maketrans({"\x00": "\ufffd", "\ufdd0": "\ufffd", "\ufdd1"
 
 _encode: Final = msgspec.json.Encoder().encode
 _pack: Final = msgspec.msgpack.Encoder().encode
-_compressor = zstandard.ZstdCompressor(level=6)
-_decompressor = zstandard.ZstdDecompressor()
 
 
 def sanitize_document(text: str) -> str:
@@ -54,16 +50,6 @@ def _has_surrogate(text: str) -> bool:
     except UnicodeEncodeError:
         return True
     return False
-
-
-def compress_block(lines: Sequence[bytes]) -> bytes:
-    """One raw block: the events' compact JSON, LF-joined, zstd-compressed."""
-    return _compressor.compress(b"\n".join(lines))
-
-
-def decompress_block(data: bytes) -> list[bytes]:
-    """The raw JSON lines of one block."""
-    return _decompressor.decompress(data).split(b"\n") if data else []
 
 
 class SessionProjector:

@@ -34,9 +34,10 @@ from readmodel.eventmodel import (
     check_request_header,
     is_known_or_ignorable,
 )
+from readmodel.headers import HeaderValidationError, check_restored_header
 from readmodel.surface import SurfaceFold, SurfaceFoldError
 
-from .headers import NotAHeader, check_restored_header, parse_header_line
+from .headers import NotAHeader, parse_header_line
 from .layout import Compression, LayoutError, expected_transcript_path, locate, revision_token, same_file
 from .legacy import is_legacy_tool_result_replacement, upgrade_event
 from .records import LineScanner, LogFormatError
@@ -423,7 +424,7 @@ class LogReader:
     def _header_restore(header: dict[str, Any], session_id: str, pipeline: _Pipeline) -> None:
         try:
             check_restored_header(header, session_id)
-        except LogFormatError as exc:
+        except HeaderValidationError as exc:
             pipeline.fail("header", exc.message)
 
     def _read_header(self, fh: BinaryIO, size: int) -> tuple[dict[str, Any], int]:
