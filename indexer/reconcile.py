@@ -241,7 +241,8 @@ class Reconciler:
         if row is not None and sid is None:
             delete_session_rows(cur, row[0])
             cur.execute('DELETE FROM "sessions" WHERE "sid" = ?', (row[0],))
-        if sid is None:
+        fresh = sid is None
+        if fresh:
             sid = _insert_session(cur, item, header, generation, now)
         savepoint = f"s{sid}"
         cur.execute(f'SAVEPOINT "{savepoint}"')
@@ -254,7 +255,8 @@ class Reconciler:
                     cur.execute(f'ROLLBACK TO "{savepoint}"')
                     resume = None
             if resume is None:
-                delete_session_rows(cur, sid)
+                if not fresh:
+                    delete_session_rows(cur, sid)
                 written = self._decode(cur, sid, item, None, settled, None, generation, now)
                 report.reloaded += 1
         except (LogFormatError, OSError) as exc:

@@ -15,7 +15,7 @@ import zstandard
 BLOCK_EVENTS: Final = 256
 BLOCK_BYTES: Final = 256 * 1024
 
-_compressor = zstandard.ZstdCompressor(level=6)
+_compressor = zstandard.ZstdCompressor(level=3)
 _decompressor = zstandard.ZstdDecompressor()
 
 
