@@ -176,10 +176,8 @@ class _Pipeline:
         type, a valid envelope, log-only, and inert for the closer walk, so
         only the surface fold (which tracks seq contiguity) needs to see them.
         """
-        apply = self.fold.apply
         try:
-            for event in members:
-                apply(event)
+            self.fold.skip_log_only(members[0]["seq"], len(members))
         except SurfaceFoldError as exc:
             self.fail("restore", str(exc))
         last = members[-1]

@@ -572,11 +572,41 @@ class SurfaceFold:
         """
         self._raise_if_failed()
         seq = self._next_seq
+        # Fast path for the common case: a log-only event with an exact int seq
+        # and no surface keys needs no further validation (same result as below).
+        if (
+            type(event) is dict
+            and event.get("seq") == seq
+            and type(event.get("seq")) is int
+            and type(event.get("type")) is str
+            and event["type"] not in SURFACE_EVENT_TYPES
+            and "surfaceOp" not in event
+            and "sourceEventSeqs" not in event
+        ):
+            self._commit_log_only()
+            return None
         try:
             return self._apply_valid(event, seq)
         except SurfaceFoldError as error:
             self._error = error
             raise
+
+    def skip_log_only(self, first_seq: int, count: int) -> None:
+        """Fold ``count`` log-only events with seqs ``first_seq``, ``first_seq + 1``, …
+
+        For callers that already know the events are log-only with exact,
+        contiguous int seqs and no surface keys (e.g. members of a packed chunk
+        row); equivalent to applying them one by one.
+        """
+        self._raise_if_failed()
+        try:
+            _check_seq({"seq": first_seq}, self._next_seq)
+        except SurfaceFoldError as error:
+            self._error = error
+            raise
+        if self._surfaces is not None:
+            self._surfaces.extend(bytes(count))
+        self._next_seq += count
 
     def extend(self, events: Iterable[Event]) -> SurfaceDelta:
         """Fold a batch of events and report what changed (see :class:`SurfaceDelta`).
