@@ -10,3 +10,17 @@ settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_
 settings.register_profile("dev", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("thorough", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def reference_wording(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make synthetic closers carry the reference's texts (read from its golden output)."""
+    from indexer import repair
+    from tests.corpus import reference_closer_texts
+
+    texts = reference_closer_texts()
+    monkeypatch.setattr(repair, "OUTCOME_UNKNOWN_TEXT", texts["TOOL_OUTCOME_UNKNOWN"])
+    monkeypatch.setattr(repair, "NOT_STARTED_TEXT", texts["TOOL_NOT_STARTED"])

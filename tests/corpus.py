@@ -43,3 +43,38 @@ def golden(name: str, synthetic: bool = False) -> Any:
 def golden_by_session(name: str, synthetic: bool = False) -> dict[str, Any]:
     """Index a per-session golden file by session id."""
     return {entry["sessionId"]: entry for entry in golden(name, synthetic)["sessions"]}
+
+
+# SHA-256 of the reference's two crash-closer result texts (format-spec §7.4).
+_CLOSER_TEXT_SHA256 = {
+    "TOOL_OUTCOME_UNKNOWN": "5655d1cb75343f7b6f034300ccd4cea6f70c07d430825b4575fa03890344bf52",
+    "TOOL_NOT_STARTED": "613f8e88c4324029a758e388a77c9082e93d36d39ad23d5f76c5529fe7b0b42f",
+}
+
+
+@cache
+def reference_closer_texts() -> dict[str, str]:
+    """The reference's closer texts, read at test time from its own golden documents.
+
+    sessionq writes its own wording; conformance tests that must reproduce the
+    reference byte for byte (event hashes, search ranking over closer text) swap
+    these in.  They are taken from the synthetic golden ``filter-events.json``
+    and verified against the hashes the format spec publishes, never stored in
+    the project.
+    """
+    import hashlib
+
+    found: dict[str, str] = {}
+    for session in golden("filter-events", synthetic=True)["sessions"]:
+        for document in session["documents"]:
+            for code, digest in _CLOSER_TEXT_SHA256.items():
+                name = "ToolOutcomeUnknownError" if code == "TOOL_OUTCOME_UNKNOWN" else "ToolNotStartedError"
+                suffix = f"\n{name}\n{code}"
+                text = document["text"]
+                if document["type"] == "tool/result" and text.endswith(suffix):
+                    candidate = text[: -len(suffix)]
+                    if hashlib.sha256(candidate.encode()).hexdigest() == digest:
+                        found[code] = candidate
+    if set(found) != set(_CLOSER_TEXT_SHA256):
+        raise RuntimeError("the reference closer texts were not found in the synthetic golden documents")
+    return found

@@ -61,6 +61,18 @@ def test_every_corpus_log_reads_exactly_as_the_reference(root: Path, compression
         _assert_matches(read_log(path, compression), hashes, headers)
 
 
+def test_every_synthetic_log_reads_exactly_as_the_reference_with_its_wording(reference_wording: None) -> None:
+    hashes = golden_by_session("read-session-hashes", synthetic=True)
+    headers = golden_by_session("read-session", synthetic=True)
+    paths = _sessions(SYNTHETIC_ROOT, Compression.ZSTD)
+    for path in paths:
+        log = read_log(path, Compression.ZSTD)
+        view = inspect_view(log)
+        expected = hashes[log.header["id"]]["events"]
+        assert [[e["seq"], e["type"], event_hash(e)] for e in view["events"]] == expected
+        assert log.header == headers[log.header["id"]]["header"]
+
+
 def test_every_synthetic_log_reads_exactly_as_the_reference() -> None:
     hashes = golden_by_session("read-session-hashes", synthetic=True)
     headers = golden_by_session("read-session", synthetic=True)

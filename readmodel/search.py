@@ -1,0 +1,850 @@
+"""Ranked full-text search over the index: literal phrases, exact ranking, snippets, cursors.
+
+The semantics follow the reference's SQLite FTS5 provider (search-tools-export-spec
+§2–§5, §7):
+
+* the query is trimmed and whitespace-collapsed (JS whitespace set), then becomes
+  exactly one FTS5 phrase bound as a parameter, so FTS5 syntax in a query is data;
+* a document's strength is the number of highlighted-match spans FTS5's own
+  ``highlight()`` produces, then its length in code points, then newer time and
+  higher seq; cross-session search keeps each session's strongest event and
+  orders sessions by it (ties by session id in UTF-8 byte order);
+* metadata filters compile to parameterised predicates applied before ranking,
+  within the reference's predicate and binding budgets;
+* snippets are bounded plain-text excerpts positioned by the first highlight;
+* cursors are opaque, bound to the index identity, the normalised request and
+  the generation of the scope, and signed, so a forged or foreign cursor is
+  invalid and a cursor over a changed corpus is stale.  They work in any reader
+  process of the same index.
+
+The live overlay (sessions held in memory by the host) lives in connection-local
+TEMP tables that shadow the index for the same session id, as in the reference.
+
+Deliberate difference: a session whose log is corrupt or unsupported never
+enters the search corpus (the reference fails every search while one persisted
+log cannot be read); searching within such a session raises its stored error.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import math
+import sqlite3
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import msgspec
+
+from .errors import SessionQueryError
+from .extraction import build_documents
+from .filters import materialize_event_metadata_filters, materialize_session_filters
+from .jsvalues import MAX_SAFE_INTEGER, is_safe_integer, js_collapse_whitespace, js_trim, JS_WHITESPACE
+from .surface import classify_events, invalid_surface_error, SurfaceFoldError
+from .vocabulary import Header, Struct, Surface
+
+from msgspec import UNSET, UnsetType
+
+START_MARK: Final = "\ufdd0"
+END_MARK: Final = "\ufdd1"
+ELLIPSIS: Final = "\u2026"
+OUTER_PREDICATE_LIMIT: Final = 14
+BINDING_LIMIT: Final = 32_766
+FIXED_BINDINGS: Final = 10
+MAX_PAGE_LIMIT: Final = MAX_SAFE_INTEGER - 1
+OPEN_AT_VALUES: Final = ("startup", "first-search", "never")
+JOURNAL_MODES: Final = ("wal", "delete", "truncate", "persist")
+_SANITIZE: Final = str.maketrans({"\x00": "\ufffd", START_MARK: "\ufffd", END_MARK: "\ufffd"})
+_WHITESPACE: Final = frozenset(JS_WHITESPACE)
+_CURSOR_VERSION: Final = 1
+
+
+# --------------------------------------------------------------------------- vocabulary
+
+
+class SessionEventSearchHit(Struct):
+    session_id: str
+    seq: int
+    type: str
+    time: Any
+    surface: Surface
+    snippet: str
+
+
+class SessionSearchHit(Struct):
+    header: Header
+    live: bool
+    persisted: bool
+    best_match: SessionEventSearchHit
+
+
+class SessionSearchPage(Struct, kw_only=True):
+    items: list[SessionSearchHit]
+    next_cursor: str | UnsetType = UNSET
+
+
+class SessionEventSearchPage(Struct, kw_only=True):
+    session: Header
+    items: list[SessionEventSearchHit]
+    next_cursor: str | UnsetType = UNSET
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+class SearchConfig(msgspec.Struct, frozen=True):
+    """Validated provider configuration (search-tools-export-spec §7)."""
+
+    default_limit: int = 20
+    max_limit: int = 100
+    snippet_chars: int = 240
+    open_at: str = "startup"
+    journal_mode: str = "wal"
+
+
+def _config_error(detail: str) -> SessionQueryError:
+    return SessionQueryError("SESSION_QUERY_INVALID_CONFIG", f"session-search SQLite config: {detail}")
+
+
+def _limit_setting(raw: Mapping[str, Any], key: str, default: int) -> int:
+    value = raw.get(key)
+    if value is None:
+        return default
+    if not (is_safe_integer(value) and 1 <= value <= MAX_PAGE_LIMIT):
+        raise _config_error(f"{key} must be an integer between 1 and {MAX_PAGE_LIMIT}")
+    return int(value)
+
+
+def search_config(raw: Mapping[str, Any] | None = None) -> SearchConfig:
+    """Validate search settings in the reference's order; absent or null keys take defaults."""
+    raw = raw or {}
+    open_at = raw.get("openAt")
+    if open_at is None:
+        open_at = "startup"
+    if open_at not in OPEN_AT_VALUES:
+        raise _config_error("openAt must be startup, first-search or never")
+    default_limit = _limit_setting(raw, "defaultLimit", 20)
+    max_limit = _limit_setting(raw, "maxLimit", 100)
+    snippet = raw.get("snippetChars")
+    if snippet is None:
+        snippet = 240
+    elif not (type(snippet) in (int, float) and math.isfinite(snippet) and float(snippet).is_integer() and snippet >= 1):
+        raise _config_error("snippetChars must be a positive integer")
+    if default_limit > max_limit:
+        raise _config_error("defaultLimit must be less than or equal to maxLimit")
+    journal = raw.get("journalMode")
+    if journal is None:
+        journal = "wal"
+    if type(journal) is not str or journal.lower() not in JOURNAL_MODES:
+        raise _config_error("journalMode must be wal, delete, truncate or persist")
+    return SearchConfig(default_limit, max_limit, int(snippet), open_at, journal.lower())
+
+
+# --------------------------------------------------------------------------- normalisation
+
+
+@dataclass(frozen=True)
+class SessionsRequest:
+    query: str
+    session_filters: list[dict[str, Any]]
+    event_filters: list[dict[str, Any]]
+    limit: int
+    cursor: str | None
+
+
+@dataclass(frozen=True)
+class EventsRequest:
+    session_id: str
+    query: str
+    filters: list[dict[str, Any]]
+    limit: int
+    cursor: str | None
+
+
+def _field(request: Any, name: str, attribute: str) -> Any:
+    """A request field from a mapping (camelCase) or a struct (snake_case); ``None`` when absent."""
+    if isinstance(request, Mapping):
+        return request.get(name)
+    value = getattr(request, attribute, None)
+    return None if value is UNSET else value
+
+
+def normalize_query(query: Any) -> str:
+    """Trim, collapse whitespace runs, refuse empty or NUL, neutralise the highlight markers."""
+    if type(query) is not str:
+        raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", "session-search query must be text")
+    text = js_collapse_whitespace(js_trim(query))
+    if not text:
+        raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", "session-search query must contain non-whitespace text")
+    if "\x00" in text:
+        raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", "session-search query must not contain NUL")
+    return text.translate(_SANITIZE)
+
+
+def normalize_limit(limit: Any, config: SearchConfig) -> int:
+    if limit is None:
+        return config.default_limit
+    maximum = min(config.max_limit, MAX_PAGE_LIMIT)
+    if not (is_safe_integer(limit) and 1 <= limit <= maximum):
+        raise SessionQueryError("SESSION_QUERY_INVALID_LIMIT", f"session-search limit must be an integer between 1 and {maximum}")
+    return int(limit)
+
+
+def _normalize_cursor(cursor: Any) -> str | None:
+    if cursor is None:
+        return None
+    if type(cursor) is not str:
+        raise SessionQueryError("SESSION_QUERY_INVALID_CURSOR", "session-search cursor must be text")
+    return cursor
+
+
+def normalize_sessions_request(request: Any, config: SearchConfig) -> SessionsRequest:
+    """Validate and copy a cross-session request in the reference's check order."""
+    session_filters = _field(request, "sessionFilters", "session_filters")
+    event_filters = _field(request, "eventFilters", "event_filters")
+    materialized_sessions = materialize_session_filters([] if session_filters is None else session_filters)
+    materialized_events = materialize_event_metadata_filters([] if event_filters is None else event_filters)
+    cursor = _normalize_cursor(_field(request, "cursor", "cursor"))
+    query = normalize_query(_field(request, "query", "query"))
+    limit = normalize_limit(_field(request, "limit", "limit"), config)
+    return SessionsRequest(query, materialized_sessions, materialized_events, limit, cursor)
+
+
+def normalize_events_request(request: Any, config: SearchConfig) -> EventsRequest:
+    """Validate and copy a within-session request in the reference's check order."""
+    session_id = _field(request, "sessionId", "session_id")
+    if type(session_id) is not str:
+        raise SessionQueryError("SESSION_QUERY_INVALID_FILTER", "session-search session id must be text")
+    filters = _field(request, "filters", "filters")
+    materialized = materialize_event_metadata_filters([] if filters is None else filters)
+    cursor = _normalize_cursor(_field(request, "cursor", "cursor"))
+    query = normalize_query(_field(request, "query", "query"))
+    limit = normalize_limit(_field(request, "limit", "limit"), config)
+    return EventsRequest(session_id, query, materialized, limit, cursor)
+
+
+def match_expression(query: str) -> str:
+    """The whole normalised query as one FTS5 phrase string (quotes doubled)."""
+    return '"' + query.replace('"', '""') + '"'
+
+
+# --------------------------------------------------------------------------- SQL predicates
+
+
+def _budget_error() -> SessionQueryError:
+    return SessionQueryError(
+        "SESSION_QUERY_INVALID_FILTER",
+        f"session-search request exceeds the supported SQLite FTS5 outer-predicate budget of {OUTER_PREDICATE_LIMIT}; reduce filters",
+    )
+
+
+def _binding_error() -> SessionQueryError:
+    return SessionQueryError(
+        "SESSION_QUERY_INVALID_FILTER",
+        f"session-search request exceeds the portable SQLite binding limit of {BINDING_LIMIT}; reduce filter values",
+    )
+
+
+class _Where:
+    """Fragments and bindings of one predicate builder, with its own budgets."""
+
+    def __init__(self) -> None:
+        self.fragments: list[str] = []
+        self.params: list[Any] = []
+
+    def add(self, fragment: str, params: Sequence[Any] = ()) -> None:
+        self.fragments.append(fragment)
+        self.params.extend(params)
+        if len(self.fragments) > OUTER_PREDICATE_LIMIT:
+            raise _budget_error()
+        if len(self.params) > BINDING_LIMIT:
+            raise _binding_error()
+
+    def sql(self) -> str:
+        return " AND ".join(self.fragments)
+
+
+def _placeholders(count: int) -> str:
+    return ", ".join("?" for _ in range(count))
+
+
+def _range(where: _Where, column: str, clause: Mapping[str, Any]) -> None:
+    if "from" in clause:
+        where.add(f"CAST({column} AS INTEGER) >= ?", [clause["from"]])
+    if "to" in clause:
+        where.add(f"CAST({column} AS INTEGER) <= ?", [clause["to"]])
+
+
+def _nullable_in(where: _Where, column: str, values: Sequence[Any]) -> None:
+    if not values:
+        where.add("0")
+        return
+    present = [value for value in values if value is not None]
+    parts: list[str] = []
+    if present:
+        parts.append(f"{column} IN ({_placeholders(len(present))})")
+    if len(present) != len(values):
+        parts.append(f"{column} IS NULL")
+    where.add("(" + " OR ".join(parts) + ")", present)
+
+
+def _plain_in(where: _Where, column: str, values: Sequence[Any]) -> None:
+    if not values:
+        where.add("0")
+    else:
+        where.add(f"{column} IN ({_placeholders(len(values))})", values)
+
+
+def session_where(filters: Sequence[Mapping[str, Any]]) -> _Where:
+    """Session filters as predicates over the ``matched`` rows (search-tools-export-spec §2.6)."""
+    where = _Where()
+    for clause in filters:
+        kind = clause["kind"]
+        if kind == "id":
+            _plain_in(where, "session_id", clause["values"])
+        elif kind in ("cwd", "parent"):
+            _nullable_in(where, "cwd" if kind == "cwd" else "parent_session", clause["values"])
+        elif kind == "created-at":
+            _range(where, "created_at", clause)
+        elif kind == "availability":
+            values = set(clause["values"])
+            if not values:
+                where.add("0")
+            elif len(values) == 1:
+                where.add("live = 1" if "live" in values else "persisted = 1")
+        else:
+            raise SessionQueryError("SESSION_QUERY_INVALID_FILTER", f'session filter contains unknown kind "{kind}"')
+    return where
+
+
+def event_where(filters: Sequence[Mapping[str, Any]]) -> _Where:
+    """Event metadata filters as predicates over the ``matched`` rows."""
+    where = _Where()
+    for clause in filters:
+        kind = clause["kind"]
+        if kind in ("seq", "time"):
+            _range(where, kind, clause)
+        elif kind in ("type", "surface"):
+            _plain_in(where, kind, clause["values"])
+        else:
+            raise SessionQueryError("SESSION_QUERY_INVALID_FILTER", f'session filter contains unknown kind "{kind}"')
+    return where
+
+
+# --------------------------------------------------------------------------- snippets
+
+
+def make_snippet(marked_text: str, max_chars: int) -> str:
+    """A bounded plain-text excerpt positioned by the first highlight (search-tools-export-spec §4).
+
+    Normalisation stops early once the window is decided: with at least
+    ``match_start + max_chars + 1`` normalised characters the text is known to
+    extend past the window, so the rest of a large document never matters.
+    """
+    chars: list[str] = []
+    match_start: int | None = None
+    complete = True
+    for char in marked_text:
+        if char == START_MARK:
+            if match_start is None:
+                match_start = len(chars)
+        elif char == END_MARK:
+            continue
+        elif char in _WHITESPACE:
+            if chars and chars[-1] != " ":
+                chars.append(" ")
+        else:
+            if match_start is not None and len(chars) > match_start + max_chars + 1:
+                complete = False
+                break
+            chars.append(char)
+    if complete and chars and chars[-1] == " ":
+        chars.pop()
+    n = len(chars) if complete else len(chars) + 1  # incomplete: more text follows
+    if complete and n <= max_chars:
+        return "".join(chars)
+    if max_chars == 1:
+        return ELLIPSIS
+    m = min(match_start or 0, n - 1)
+    start = max(0, m - max_chars // 3)
+    prefix = ELLIPSIS if start > 0 else ""
+    suffix = ELLIPSIS
+    content = max_chars - len(prefix) - len(suffix)
+    if content < 1:
+        start = m
+        suffix = ""
+        content = max_chars - len(prefix)
+    elif m >= start + content:
+        start = m - content + 1
+    end = min(n, start + content)
+    if complete and end == n:
+        suffix = ""
+        content = max_chars - len(prefix)
+        start = max(0, end - content)
+    end = min(n, start + content)
+    return prefix + "".join(chars[start:end]) + suffix
+
+
+# --------------------------------------------------------------------------- cursors
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    if any(ch not in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_" for ch in text):
+        raise ValueError("not base64url")
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _canonical_clause(clause: Mapping[str, Any]) -> dict[str, Any]:
+    if "values" in clause:
+        values = sorted(clause["values"], key=lambda v: (v is not None, v or ""))
+        return {"kind": clause["kind"], "values": values}
+    if clause["kind"] in ("created-at", "seq", "time"):
+        return {"kind": clause["kind"], "from": clause.get("from"), "to": clause.get("to")}
+    return dict(clause)
+
+
+def _canon(filters: Sequence[Mapping[str, Any]]) -> list[str]:
+    return sorted(msgspec.json.encode(_canonical_clause(clause)).decode() for clause in filters)
+
+
+def request_fingerprint(request: SessionsRequest | EventsRequest) -> str:
+    """A digest of the normalised request; clause and value order do not matter."""
+    if isinstance(request, SessionsRequest):
+        identity: dict[str, Any] = {
+            "scope": "sessions",
+            "query": request.query,
+            "sessionFilters": _canon(request.session_filters),
+            "eventFilters": _canon(request.event_filters),
+            "limit": request.limit,
+        }
+    else:
+        identity = {"scope": "events", "sessionId": request.session_id, "query": request.query, "filters": _canon(request.filters), "limit": request.limit}
+    return hashlib.sha256(msgspec.json.encode(identity)).hexdigest()[:32]
+
+
+class CursorCodec:
+    """Signs and checks cursors for one index (its identity is the signing secret's seed)."""
+
+    def __init__(self, index_identity: str) -> None:
+        self.identity = index_identity
+        self._key = hashlib.sha256(b"sessionq-cursor\x00" + index_identity.encode()).digest()
+
+    def _sign(self, payload: bytes) -> bytes:
+        return hmac.new(self._key, payload, hashlib.sha256).digest()[:16]
+
+    def encode(self, scope: str, fingerprint: str, generation: str, offset: int) -> str:
+        payload = msgspec.json.encode(
+            {"version": _CURSOR_VERSION, "instance": self.identity, "scope": scope, "fingerprint": fingerprint, "generation": generation, "offset": offset}
+        )
+        return _b64(payload) + "." + _b64(self._sign(payload))
+
+    def decode(self, cursor: str, scope: str, fingerprint: str, generation: str) -> int:
+        """The offset a cursor resumes at; INVALID before STALE, as in the reference."""
+        invalid = SessionQueryError("SESSION_QUERY_INVALID_CURSOR", "session-search cursor is invalid")
+        try:
+            body, _, signature = cursor.partition(".")
+            payload = _unb64(body)
+            if not hmac.compare_digest(_unb64(signature), self._sign(payload)):
+                raise invalid
+            data = msgspec.json.decode(payload)
+        except SessionQueryError:
+            raise
+        except (ValueError, msgspec.DecodeError):
+            raise invalid from None
+        if type(data) is not dict:
+            raise invalid
+        offset = data.get("offset")
+        if (
+            data.get("version") != _CURSOR_VERSION
+            or data.get("instance") != self.identity
+            or data.get("scope") != scope
+            or data.get("fingerprint") != fingerprint
+            or not (type(offset) is int and 0 <= offset <= MAX_SAFE_INTEGER)
+        ):
+            raise invalid
+        if data.get("generation") != generation:
+            raise SessionQueryError("SESSION_QUERY_STALE_CURSOR", "session-search cursor is stale because its relevant corpus changed")
+        return offset
+
+
+# --------------------------------------------------------------------------- live overlay
+
+
+_TEMP_DDL: Final = (
+    'CREATE TEMP TABLE IF NOT EXISTS "live_sessions" ("id" TEXT PRIMARY KEY, "header_json" BLOB NOT NULL, '
+    '"created_at" REAL, "cwd" TEXT, "parent_session" TEXT, "persisted" INTEGER NOT NULL, '
+    '"generation" INTEGER NOT NULL, "fingerprint" TEXT NOT NULL)',
+    'CREATE VIRTUAL TABLE IF NOT EXISTS temp."live_docs" USING fts5("text", "session_id" UNINDEXED, "seq" UNINDEXED, '
+    '"type" UNINDEXED, "time" UNINDEXED, "surface" UNINDEXED, "length" UNINDEXED, tokenize=\'unicode61\')',
+)
+
+
+def _sanitize(text: str) -> str:
+    text = text.translate(_SANITIZE)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def _live_fingerprint(header: Header, events: Sequence[Any]) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(msgspec.json.encode(header))
+    for event in events:
+        digest.update(msgspec.json.encode(event))
+    return digest.hexdigest()
+
+
+@dataclass
+class _LiveState:
+    """What this connection's TEMP overlay holds, and the process-local generations."""
+
+    fingerprints: dict[str, str] = field(default_factory=dict)
+    epoch: int = 0
+    next_generation: int = 0
+
+
+# --------------------------------------------------------------------------- the engine
+
+# The candidate set: one row per matching document, persisted rows shadowed by
+# live rows of the same session.  ``match_count`` is the number of highlighted
+# spans FTS5's highlight() would produce.  For a one-token phrase every token
+# instance is its own span, so the count comes straight from the posting list
+# (fts5vocab), which is far cheaper than highlighting every matching document;
+# longer phrases count the markers of highlight() itself.
+_SESSION_COLUMNS: Final = """s."id" AS session_id, s."header_json" AS header_json, s."created_at" AS created_at, s."cwd" AS cwd,
+         s."parent_session" AS parent_session, 0 AS live, 1 AS persisted, d."docid" AS docid, d."seq" AS seq,
+         d."type" AS type, d."time" AS time,
+         CASE d."surface" WHEN 1 THEN 'current' WHEN 2 THEN 'shadowed' ELSE 'log-only' END AS surface,
+         d."length" AS document_length"""
+_MARKS: Final = "((length(CAST({h} AS BLOB)) - length(CAST(replace({h}, ?, '') AS BLOB))) / 3)"
+_PERSISTED_BY_TOKEN: Final = """
+  SELECT {columns}, c."n" AS match_count
+  FROM (SELECT "doc", count(*) AS "n" FROM temp."documents_terms" WHERE "term" = ?{doc_range} GROUP BY "doc") c
+  JOIN "documents" d ON d."docid" = c."doc" JOIN "sessions" s ON s."sid" = d."sid"
+  WHERE s."status" = 'ok' AND NOT EXISTS (SELECT 1 FROM temp."live_sessions" l WHERE l."id" = s."id")
+"""
+_PERSISTED_BY_PHRASE: Final = """
+  SELECT {columns}, {marks} AS match_count
+  FROM "documents_fts" JOIN "documents" d ON d."docid" = "documents_fts"."rowid" JOIN "sessions" s ON s."sid" = d."sid"
+  WHERE "documents_fts" MATCH ? AND s."status" = 'ok'
+    AND NOT EXISTS (SELECT 1 FROM temp."live_sessions" l WHERE l."id" = s."id"){doc_range}
+"""
+_LIVE_BRANCH: Final = """
+  SELECT l."id", l."header_json", l."created_at", l."cwd", l."parent_session", 1, l."persisted", -ld."rowid", ld."seq",
+         ld."type", ld."time", ld."surface", ld."length", {marks}
+  FROM temp."live_docs" ld JOIN temp."live_sessions" l ON l."id" = ld."session_id"
+  WHERE "live_docs" MATCH ?{scope}
+"""
+_RANK: Final = "match_count DESC, document_length ASC, time DESC"
+_TERMS_DDL: Final = (
+    'CREATE VIRTUAL TABLE IF NOT EXISTS temp."query_terms" USING fts5("text", tokenize=\'unicode61\')',
+    'CREATE VIRTUAL TABLE IF NOT EXISTS temp."query_terms_v" USING fts5vocab(temp, "query_terms", instance)',
+    'CREATE VIRTUAL TABLE IF NOT EXISTS temp."documents_terms" USING fts5vocab(main, "documents_fts", instance)',
+)
+
+
+@dataclass
+class _Row:
+    session_id: str
+    header_json: bytes
+    live: int
+    persisted: int
+    docid: int  # negative: -rowid of a live document
+    seq: int
+    type: str
+    time: Any
+    surface: Surface
+    marked_text: str = ""
+
+
+class SessionSearch:
+    """Search over one index database file, with an optional live overlay.
+
+    Holds one read-only connection whose TEMP tables carry the live overlay.
+    Thread-safe: calls are serialised.
+    """
+
+    def __init__(self, db_path: str, *, live: Any = None, config: SearchConfig | None = None) -> None:
+        self.config = config or SearchConfig()
+        self.live = live
+        self._lock = threading.Lock()
+        self._live_state = _LiveState()
+        self._conn: sqlite3.Connection | None = None
+        self._db_path = db_path
+        self._codec: CursorCodec | None = None
+
+    # -- connection -----------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            try:
+                conn = sqlite3.connect(f"file:{self._db_path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
+                conn.execute("PRAGMA busy_timeout = 30000")
+                for ddl in (*_TEMP_DDL, *_TERMS_DDL):
+                    conn.execute(ddl)
+                identity = conn.execute('SELECT "identity" FROM "index_meta"').fetchone()[0]
+            except sqlite3.Error as exc:
+                raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", f"session-search SQLite index failed to open: {exc}", exc) from exc
+            self._conn = conn
+            self._codec = CursorCodec(identity)
+        return self._conn
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    # -- public operations ------------------------------------------------------
+
+    def search_sessions(self, request: Any) -> SessionSearchPage:
+        self._check_enabled()
+        normalized = normalize_sessions_request(request, self.config)
+        with self._lock:
+            conn = self._connection()
+            conn.execute("BEGIN")
+            try:
+                self._sync_live(conn)
+                generation = self._global_generation(conn)
+                fingerprint = request_fingerprint(normalized)
+                offset = self._offset(normalized.cursor, "sessions", fingerprint, generation)
+                rows = self._query_sessions(conn, normalized, offset)
+            finally:
+                conn.execute("COMMIT")
+        items = [self._session_hit(row) for row in rows[: normalized.limit]]
+        if len(rows) > normalized.limit:
+            assert self._codec is not None
+            return SessionSearchPage(items=items, next_cursor=self._codec.encode("sessions", fingerprint, generation, offset + normalized.limit))
+        return SessionSearchPage(items=items)
+
+    def search_events(self, request: Any) -> SessionEventSearchPage:
+        self._check_enabled()
+        normalized = normalize_events_request(request, self.config)
+        with self._lock:
+            conn = self._connection()
+            conn.execute("BEGIN")
+            try:
+                self._sync_live(conn)
+                header, generation, sid = self._target(conn, normalized.session_id)
+                fingerprint = request_fingerprint(normalized)
+                offset = self._offset(normalized.cursor, "events", fingerprint, generation)
+                rows = self._query_events(conn, normalized, sid, offset)
+            finally:
+                conn.execute("COMMIT")
+        items = [self._event_hit(row) for row in rows[: normalized.limit]]
+        if len(rows) > normalized.limit:
+            assert self._codec is not None
+            cursor = self._codec.encode("events", fingerprint, generation, offset + normalized.limit)
+            return SessionEventSearchPage(session=header, items=items, next_cursor=cursor)
+        return SessionEventSearchPage(session=header, items=items)
+
+    # -- internals ----------------------------------------------------------------
+
+    def _check_enabled(self) -> None:
+        if self.config.open_at == "never":
+            raise SessionQueryError("SESSION_QUERY_SEARCH_DISABLED", "session-search is disabled by configuration (openAt: never)")
+
+    def _offset(self, cursor: str | None, scope: str, fingerprint: str, generation: str) -> int:
+        if cursor is None:
+            return 0
+        assert self._codec is not None
+        return self._codec.decode(cursor, scope, fingerprint, generation)
+
+    def _global_generation(self, conn: sqlite3.Connection) -> str:
+        main = conn.execute('SELECT "global_generation" FROM "index_meta"').fetchone()[0]
+        return f"{main}.{self._live_state.epoch}"
+
+    def _target(self, conn: sqlite3.Connection, session_id: str) -> tuple[Header, str, int | None]:
+        live = conn.execute('SELECT "header_json", "generation" FROM temp."live_sessions" WHERE "id" = ?', (session_id,)).fetchone()
+        if live is not None:
+            return msgspec.json.decode(live[0]), f"live:{live[1]}", None
+        row = conn.execute(
+            'SELECT "sid", "header_json", "generation", "status", "error_code", "error_message" FROM "sessions" WHERE "id" = ?',
+            (session_id,),
+        ).fetchone()
+        if row is None:
+            raise SessionQueryError("SESSION_QUERY_SESSION_NOT_FOUND", f'session "{session_id}" not found')
+        if row[3] != "ok":
+            raise SessionQueryError(row[4], row[5])
+        return msgspec.json.decode(row[1]), f"persisted:{row[2]}", row[0]
+
+    def _sync_live(self, conn: sqlite3.Connection) -> None:
+        """Bring the TEMP overlay in line with the live source (only changed sessions are rewritten)."""
+        if self.live is None:
+            return
+        state = self._live_state
+        sessions = {session.header["id"]: session for session in self.live.list()}
+        changed = False
+        for session_id in [sid for sid in state.fingerprints if sid not in sessions]:
+            conn.execute('DELETE FROM temp."live_docs" WHERE "session_id" = ?', (session_id,))
+            conn.execute('DELETE FROM temp."live_sessions" WHERE "id" = ?', (session_id,))
+            del state.fingerprints[session_id]
+            changed = True
+        for session_id, session in sessions.items():
+            header, events = session.header, list(session.events)
+            persisted = conn.execute('SELECT 1 FROM "sessions" WHERE "id" = ?', (session_id,)).fetchone() is not None
+            fingerprint = _live_fingerprint(header, events) + (":p" if persisted else ":l")
+            if state.fingerprints.get(session_id) == fingerprint:
+                continue
+            try:
+                surfaces = classify_events(events)
+            except SurfaceFoldError as error:
+                raise invalid_surface_error(error) from error
+            documents = build_documents(session_id, events, surfaces)
+            conn.execute('DELETE FROM temp."live_docs" WHERE "session_id" = ?', (session_id,))
+            conn.execute('DELETE FROM temp."live_sessions" WHERE "id" = ?', (session_id,))
+            state.next_generation += 1
+            created = header.get("createdAt")
+            cwd, parent = header.get("cwd"), header.get("parentSession")
+            conn.execute(
+                'INSERT INTO temp."live_sessions" VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+                (
+                    session_id,
+                    msgspec.json.encode(header),
+                    created if type(created) in (int, float) else None,
+                    cwd if type(cwd) is str else None,
+                    parent if type(parent) is str else None,
+                    1 if persisted else 0,
+                    state.next_generation,
+                    fingerprint,
+                ),
+            )
+            conn.executemany(
+                'INSERT INTO temp."live_docs" ("text", "session_id", "seq", "type", "time", "surface", "length") VALUES (?, ?, ?, ?, ?, ?, ?)',
+                [(text, session_id, doc.seq, doc.type, doc.time, doc.surface, len(text)) for doc in documents for text in (_sanitize(doc.text),)],
+            )
+            state.fingerprints[session_id] = fingerprint
+            changed = True
+        if changed:
+            state.epoch += 1
+
+    @staticmethod
+    def _terms(conn: sqlite3.Connection, query: str) -> list[str]:
+        """The query's tokens exactly as FTS5's unicode61 tokenizer produces them."""
+        conn.execute('DELETE FROM temp."query_terms"')
+        conn.execute('INSERT INTO temp."query_terms" ("text") VALUES (?)', (query,))
+        return [row[0] for row in conn.execute('SELECT "term" FROM temp."query_terms_v" ORDER BY "offset"')]
+
+    def _candidates(
+        self, terms: list[str], phrase: str, doc_range: tuple[int, int] | None = None, live_session: str | None = None
+    ) -> tuple[str, list[Any]]:
+        """The ``candidates`` CTE and its parameters.
+
+        ``doc_range`` limits the persisted side to one session's documents
+        (docids are ``sid << 32 | seq``); ``live_session`` limits the live side.
+        Within-session searches pass exactly one of them and exclude the other side.
+        """
+        scoped = doc_range is not None or live_session is not None
+        range_args = list(doc_range) if doc_range is not None else []
+        if doc_range is None and scoped:
+            persisted, persisted_args = 'SELECT * FROM (SELECT NULL AS session_id) WHERE 0', []
+        elif len(terms) == 1:
+            clause = ' AND "doc" BETWEEN ? AND ?' if doc_range is not None else ""
+            persisted = _PERSISTED_BY_TOKEN.format(columns=_SESSION_COLUMNS, doc_range=clause)
+            persisted_args = [terms[0], *range_args]
+        else:
+            clause = ' AND "documents_fts"."rowid" BETWEEN ? AND ?' if doc_range is not None else ""
+            marks = _MARKS.format(h='highlight("documents_fts", 0, ?, ?)')
+            persisted = _PERSISTED_BY_PHRASE.format(columns=_SESSION_COLUMNS, marks=marks, doc_range=clause)
+            persisted_args = [START_MARK, END_MARK, START_MARK, END_MARK, START_MARK, phrase, *range_args]
+        if scoped and live_session is None:
+            return f"WITH candidates AS ({persisted})", persisted_args
+        live = _LIVE_BRANCH.format(marks=_MARKS.format(h='highlight("live_docs", 0, ?, ?)'), scope=' AND ld."session_id" = ?' if live_session else "")
+        live_args = [START_MARK, END_MARK, START_MARK, END_MARK, START_MARK, phrase, *([live_session] if live_session else [])]
+        if scoped:
+            return f"WITH candidates AS ({live})", live_args
+        return f"WITH candidates AS ({persisted} UNION ALL {live})", [*persisted_args, *live_args]
+
+    def _query_sessions(self, conn: sqlite3.Connection, request: SessionsRequest, offset: int) -> list[_Row]:
+        sessions, events = session_where(request.session_filters), event_where(request.event_filters)
+        if len(sessions.fragments) + len(events.fragments) > OUTER_PREDICATE_LIMIT:
+            raise _budget_error()
+        filters = sessions.params + events.params
+        if FIXED_BINDINGS + len(filters) + 2 > BINDING_LIMIT:
+            raise _binding_error()
+        phrase = match_expression(request.query)
+        terms = self._terms(conn, request.query)
+        if not terms:
+            return []  # a phrase without tokens matches nothing
+        cte, args = self._candidates(terms, phrase)
+        where = " AND ".join(fragment for fragment in (sessions.sql(), events.sql()) if fragment)
+        sql = (
+            cte
+            + ", filtered AS (SELECT * FROM candidates"
+            + (f" WHERE {where}" if where else "")
+            + f"), ranked AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY session_id ORDER BY {_RANK}, seq DESC) AS rn FROM filtered) "
+            + "SELECT session_id, header_json, live, persisted, docid, seq, type, time, surface FROM ranked WHERE rn = 1 "
+            + f"ORDER BY {_RANK}, session_id ASC, seq DESC LIMIT ? OFFSET ?"
+        )
+        rows = [_Row(*row) for row in conn.execute(sql, [*args, *filters, request.limit + 1, offset])]
+        return self._highlight(conn, rows, phrase)
+
+    def _query_events(self, conn: sqlite3.Connection, request: EventsRequest, sid: int | None, offset: int) -> list[_Row]:
+        events = event_where(request.filters)
+        if 1 + len(events.fragments) > OUTER_PREDICATE_LIMIT:
+            raise _budget_error()
+        if FIXED_BINDINGS + len(events.params) + 1 + 2 > BINDING_LIMIT:
+            raise _binding_error()
+        phrase = match_expression(request.query)
+        terms = self._terms(conn, request.query)
+        if not terms:
+            return []
+        # Only the target's documents are read (docid ranges and rowid ranges).
+        if sid is None:
+            cte, args = self._candidates(terms, phrase, live_session=request.session_id)
+        else:
+            cte, args = self._candidates(terms, phrase, doc_range=(sid << 32, (sid << 32) | 0xFFFFFFFF))
+        where = events.sql()
+        sql = (
+            cte
+            + " SELECT session_id, header_json, live, persisted, docid, seq, type, time, surface FROM candidates WHERE session_id = ?"
+            + (f" AND {where}" if where else "")
+            + f" ORDER BY {_RANK}, seq DESC LIMIT ? OFFSET ?"
+        )
+        rows = [_Row(*row) for row in conn.execute(sql, [*args, request.session_id, *events.params, request.limit + 1, offset])]
+        return self._highlight(conn, rows, phrase)
+
+    @staticmethod
+    def _highlight(conn: sqlite3.Connection, rows: list[_Row], phrase: str) -> list[_Row]:
+        """Highlighted text of the page's documents only (for snippets)."""
+        for row in rows:
+            if row.docid >= 0:
+                sql = 'SELECT highlight("documents_fts", 0, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ? AND "rowid" = ?'
+                found = conn.execute(sql, (START_MARK, END_MARK, phrase, row.docid)).fetchone()
+            else:
+                sql = 'SELECT highlight("live_docs", 0, ?, ?) FROM temp."live_docs" WHERE "live_docs" MATCH ? AND "rowid" = ?'
+                found = conn.execute(sql, (START_MARK, END_MARK, phrase, -row.docid)).fetchone()
+            row.marked_text = found[0] if found else ""
+        return rows
+
+    def _event_hit(self, row: _Row) -> SessionEventSearchHit:
+        return SessionEventSearchHit(
+            session_id=row.session_id,
+            seq=row.seq,
+            type=row.type,
+            time=row.time,
+            surface=row.surface,
+            snippet=make_snippet(row.marked_text, self.config.snippet_chars),
+        )
+
+    def _session_hit(self, row: _Row) -> SessionSearchHit:
+        return SessionSearchHit(
+            header=msgspec.json.decode(row.header_json),
+            live=row.live == 1,
+            persisted=row.persisted == 1,
+            best_match=self._event_hit(row),
+        )
+
+
+def search_items(pages: Iterable[SessionSearchPage | SessionEventSearchPage]) -> list[Any]:
+    """All items of a sequence of pages (a convenience for tests and tools)."""
+    return [item for page in pages for item in page.items]
