@@ -539,8 +539,9 @@ _PERSISTED_BY_PHRASE: Final = """
     AND NOT EXISTS (SELECT 1 FROM temp."live_sessions" l WHERE l."id" = s."id"){doc_range}
 """
 _LIVE_BRANCH: Final = """
-  SELECT l."id", l."header_json", l."created_at", l."cwd", l."parent_session", 1, l."persisted", -ld."rowid", ld."seq",
-         ld."type", ld."time", ld."surface", ld."length", {marks}
+  SELECT l."id" AS session_id, l."header_json" AS header_json, l."created_at" AS created_at, l."cwd" AS cwd,
+         l."parent_session" AS parent_session, 1 AS live, l."persisted" AS persisted, -ld."rowid" AS docid, ld."seq" AS seq,
+         ld."type" AS type, ld."time" AS time, ld."surface" AS surface, ld."length" AS document_length, {marks} AS match_count
   FROM temp."live_docs" ld JOIN temp."live_sessions" l ON l."id" = ld."session_id"
   WHERE "live_docs" MATCH ?{scope}
 """
