@@ -8,23 +8,21 @@ No traceback is printed unless ``--debug`` is given.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-import msgspec
 
-from readmodel.errors import SessionQueryError
+# Shared CLI plumbing lives in readmodel (the read-side commands use it too);
+# re-exported here because the write-side commands look it up on this module.
+from readmodel.cliutil import CliContext, default_db, emit_json, handles_errors  # noqa: F401
 
 from .failures import as_query_error
 from .layout import Compression, LayoutError, detect_compression
 from .reader import inspect_session, inspect_view
 
 F = TypeVar("F", bound=Callable[..., Any])
-_encode_json = msgspec.json.Encoder().encode
 
 
 def dsh_home() -> Path:
@@ -34,56 +32,6 @@ def dsh_home() -> Path:
 def default_root() -> str:
     """``$SESSIONQ_ROOT``, else the harness's own ``$DSH_HOME/sessions``."""
     return os.environ.get("SESSIONQ_ROOT") or str(dsh_home() / "sessions")
-
-
-def default_db() -> str:
-    """``$SESSIONQ_DB``, else ``$XDG_DATA_HOME/sessionq/index.db``."""
-    if os.environ.get("SESSIONQ_DB"):
-        return os.environ["SESSIONQ_DB"]
-    data_home = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return str(data_home / "sessionq" / "index.db")
-
-
-def emit_json(value: Any) -> None:
-    """Print one JSON document (the exact reference shape) on stdout."""
-    sys.stdout.buffer.write(_encode_json(value) + b"\n")
-    sys.stdout.flush()
-
-
-class CliContext:
-    """Options shared by every command."""
-
-    def __init__(self, debug: bool) -> None:
-        self.debug = debug
-
-
-def handles_errors(func: F) -> F:
-    """Map failures to the documented exit statuses and error output."""
-
-    @wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        ctx = click.get_current_context()
-        debug = bool(ctx.find_root().params.get("debug"))
-        as_json = bool(kwargs.get("as_json"))
-        try:
-            return func(*args, **kwargs)
-        except SessionQueryError as exc:
-            if debug:
-                raise
-            if as_json:
-                emit_json({"error": exc.to_json()})
-            else:
-                click.echo(f"error: {exc.code}: {exc.message}", err=True)
-            ctx.exit(2)
-        except (click.ClickException, click.exceptions.Exit, KeyboardInterrupt):
-            raise
-        except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence
-            if debug:
-                raise
-            click.echo(f"error: {type(exc).__name__}: {exc}", err=True)
-            ctx.exit(1)
-
-    return wrapper  # type: ignore[return-value]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -139,6 +87,19 @@ def inspect(session_id: str, root: str, compression: str, as_json: bool) -> None
 
     print_inspect(log, view)
 
+
+# The daemon and admin commands (index, status, db, demo-root) live in their own
+# module, which imports nothing from this one at import time.
+from .commands import COMMANDS as _WRITE_SIDE_COMMANDS  # noqa: E402
+
+for _command in _WRITE_SIDE_COMMANDS:
+    main.add_command(_command)
+
+# The read-side commands (sessions, read, events, ..., rpc) live in readmodel.
+from readmodel.cli import COMMANDS as _READ_SIDE_COMMANDS  # noqa: E402
+
+for _command in _READ_SIDE_COMMANDS:
+    main.add_command(_command)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

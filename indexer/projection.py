@@ -10,13 +10,14 @@ bounded whatever the size of the log.
 from __future__ import annotations
 
 import logging
+import re
 import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 import msgspec
 
-from readmodel.blocks import BLOCK_BYTES, BLOCK_EVENTS, compress_block, decompress_block
+from readmodel.blocks import BLOCK_BYTES, BLOCK_EVENTS, compress_block, decompress_block, encode_event
 from readmodel.extraction import extract_event_text
 from readmodel.schema import SURFACE_CODES, docid
 from readmodel.surface import SURFACE_EVENT_TYPES
@@ -33,6 +34,9 @@ _encode: Final = msgspec.json.Encoder().encode
 _pack: Final = msgspec.msgpack.Encoder().encode
 
 
+_SURROGATES: Final = re.compile("[\ud800-\udfff]")
+
+
 def sanitize_document(text: str) -> str:
     """Reserve the highlight markers: NUL, U+FDD0 and U+FDD1 become U+FFFD.
 
@@ -40,16 +44,8 @@ def sanitize_document(text: str) -> str:
     """
     text = text.translate(_SANITIZE)
     if not text.isascii():
-        text = text.encode("utf-8", "replace").decode("utf-8") if _has_surrogate(text) else text
+        text = _SURROGATES.sub("\ufffd", text)
     return text
-
-
-def _has_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 class SessionProjector:
@@ -113,7 +109,7 @@ class SessionProjector:
             self.links.extend((sid, source, seq) for source in sources)
         if etype == "session/title":
             self.title_seq = seq
-        line = _encode(event)
+        line = encode_event(event)
         if self.block_first is None:
             self.block_first = seq
         self.block_lines.append(line)

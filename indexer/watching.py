@@ -58,6 +58,7 @@ WATCHED_EVENTS: Final = [
 ]
 
 _FLAT_SUFFIXES: Final = (".jsonl", ".jsonl.zstd")
+_STOP_LATENCY: Final = 0.2
 
 
 class WorkSink(Protocol):
@@ -151,7 +152,9 @@ def make_observer(root: str, handler: TranscriptEventHandler, poll: float | None
         observer.schedule(handler, root, recursive=True, event_filter=WATCHED_EVENTS)
         observer.start()
         return observer
-    observer = Observer()
+    # A short dispatch timeout bounds how long stop() + join() take at shutdown
+    # (watchdog's threads poll their stop flag at this interval; default 1 s).
+    observer = Observer(timeout=_STOP_LATENCY)
     try:
         observer.schedule(handler, root, recursive=True, event_filter=WATCHED_EVENTS)
         observer.start()

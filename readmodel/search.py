@@ -28,6 +28,7 @@ log cannot be read); searching within such a session raises its stored error.
 from __future__ import annotations
 
 import base64
+import re
 import hashlib
 import hmac
 import math
@@ -60,6 +61,7 @@ JOURNAL_MODES: Final = ("wal", "delete", "truncate", "persist")
 _SANITIZE: Final = str.maketrans({"\x00": "\ufffd", START_MARK: "\ufffd", END_MARK: "\ufffd"})
 _WHITESPACE: Final = frozenset(JS_WHITESPACE)
 _CURSOR_VERSION: Final = 1
+_SURROGATES: Final = re.compile("[\ud800-\udfff]")
 
 
 # --------------------------------------------------------------------------- vocabulary
@@ -487,12 +489,9 @@ _TEMP_DDL: Final = (
 
 
 def _sanitize(text: str) -> str:
+    """Document sanitisation as at index time (markers, NUL and lone surrogates → U+FFFD)."""
     text = text.translate(_SANITIZE)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = text.encode("utf-8", "replace").decode("utf-8")
-    return text
+    return text if text.isascii() else _SURROGATES.sub("\ufffd", text)
 
 
 def _live_fingerprint(header: Header, events: Sequence[Any]) -> str:

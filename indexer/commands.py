@@ -1,0 +1,360 @@
+"""The write-side commands: ``sessionq index``, ``status``, ``db upgrade|current|check``, ``demo-root``.
+
+They are plain click commands registered on the group in :mod:`indexer.cli`.
+The shared CLI plumbing (exit statuses, ``--db``, JSON output) comes from
+:mod:`readmodel.cliutil`; nothing is imported from :mod:`indexer.cli` at import
+time, because that module imports this one (and ``python -m indexer.cli`` runs
+it as ``__main__``).  Heavy imports (watchdog, rich, alembic) happen only
+inside the commands, so they do not slow down every other invocation.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from readmodel.cliutil import db_option as _db_option
+from readmodel.cliutil import emit_json
+from readmodel.cliutil import handles_errors as _handles_errors
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _default_root() -> str:
+    from .cli import default_root
+
+    return default_root()
+
+
+def _root_option(func: F) -> F:
+    return click.option(
+        "--root",
+        "root",
+        default=_default_root,
+        show_default="$SESSIONQ_ROOT or $DSH_HOME/sessions",
+        type=click.Path(file_okay=False, path_type=str),
+        help="The session log root.",
+    )(func)
+
+
+def _refuse_foreign(db: str) -> None:
+    """Refuse a file that is not a sessionq index before anything is created beside it (the lock)."""
+    from readmodel.database import IndexDatabaseError, check_identity, create_index_engine, sqlite_path
+
+    path = sqlite_path(db)
+    if path is None or not os.path.exists(path):
+        return
+    engine = create_index_engine(db, readonly=True)
+    try:
+        with engine.connect() as conn:
+            check_identity(conn, db)
+    except IndexDatabaseError as exc:
+        raise click.ClickException(str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - not even SQLite: refuse with the driver's reason
+        raise click.ClickException(f"{db} is not a sessionq index ({exc}); refusing to touch it") from None
+    finally:
+        engine.dispose()
+
+
+def _root_has_transcripts(root: str) -> bool:
+    pattern = os.path.join(glob.escape(root), "*", "*", "session.jsonl*")
+    return next(glob.iglob(pattern), None) is not None
+
+
+# -- index -------------------------------------------------------------------------------
+
+
+@click.command("index")
+@_root_option
+@_db_option
+@click.option("--once", is_flag=True, help="One full pass (tails indexed as the inspect view), a summary, exit 0.")
+@click.option("--poll", type=click.FloatRange(min=0.05), default=None, metavar="S", help="Poll the root every S seconds instead of inotify (network file systems).")
+@click.option("--rescan", type=click.FloatRange(min=0), default=300.0, show_default=True, metavar="S", help="Full rescan every S seconds as a safety net (0: never).")
+@click.option("--settle", type=click.FloatRange(min=0), default=None, metavar="S", help="Index a torn or open tail once the file has been still for S seconds.  [default: 1.0; 0 with --once]")
+@click.option("--debounce", type=click.FloatRange(min=0), default=0.025, show_default=True, metavar="S", help="Quiet period that merges a burst of writes to one log into one reconcile.")
+@click.option("--upgrade", is_flag=True, help="Migrate an index with an older schema instead of refusing it.")
+@click.option("--compression", type=click.Choice(["auto", "zstd", "none"]), default="auto", show_default=True, help="Transcript encoding of the root (auto: detect from the files).")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True)
+@click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True, help="key=value lines, or one JSON object per line.")
+@click.option("--progress/--no-progress", default=None, help="Progress bar for the initial pass.  [default: when stderr is a terminal]")
+@_handles_errors
+def index_command(
+    root: str,
+    db: str,
+    once: bool,
+    poll: float | None,
+    rescan: float,
+    settle: float | None,
+    debounce: float,
+    upgrade: bool,
+    compression: str,
+    log_level: str,
+    log_format: str,
+    progress: bool | None,
+) -> None:
+    """Reconcile the root into the index, then keep watching (the indexer daemon).
+
+    Only one indexer may write an index: a second one exits at once with
+    status 1.  SIGINT/SIGTERM finish (or roll back) the current transaction
+    and exit 0.
+    """
+    import sys
+
+    from readmodel.database import IndexDatabaseError, open_writer
+
+    from .daemon import Daemon, DaemonError, DaemonOptions, IndexLock, configure_logging
+    from .layout import Compression, detect_compression
+    from .reconcile import DEFAULT_SETTLE_SECONDS, Reconciler
+
+    configure_logging(log_level, log_format)
+    root = os.path.abspath(root)
+    _refuse_foreign(db)
+    if once and not os.path.isdir(root):
+        # Reconciling a missing root would empty the index; the daemon waits for it instead.
+        raise click.ClickException(f"the root {root} does not exist")
+    lock = IndexLock(db)
+    try:
+        lock.acquire()
+    except DaemonError as exc:
+        raise click.ClickException(str(exc)) from None
+    engine = None
+    try:
+        if compression != "auto":
+            mode = Compression(compression)
+        elif _root_has_transcripts(root):
+            mode = detect_compression(root)
+        else:
+            mode = _stored_compression(db) or Compression.ZSTD
+        try:
+            engine = open_writer(db, root=root, compression=mode.value, allow_upgrade=upgrade)
+        except IndexDatabaseError as exc:
+            raise click.ClickException(str(exc)) from None
+        _note_root_change(engine, root)
+        reconciler = Reconciler(
+            engine,
+            root,
+            mode,
+            settle_seconds=settle if settle is not None else (0.0 if once else DEFAULT_SETTLE_SECONDS),
+        )
+        options = DaemonOptions(
+            poll=poll,
+            rescan=rescan,
+            quiet=debounce,
+            max_delay=max(debounce * 4, 0.1),
+            progress=sys.stderr.isatty() if progress is None else progress,
+        )
+        daemon = Daemon(engine, root, mode, reconciler, options)
+        daemon.install_signal_handlers()
+        try:
+            if once:
+                report = daemon.run_once()
+                if report is None and not daemon.stopping:
+                    raise click.ClickException("the reconcile pass failed (see the log above)")
+                if report is not None:
+                    click.echo(_summary(root, db, report))
+            else:
+                daemon.run()
+        except KeyboardInterrupt:
+            # A second signal: the open transaction was rolled back on the way here.
+            pass
+    finally:
+        if engine is not None:
+            engine.dispose()
+        lock.release()
+
+
+def _stored_compression(db: str) -> Any:
+    """The compression an existing index was built with, for an empty root."""
+    from readmodel.database import create_index_engine, sqlite_path
+
+    from .layout import Compression
+
+    path = sqlite_path(db)
+    if path is None or not os.path.exists(path):
+        return None
+    engine = create_index_engine(db, readonly=True)
+    try:
+        with engine.connect() as conn:
+            value = conn.exec_driver_sql('SELECT "compression" FROM "index_meta"').scalar()
+        return Compression(value) if value in ("zstd", "none") else None
+    except Exception:  # noqa: BLE001 - foreign or empty files are refused by open_writer next
+        return None
+    finally:
+        engine.dispose()
+
+
+def _note_root_change(engine: Any, root: str) -> None:
+    import logging
+
+    with engine.connect() as conn:
+        stored = conn.exec_driver_sql('SELECT "root" FROM "index_meta"').scalar()
+    if stored and os.path.abspath(stored) != root:
+        logging.getLogger("sessionq.daemon").warning(
+            "this index was built from another root; its sessions will be replaced",
+            extra={"fields": {"stored_root": stored, "root": root}},
+        )
+
+
+def _summary(root: str, db: str, report: Any) -> str:
+    changes = f"{report.reloaded} loaded, {report.appended} appended, {report.deleted} removed, {report.failed} failed, {report.unchanged} unchanged"
+    return (
+        f"indexed {report.scanned} sessions from {root} into {db} in {report.seconds:.2f} s "
+        f"({changes}; {report.events} events written; {report.problems} layout problems)"
+    )
+
+
+# -- status ------------------------------------------------------------------------------
+
+
+@click.command("status")
+@_db_option
+@click.option("--json", "as_json", is_flag=True, help="Print the status object as JSON.")
+@_handles_errors
+def status_command(db: str, as_json: bool) -> None:
+    """Index identity, schema, generation, counts, errors, layout problems, lag (read-only)."""
+    from readmodel.status import format_status, read_status
+
+    status = read_status(db)
+    if as_json:
+        emit_json(status)
+    else:
+        click.echo(format_status(status))
+
+
+# -- db ----------------------------------------------------------------------------------
+
+
+@click.group("db")
+def db_group() -> None:
+    """Alembic migrations of the index schema."""
+
+
+def _open_existing(db: str) -> Any:
+    """A read-only engine on an existing sessionq index (refuses foreign and empty files)."""
+    from readmodel.database import check_identity, create_index_engine, sqlite_path
+
+    path = sqlite_path(db)
+    if path is not None and not os.path.exists(path):
+        raise click.ClickException(f"no index database at {db}")
+    engine = create_index_engine(db, readonly=True)
+    try:
+        with engine.connect() as conn:
+            if check_identity(conn, db):
+                raise click.ClickException(f"{db} is empty, not a sessionq index yet; run `sessionq db upgrade` or `sessionq index`")
+    except click.ClickException:
+        engine.dispose()
+        raise
+    except Exception as exc:
+        engine.dispose()
+        raise click.ClickException(str(exc)) from None
+    return engine
+
+
+@db_group.command("current")
+@_db_option
+@_handles_errors
+def db_current(db: str) -> None:
+    """Print the index's schema revision (and whether it is the head)."""
+    from readmodel.database import current_revision, head_revision
+
+    engine = _open_existing(db)
+    try:
+        with engine.connect() as conn:
+            current = current_revision(conn)
+    finally:
+        engine.dispose()
+    head = head_revision()
+    click.echo(f"{current or '(none)'}" + (" (head)" if current == head else f" (head is {head}; run `sessionq db upgrade`)"))
+
+
+@db_group.command("check")
+@_db_option
+@_handles_errors
+def db_check(db: str) -> None:
+    """Compare the index's schema with the models; exit 1 on any drift."""
+    from readmodel.schemacheck import schema_drift
+
+    engine = _open_existing(db)
+    try:
+        with engine.connect() as conn:
+            drift = schema_drift(conn)
+    finally:
+        engine.dispose()
+    if drift:
+        for line in drift:
+            click.echo(f"drift: {line}", err=True)
+        raise click.ClickException(f"{db}: the schema does not match the models ({len(drift)} differences)")
+    click.echo(f"{db}: schema matches the models")
+
+
+@db_group.command("upgrade")
+@_db_option
+@_handles_errors
+def db_upgrade(db: str) -> None:
+    """Migrate the index to the head revision (creating it when absent).
+
+    Takes the indexer's lock, so it refuses to run while a daemon writes.
+    """
+    from readmodel.database import IndexDatabaseError, create_index_engine, current_revision, head_revision, open_writer, sqlite_path
+
+    from .daemon import DaemonError, IndexLock
+
+    _refuse_foreign(db)
+    lock = IndexLock(db)
+    try:
+        lock.acquire()
+    except DaemonError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        before: str | None = None
+        path = sqlite_path(db)
+        if path is None or os.path.exists(path):
+            probe = create_index_engine(db, readonly=True)
+            try:
+                with probe.connect() as conn:
+                    before = current_revision(conn)
+            except Exception:  # noqa: BLE001 - open_writer below gives the real verdict
+                before = None
+            finally:
+                probe.dispose()
+        try:
+            engine = open_writer(db, allow_upgrade=True)
+        except IndexDatabaseError as exc:
+            raise click.ClickException(str(exc)) from None
+        engine.dispose()
+        head = head_revision()
+        if before == head:
+            click.echo(f"{db}: already at {head} (head)")
+        elif before is None:
+            click.echo(f"{db}: created at {head} (head)")
+        else:
+            click.echo(f"{db}: upgraded {before} -> {head} (head)")
+    finally:
+        lock.release()
+
+
+# -- demo root ---------------------------------------------------------------------------
+
+
+@click.command("demo-root")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=str))
+@click.option("--force", is_flag=True, help="Rewrite the demo sessions even if the directory already holds transcripts.")
+@_handles_errors
+def demo_root_command(directory: str, force: bool) -> None:
+    """Write the small self-made demo root into DIRECTORY (for trying sessionq without logs)."""
+    from .samples import build_sample_root
+
+    if _root_has_transcripts(directory) and not force:
+        click.echo(f"{directory} already holds transcripts; leaving it as it is (use --force to rewrite)")
+        return
+    paths = build_sample_root(Path(directory))
+    click.echo(f"wrote {len(paths)} demo sessions under {directory}")
+
+
+COMMANDS: tuple[click.Command, ...] = (index_command, status_command, db_group, demo_root_command)
+"""Registered on the ``sessionq`` group by :mod:`indexer.cli`."""

@@ -1,0 +1,607 @@
+"""The indexer daemon: one exclusive writer that keeps the index in step with a root.
+
+Threads and their jobs:
+
+* watcher threads (watchdog observers) classify notifications
+  (:mod:`indexer.watching`) and only *enqueue* work on the :class:`WorkQueue`;
+* the one writer thread (the process's main thread) takes due work from the
+  queue and runs every reconcile — the :class:`~indexer.reconcile.Reconciler`
+  is not thread-safe and SQLite has one writer anyway.
+
+Work is debounced per transcript path: a burst of writes to one file within
+the quiet period becomes one targeted reconcile, but no path waits longer than
+``max_delay`` while it keeps changing, so an appended frame is searchable
+within a fraction of a second.  Full passes run at start, on notifications that
+can change the layout, every ``rescan`` seconds as a safety net against missed
+notifications, and after a failed reconcile (with back-off).  A held tail (a
+torn or open last frame that has not settled) gets a re-check scheduled for
+when it settles, since no further notification may ever arrive for it.
+
+Exclusivity is an ``flock`` on ``<db>.lock``, taken before the database is
+opened (so a schema upgrade never races a running daemon) and held for the
+life of the process; the kernel releases it if the process dies.
+
+Shutdown (SIGINT/SIGTERM): the first signal lets the transaction in progress
+commit, then stops at the next transaction boundary; a second signal
+interrupts at once, which rolls the open transaction back.  Either way the
+observers are stopped, the lock released, and the exit status is 0.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import logging
+import os
+import signal
+import stat
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any, Final, TextIO
+
+from sqlalchemy import Engine
+
+from readmodel.database import sqlite_path
+
+from .layout import Compression
+from .reconcile import ReconcileReport, Reconciler
+
+log = logging.getLogger("sessionq.daemon")
+
+DEFAULT_RESCAN_SECONDS: Final = 300.0
+DEFAULT_QUIET_SECONDS: Final = 0.025
+"""Debounce quiet period per path: long enough to merge one write burst."""
+DEFAULT_MAX_DELAY_SECONDS: Final = 0.1
+"""A path that keeps changing is still reconciled at least this often."""
+_RETRY_MIN_SECONDS: Final = 1.0
+_RETRY_MAX_SECONDS: Final = 60.0
+_SETTLE_MARGIN_SECONDS: Final = 0.01
+_WATCH_CHECK_SECONDS: Final = 1.0
+"""How often an idle writer checks that the root it watches is still the same directory."""
+
+
+class DaemonError(RuntimeError):
+    """The daemon cannot start (lock held, root unusable); the message is for the user."""
+
+
+class Stopping(BaseException):
+    """Raised at a transaction boundary to abandon a pass on shutdown.
+
+    A ``BaseException`` so that no ``except Exception`` on the way swallows it.
+    """
+
+
+# -- exclusivity ---------------------------------------------------------------------
+
+
+def lock_path_for(db: str) -> str | None:
+    """The sidecar lock file of a SQLite index (``None`` for other URLs)."""
+    path = sqlite_path(db)
+    return None if path is None else os.path.abspath(path) + ".lock"
+
+
+class IndexLock:
+    """An exclusive, non-blocking ``flock`` on ``<db>.lock``, held until :meth:`release`.
+
+    The lock file is never deleted: removing it while another process waits
+    on the same inode would let two writers in.  The holder's pid is written
+    into it, for the message the next contender prints.
+    """
+
+    def __init__(self, db: str) -> None:
+        self.db = db
+        self.path = lock_path_for(db)
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        """Take the lock or raise :class:`DaemonError` at once naming the holder."""
+        if self.path is None:
+            log.warning("no exclusive lock for non-file database %s; run only one indexer against it", self.db)
+            return
+        os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            holder = _read_pid(fd)
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                who = f" (pid {holder})" if holder else ""
+                raise DaemonError(
+                    f"another sessionq indexer{who} is already writing {self.db} (lock {self.path} is held); "
+                    "stop it first or use another --db"
+                ) from None
+            raise DaemonError(f"cannot lock {self.path}: {exc}") from exc
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            try:
+                os.ftruncate(self._fd, 0)
+            except OSError:
+                pass
+            os.close(self._fd)  # closing the descriptor drops the flock
+            self._fd = None
+
+    def __enter__(self) -> "IndexLock":
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _read_pid(fd: int) -> str:
+    try:
+        return os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        return ""
+
+
+# -- the work queue ------------------------------------------------------------------
+
+
+@dataclass
+class Work:
+    """What the writer should do now: a full pass, or a targeted pass over paths."""
+
+    full: bool = False
+    paths: list[str] = field(default_factory=list)
+    reason: str = ""
+
+
+class WorkQueue:
+    """Debounced, thread-safe work for the single writer.
+
+    Watcher threads call :meth:`touch` and :meth:`request_full`; the writer
+    calls :meth:`take`, which blocks until something is due or :meth:`stop`
+    is called.  The condition uses a re-entrant lock so a signal handler that
+    runs on the writer thread while it holds the lock can still :meth:`stop` it.
+    :meth:`take` reports why: ``change`` (notifications), ``settle`` (only timed
+    re-checks of held tails), or the reason given to :meth:`request_full`.
+    """
+
+    def __init__(
+        self,
+        *,
+        quiet: float = DEFAULT_QUIET_SECONDS,
+        max_delay: float = DEFAULT_MAX_DELAY_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.quiet = quiet
+        self.max_delay = max_delay
+        self.clock = clock
+        self._cond = threading.Condition(threading.RLock())
+        self._paths: dict[str, tuple[float, float, bool]] = {}  # path -> (first seen, due, timed re-check only)
+        self._full_due: float | None = None
+        self._full_reason = ""
+        self._stopped = False
+
+    def touch(self, path: str) -> None:
+        """A notification for ``path``: due after a quiet period, capped by ``max_delay``."""
+        with self._cond:
+            now = self.clock()
+            first = self._paths[path][0] if path in self._paths else now
+            due = min(now + self.quiet, first + self.max_delay)
+            self._paths[path] = (first, due, False)
+            self._cond.notify()
+
+    def schedule(self, path: str, delay: float) -> None:
+        """A timed re-check of ``path`` (held tails); an earlier due time wins."""
+        with self._cond:
+            now = self.clock()
+            due = now + max(delay, 0.0)
+            current = self._paths.get(path)
+            if current is None:
+                self._paths[path] = (now, due, True)
+            elif due < current[1]:
+                self._paths[path] = (current[0], due, current[2])
+            self._cond.notify()
+
+    def request_full(self, delay: float | None = None, reason: str = "layout") -> None:
+        """A full pass after ``delay`` (default: the quiet period); an earlier one wins."""
+        with self._cond:
+            due = self.clock() + (self.quiet if delay is None else max(delay, 0.0))
+            if self._full_due is None or due < self._full_due:
+                self._full_due = due
+                self._full_reason = reason
+            self._cond.notify()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
+    def take(self, timeout: float | None = None) -> Work | None:
+        """Block until work is due; ``None`` when stopped or after ``timeout`` idle seconds."""
+        with self._cond:
+            deadline = None if timeout is None else self.clock() + timeout
+            while not self._stopped:
+                now = self.clock()
+                if self._full_due is not None and self._full_due <= now:
+                    reason = self._full_reason
+                    self._full_due = None
+                    # A full pass covers every path that is due; paths still in
+                    # their quiet period stay queued (cheap if unchanged by then).
+                    for path in [p for p, entry in self._paths.items() if entry[1] <= now]:
+                        del self._paths[path]
+                    return Work(full=True, reason=reason)
+                due_paths = sorted(p for p, entry in self._paths.items() if entry[1] <= now)
+                if due_paths:
+                    entries = [self._paths.pop(path) for path in due_paths]
+                    timed = all(entry[2] for entry in entries)
+                    return Work(paths=due_paths, reason="settle" if timed else "change")
+                wake_at = [entry[1] for entry in self._paths.values()]
+                if self._full_due is not None:
+                    wake_at.append(self._full_due)
+                if deadline is not None:
+                    if now >= deadline:
+                        return None
+                    wake_at.append(deadline)
+                self._cond.wait(None if not wake_at else max(min(wake_at) - now, 0.0))
+            return None
+
+
+# -- logging -----------------------------------------------------------------------------
+
+
+class _KeyValueFormatter(logging.Formatter):
+    """``2026-01-01T12:00:00.123Z INFO sessionq.daemon reconcile kind=paths events=3 ...``"""
+
+    def format(self, record: logging.LogRecord) -> str:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z"
+        text = f"{stamp} {record.levelname} {record.name} {record.getMessage()}"
+        fields = getattr(record, "fields", None)
+        if fields:
+            text += " " + " ".join(f"{key}={_kv(value)}" for key, value in fields.items())
+        if record.exc_info:
+            text += "\n" + self.formatException(record.exc_info)
+        return text
+
+
+def _kv(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}".rstrip("0").rstrip(".")  # 12.5, 44970.25: never exponent notation
+    text = str(value)
+    return json.dumps(text) if (not text or any(ch.isspace() or ch in '="' for ch in text)) else text
+
+
+class _JsonFormatter(logging.Formatter):
+    """One JSON object per line: ``ts``, ``level``, ``logger``, ``msg`` and the fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        out.update(getattr(record, "fields", None) or {})
+        if record.exc_info:
+            out["exc"] = self.formatException(record.exc_info)
+        return json.dumps(out, ensure_ascii=False, default=str)
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to stderr, or above a live progress bar when one is shown."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__(stream)
+        self.console: Any = None  # a rich Console while a progress bar is live
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.console is None:
+            super().emit(record)
+            return
+        try:
+            self.console.print(self.format(record), markup=False, highlight=False, soft_wrap=True)
+        except Exception:  # noqa: BLE001 - logging must never break indexing
+            self.handleError(record)
+
+
+_handler: _StderrHandler | None = None
+
+
+def configure_logging(level: str = "info", fmt: str = "text", stream: TextIO | None = None) -> None:
+    """Route the ``sessionq`` loggers to stderr as key=value lines or JSON lines."""
+    global _handler
+    root = logging.getLogger("sessionq")
+    if _handler is not None:
+        root.removeHandler(_handler)
+    _handler = _StderrHandler(stream or sys.stderr)
+    _handler.setFormatter(_JsonFormatter() if fmt == "json" else _KeyValueFormatter())
+    root.addHandler(_handler)
+    root.setLevel(level.upper())
+    root.propagate = False
+
+
+@contextmanager
+def _progress_bar(enabled: bool) -> Iterator[Callable[[int, int, int], None] | None]:
+    """A rich progress bar on stderr for the initial pass (only on a terminal)."""
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("[bold]indexing[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("sessions · {task.fields[events]:,} events · {task.fields[rate]:,.0f} events/s"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    )
+    started = time.perf_counter()
+    task = progress.add_task("index", total=None, events=0, rate=0.0)
+
+    def update(done: int, total: int, events: int) -> None:
+        elapsed = max(time.perf_counter() - started, 1e-6)
+        progress.update(task, completed=done, total=total, events=events, rate=events / elapsed)
+
+    if _handler is not None:
+        _handler.console = console
+    try:
+        with progress:
+            yield update
+    finally:
+        if _handler is not None:
+            _handler.console = None
+
+
+# -- the daemon ----------------------------------------------------------------------------
+
+
+@dataclass
+class DaemonOptions:
+    """Tunables of :class:`Daemon` (CLI flags)."""
+
+    poll: float | None = None
+    rescan: float = DEFAULT_RESCAN_SECONDS
+    quiet: float = DEFAULT_QUIET_SECONDS
+    max_delay: float = DEFAULT_MAX_DELAY_SECONDS
+    progress: bool = False
+
+
+def _fields(kind: str, report: ReconcileReport, **extra: Any) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        **extra,
+        "scanned": report.scanned,
+        "unchanged": report.unchanged,
+        "appended": report.appended,
+        "reloaded": report.reloaded,
+        "deleted": report.deleted,
+        "failed": report.failed,
+        "events": report.events,
+        "txns": report.transactions,
+        "problems": report.problems,
+        "ms": round(report.seconds * 1000, 2),
+    }
+
+
+class Daemon:
+    """Runs the writer loop for one root and index.  Construct, then :meth:`run` or :meth:`run_once`.
+
+    The caller owns the engine and the :class:`IndexLock`; the daemon owns the
+    observers it starts and stops them before returning.
+    """
+
+    def __init__(self, engine: Engine, root: str, compression: Compression, reconciler: Reconciler, options: DaemonOptions) -> None:
+        self.engine = engine
+        self.root = os.path.abspath(root)
+        self.compression = compression
+        self.reconciler = reconciler
+        self.options = options
+        self.queue = WorkQueue(quiet=options.quiet, max_delay=options.max_delay)
+        self._signals = 0
+        self._observer: Any = None
+        self._retry = _RETRY_MIN_SECONDS
+        self._warned_missing = False
+        self._warned_unwatchable = False
+        self._watched: tuple[int, int] | None = None
+        self._progress_update: Callable[[int, int, int], None] | None = None
+        self.reconciler.progress = self._on_commit
+
+    # -- signals -------------------------------------------------------------------------
+
+    def install_signal_handlers(self) -> None:
+        """SIGINT/SIGTERM: first stop at a transaction boundary, second interrupt now."""
+        signal.signal(signal.SIGINT, self._on_signal)
+        signal.signal(signal.SIGTERM, self._on_signal)
+
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        self._signals += 1
+        if self._signals == 1:
+            log.info("stopping", extra={"fields": {"signal": signal.Signals(signum).name}})
+            self.queue.stop()
+            return
+        # Raised wherever the writer is; an open transaction rolls back on the way out.
+        raise KeyboardInterrupt
+
+    @property
+    def stopping(self) -> bool:
+        return self.queue.stopped
+
+    def _on_commit(self, done: int, total: int, events: int) -> None:
+        # Called by the reconciler after every committed transaction.
+        if self._progress_update is not None:
+            self._progress_update(done, total, events)
+        if self.stopping:
+            raise Stopping
+
+    # -- passes ----------------------------------------------------------------------------
+
+    def _pass(self, work: Work) -> ReconcileReport | None:
+        """Run one reconcile; log it; schedule re-checks of held tails.  ``None`` if it failed."""
+        kind = "full" if work.full else "paths"
+        try:
+            report = self.reconciler.reconcile() if work.full else self.reconciler.reconcile_paths(work.paths)
+        except Stopping:
+            log.info("pass interrupted at a transaction boundary", extra={"fields": {"kind": kind}})
+            return None
+        except Exception as exc:  # noqa: BLE001 - keep serving (disk full, locked, bad file); retry with a full pass
+            log.error(
+                "reconcile failed; retrying with a full pass",
+                extra={"fields": {"kind": kind, "error": f"{type(exc).__name__}: {exc}", "retry_s": self._retry}},
+                exc_info=log.isEnabledFor(logging.DEBUG),
+            )
+            self.queue.request_full(self._retry, reason="retry")
+            self._retry = min(self._retry * 2, _RETRY_MAX_SECONDS)
+            return None
+        self._retry = _RETRY_MIN_SECONDS
+        try:
+            held = self._schedule_held(None if work.full else work.paths)
+        except Exception as exc:  # noqa: BLE001 - the periodic rescan still settles them
+            log.warning("cannot schedule held-tail re-checks", extra={"fields": {"error": f"{type(exc).__name__}: {exc}"}})
+            held = 0
+        extra: dict[str, Any] = {"reason": work.reason}
+        if not work.full:
+            extra["paths"] = len(work.paths)
+        if held:
+            extra["held"] = held
+        # A targeted pass that found nothing new (e.g. a close after a write
+        # already indexed) is routine noise: log it at debug level only.
+        level = logging.INFO if work.full or report.changed or held else logging.DEBUG
+        log.log(level, "reconcile", extra={"fields": _fields(kind, report, **extra)})
+        return report
+
+    def _schedule_held(self, paths: list[str] | None) -> int:
+        """Schedule a re-check for every held tail among ``paths`` (all when ``None``)."""
+        settle = self.reconciler.settle_seconds
+        with self.engine.connect() as conn:
+            cur = conn.connection.driver_connection.cursor()
+            if paths is None:
+                held = [row[0] for row in cur.execute("SELECT \"path\" FROM \"sessions\" WHERE \"tail_state\" = 'held'")]
+            else:
+                held = []
+                for start in range(0, len(paths), 500):
+                    chunk = paths[start : start + 500]
+                    marks = ",".join("?" * len(chunk))
+                    held += [row[0] for row in cur.execute(f"SELECT \"path\" FROM \"sessions\" WHERE \"tail_state\" = 'held' AND \"path\" IN ({marks})", chunk)]
+        now = time.time()
+        for path in held:
+            try:
+                mtime = os.stat(path).st_mtime
+            except OSError:
+                self.queue.touch(path)  # gone: the re-check deletes it
+                continue
+            # Due when the reconciler will consider it settled; never sooner than
+            # a margin, never later than one settle period (clock skew, future mtimes).
+            delay = min(max(mtime + settle - now, 0.0), settle) + _SETTLE_MARGIN_SECONDS
+            self.queue.schedule(path, delay)
+        return len(held)
+
+    # -- entry points --------------------------------------------------------------------------
+
+    def run_once(self) -> ReconcileReport | None:
+        """One full pass (with the progress bar when enabled); ``None`` if interrupted."""
+        return self._initial_pass()
+
+    def _initial_pass(self) -> ReconcileReport | None:
+        with _progress_bar(self.options.progress) as update:
+            self._progress_update = update
+            try:
+                report = self._pass(Work(full=True, reason="start"))
+            finally:
+                self._progress_update = None
+        return report
+
+    def run(self) -> None:
+        """Watch and reconcile until stopped by a signal (or :meth:`WorkQueue.stop`)."""
+        # One connection stays open for the daemon's life.  The engine opens a
+        # connection per pass (NullPool), and SQLite checkpoints and deletes the
+        # WAL whenever the *last* connection closes — with fsyncs, ~7 ms per close,
+        # several times per pass.  Keeping one open makes a tail append ~5x cheaper.
+        keepalive = self.engine.raw_connection()
+        self._check_watch()  # before the initial pass, so nothing written meanwhile is missed
+        try:
+            if self._observer is not None or os.path.isdir(self.root):
+                self._initial_pass()
+            # else: a missing root (not mounted yet?) is not taken for an empty
+            # one, which would drop every session; the pass runs when it appears.
+            rescan = self.options.rescan
+            if rescan > 0:
+                self.queue.request_full(rescan, reason="rescan")
+            while not self.stopping:
+                work = self.queue.take(timeout=_WATCH_CHECK_SECONDS)
+                if work is None:
+                    self._check_watch()
+                    continue
+                self._pass(work)
+                if work.full and rescan > 0:
+                    # The safety-net rescan counts from the last full pass (an earlier
+                    # pending request, e.g. a retry, keeps its earlier time).
+                    self.queue.request_full(rescan, reason="rescan")
+        finally:
+            self._stop_watching()
+            keepalive.close()
+
+    def _check_watch(self) -> None:
+        """(Re)start the observer when there is none, or the root was removed or replaced.
+
+        An inotify watch is bound to the directory's inode: once the root is
+        deleted (or renamed away and another put in its place) the observer
+        sees nothing more, so the writer checks the root's identity when idle.
+        """
+        identity = _dir_identity(self.root)
+        if self._observer is not None and identity == self._watched and self._observer.is_alive():
+            return
+        had_observer = self._observer is not None
+        self._stop_watching()
+        if identity is None:
+            if not self._warned_missing:
+                log.warning("root does not exist; waiting for it", extra={"fields": {"root": self.root}})
+                self._warned_missing = True
+            return
+        from .watching import TranscriptEventHandler, make_observer
+
+        handler = TranscriptEventHandler(self.root, self.compression, self.queue)
+        try:
+            self._observer = make_observer(self.root, handler, self.options.poll)
+        except OSError as exc:
+            if not self._warned_unwatchable:
+                log.warning("cannot watch the root; relying on rescans", extra={"fields": {"root": self.root, "error": str(exc)}})
+                self._warned_unwatchable = True
+            return
+        self._watched = identity
+        self._warned_unwatchable = False
+        if had_observer or self._warned_missing:
+            # Whatever happened while nothing was watched is found by a full pass.
+            self.queue.request_full(0, reason="rewatch")
+        self._warned_missing = False
+        log.info(
+            "watching",
+            extra={"fields": {"root": self.root, "mode": "poll" if self.options.poll is not None else type(self._observer).__name__, "compression": self.compression.value}},
+        )
+
+    def _stop_watching(self) -> None:
+        observer, self._observer = self._observer, None
+        self._watched = None
+        if observer is None:
+            return
+        observer.stop()
+        observer.join(timeout=5)
+
+
+def _dir_identity(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
