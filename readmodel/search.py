@@ -34,7 +34,8 @@ import hmac
 import math
 import sqlite3
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -606,10 +607,11 @@ class SessionSearch:
 
     # -- public operations ------------------------------------------------------
 
-    def search_sessions(self, request: Any) -> SessionSearchPage:
+    def search_sessions(self, request: Any, signal: Any = None) -> SessionSearchPage:
+        """Cross-session search.  ``signal`` (an abort signal) cancels it, even mid-statement."""
         self._check_enabled()
         normalized = normalize_sessions_request(request, self.config)
-        with self._lock:
+        with self._lock, self._cancellable(signal):
             conn = self._connection()
             conn.execute("BEGIN")
             try:
@@ -619,17 +621,18 @@ class SessionSearch:
                 offset = self._offset(normalized.cursor, "sessions", fingerprint, generation)
                 rows = self._query_sessions(conn, normalized, offset)
             finally:
-                conn.execute("COMMIT")
+                _finish(conn)
         items = [self._session_hit(row) for row in rows[: normalized.limit]]
         if len(rows) > normalized.limit:
             assert self._codec is not None
             return SessionSearchPage(items=items, next_cursor=self._codec.encode("sessions", fingerprint, generation, offset + normalized.limit))
         return SessionSearchPage(items=items)
 
-    def search_events(self, request: Any) -> SessionEventSearchPage:
+    def search_events(self, request: Any, signal: Any = None) -> SessionEventSearchPage:
+        """Within-session search.  ``signal`` (an abort signal) cancels it, even mid-statement."""
         self._check_enabled()
         normalized = normalize_events_request(request, self.config)
-        with self._lock:
+        with self._lock, self._cancellable(signal):
             conn = self._connection()
             conn.execute("BEGIN")
             try:
@@ -639,7 +642,7 @@ class SessionSearch:
                 offset = self._offset(normalized.cursor, "events", fingerprint, generation)
                 rows = self._query_events(conn, normalized, sid, offset)
             finally:
-                conn.execute("COMMIT")
+                _finish(conn)
         items = [self._event_hit(row) for row in rows[: normalized.limit]]
         if len(rows) > normalized.limit:
             assert self._codec is not None
@@ -648,6 +651,28 @@ class SessionSearch:
         return SessionEventSearchPage(session=header, items=items)
 
     # -- internals ----------------------------------------------------------------
+
+    @contextmanager
+    def _cancellable(self, signal: Any) -> Iterator[None]:
+        """Abort checks before and after, and a SQLite progress handler in between
+        that interrupts the running statement once ``signal`` is aborted."""
+        if signal is None:
+            yield
+            return
+        if signal.aborted:
+            raise _aborted(signal)
+        conn = self._connection()
+        conn.set_progress_handler(lambda: 1 if signal.aborted else 0, 1000)
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            if signal.aborted:
+                raise _aborted(signal) from exc
+            raise
+        finally:
+            conn.set_progress_handler(None, 0)
+        if signal.aborted:
+            raise _aborted(signal)
 
     def _check_enabled(self) -> None:
         if self.config.open_at == "never":
@@ -843,6 +868,17 @@ class SessionSearch:
             persisted=row.persisted == 1,
             best_match=self._event_hit(row),
         )
+
+
+def _finish(conn: sqlite3.Connection) -> None:
+    """End the read transaction (an interrupted statement may already have ended it)."""
+    if conn.in_transaction:
+        conn.execute("COMMIT")
+
+
+def _aborted(signal: Any) -> SessionQueryError:
+    reason = getattr(signal, "reason", None)
+    return SessionQueryError("SESSION_QUERY_ABORTED", "session-search was aborted", reason if isinstance(reason, BaseException) else None)
 
 
 def search_items(pages: Iterable[SessionSearchPage | SessionEventSearchPage]) -> list[Any]:

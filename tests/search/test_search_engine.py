@@ -240,3 +240,35 @@ def test_a_second_process_sees_the_same_results(tmp_path: Path) -> None:
     )
     cursor = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert ids(SessionSearch(db).search_sessions({"query": "needle", "limit": 1, "cursor": cursor})) in (["x"], ["y"])
+
+
+def test_an_aborted_signal_cancels_a_search_even_mid_statement(tmp_path: Path) -> None:
+    from readmodel.cancel import AbortController
+
+    _, db, _ = build(tmp_path, {f"s{i}": [" ".join(["needle"] * 200)] * 3 for i in range(40)})
+    search = SessionSearch(db)
+    controller = AbortController()
+    controller.abort()
+    with pytest.raises(SessionQueryError) as before:
+        search.search_sessions({"query": "needle"}, signal=controller.signal)
+    assert before.value.code == "SESSION_QUERY_ABORTED"
+
+    class FlipsDuringTheQuery:
+        """A signal that becomes aborted after the statement has started running."""
+
+        def __init__(self) -> None:
+            self.checks = 0
+
+        @property
+        def aborted(self) -> bool:
+            self.checks += 1
+            return self.checks > 2
+
+        reason = None
+
+    flipping = FlipsDuringTheQuery()
+    with pytest.raises(SessionQueryError) as during:
+        search.search_sessions({"query": "needle needle"}, signal=flipping)
+    assert during.value.code == "SESSION_QUERY_ABORTED" and flipping.checks > 2
+    # The connection stays usable afterwards.
+    assert len(search.search_sessions({"query": "needle"}).items) == 20
