@@ -47,7 +47,7 @@ from typing import Any, Final, TextIO
 
 from sqlalchemy import Engine
 
-from readmodel.database import sqlite_path
+from readmodel.status import writer_lock_path
 
 from .layout import Compression
 from .reconcile import ReconcileReport, Reconciler
@@ -80,12 +80,6 @@ class Stopping(BaseException):
 # -- exclusivity ---------------------------------------------------------------------
 
 
-def lock_path_for(db: str) -> str | None:
-    """The sidecar lock file of a SQLite index (``None`` for other URLs)."""
-    path = sqlite_path(db)
-    return None if path is None else os.path.abspath(path) + ".lock"
-
-
 class IndexLock:
     """An exclusive, non-blocking ``flock`` on ``<db>.lock``, held until :meth:`release`.
 
@@ -96,7 +90,7 @@ class IndexLock:
 
     def __init__(self, db: str) -> None:
         self.db = db
-        self.path = lock_path_for(db)
+        self.path = writer_lock_path(db)
         self._fd: int | None = None
 
     def acquire(self) -> None:
@@ -556,11 +550,12 @@ class Daemon:
         """(Re)start the observer when there is none, or the root was removed or replaced.
 
         An inotify watch is bound to the directory's inode: once the root is
-        deleted (or renamed away and another put in its place) the observer
-        sees nothing more, so the writer checks the root's identity when idle.
+        deleted, watchdog stops its emitter; once it is renamed away, the watch
+        follows the old directory.  Either way nothing more would be seen, so
+        the writer checks the emitters and the root's identity when idle.
         """
         identity = _dir_identity(self.root)
-        if self._observer is not None and identity == self._watched and self._observer.is_alive():
+        if self._observer is not None and identity == self._watched and _observing(self._observer):
             return
         had_observer = self._observer is not None
         self._stop_watching()
@@ -597,6 +592,11 @@ class Daemon:
             return
         observer.stop()
         observer.join(timeout=5)
+
+
+def _observing(observer: Any) -> bool:
+    """The observer thread and every emitter (one per watched root) are alive."""
+    return bool(observer.is_alive() and observer.emitters and all(emitter.is_alive() for emitter in observer.emitters))
 
 
 def _dir_identity(path: str) -> tuple[int, int] | None:

@@ -32,13 +32,13 @@ class Struct(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
     """Base for result structs: camelCase keys, unset optionals omitted."""
 
 
-class SessionRecord(Struct):
+class SessionRecord(Struct, gc=False):  # JSON scalars and dicts only: no cycles, so no GC tracking
     header: Header
     live: bool
     persisted: bool
 
 
-class SessionEventRecord(Struct):
+class SessionEventRecord(Struct, gc=False):  # JSON scalars and dicts only: no cycles, so no GC tracking
     session_id: str
     seq: int
     type: str
@@ -46,7 +46,7 @@ class SessionEventRecord(Struct):
     surface: Surface
 
 
-class SessionEventSearchDocument(Struct):
+class SessionEventSearchDocument(Struct, gc=False):  # JSON scalars and dicts only: no cycles, so no GC tracking
     session_id: str
     seq: int
     type: str

@@ -1,60 +1,165 @@
-"""A comparable dump of an index database: what must be equal between builds.
+"""Dumping an index's comparable content, to check incremental == cold rebuild.
 
-Incremental indexing must give exactly the database content of a cold rebuild.
-Row ids, generations and timestamps legitimately differ; block boundaries may
-differ too (appends merge into the last block), so raw events are compared
-decoded, one per seq.  Everything else is compared row for row.
+:func:`index_state` reads a database read-only and returns plain Python data
+that two indexes of the same root must agree on, whatever order and batching
+built them.  Left out, because they legitimately depend on history:
+
+* ``sessions.sid`` — a surrogate key assigned in creation order; every row is
+  keyed by the session id instead, and document rowids are translated back to
+  ``(session id, seq)`` (``docid = sid << 32 | seq``);
+* ``sessions.generation`` and ``indexed_at``, ``layout_problems.observed_at``
+  and the whole ``index_meta`` row (identity, counters, clock times);
+* raw-block boundaries — an incremental build continues or splits blocks
+  differently, so blocks are compared as the decoded per-event lines they hold
+  (with their synthetic flag).
+
+FTS5 is compared through queries: for each probe term, the matching documents
+as ``(session id, seq)`` with their bm25 rank (rounded), which also proves the
+FTS statistics agree.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable
 from typing import Any
 
 from readmodel.blocks import decompress_block
 
+SESSION_SKIP = frozenset({"sid", "generation", "indexed_at"})
+DEFAULT_PROBES = ("reconcile", "deploy", "parser", "tokenizer", "alpha", "omega", "session", "error")
 
-def index_state(db_path: str, fts_probe: str = "the") -> dict[str, Any]:
-    """Every comparable row of the index at ``db_path``, keyed by table."""
+
+def connect_ro(db_path: str) -> sqlite3.Connection:
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    conn.execute("PRAGMA busy_timeout = 30000")
+    return conn
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    return [row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')]
+
+
+def index_state(db_path: str, probes: Iterable[str] = DEFAULT_PROBES) -> dict[str, Any]:
+    """The comparable content of the index at ``db_path`` (see the module doc)."""
+    conn = connect_ro(db_path)
     try:
-        ids = {sid: session_id for sid, session_id in conn.execute('SELECT "sid", "id" FROM "sessions"')}
-        state: dict[str, Any] = {}
-        state["sessions"] = sorted(
-            conn.execute(
-                'SELECT "id", "path", "header_json", "created_at", "id_key", "cwd", "parent_session", "revision", "size", '
-                '"event_count", "stored_count", "synthetic_from", "tail_state", "surface_nodes", "title_seq", "status", '
-                '"error_code", "error_message" FROM "sessions"'
-            )
+        conn.execute("BEGIN")  # one snapshot for everything
+        sid_to_id = {sid: sid_id for sid, sid_id in conn.execute('SELECT "sid", "id" FROM "sessions"')}
+
+        def key(sid: int) -> str:
+            return sid_to_id.get(sid, f"<orphan sid {sid}>")
+
+        columns = _columns(conn, "sessions")
+        sessions: dict[str, dict[str, Any]] = {}
+        for row in conn.execute(f'SELECT {", ".join(chr(34) + c + chr(34) for c in columns)} FROM "sessions"'):
+            record = dict(zip(columns, row))
+            sessions[record["id"]] = {name: value for name, value in record.items() if name not in SESSION_SKIP}
+
+        event_columns = [c for c in _columns(conn, "events") if c != "sid"]
+        events = {
+            (key(row[0]), row[1]): tuple(row[1:])
+            for row in conn.execute(f'SELECT "sid", {", ".join(chr(34) + c + chr(34) for c in event_columns)} FROM "events" ORDER BY "sid", "seq"')
+        }
+
+        raw: dict[str, list[tuple[int, int, bytes]]] = {}  # session -> [(seq, synthetic, line)]
+        block_problems: list[str] = []
+        for sid, first, count, synthetic, data in conn.execute(
+            'SELECT "sid", "first_seq", "count", "synthetic", "data" FROM "event_blocks" ORDER BY "sid", "first_seq"'
+        ):
+            decoded = decompress_block(data)
+            if len(decoded) != count:
+                block_problems.append(f"{key(sid)} block at {first}: count {count} but {len(decoded)} lines")
+            out = raw.setdefault(key(sid), [])
+            if out and out[-1][0] >= first:
+                block_problems.append(f"{key(sid)} block at {first} overlaps the previous block")
+            out.extend((first + i, synthetic, line) for i, line in enumerate(decoded))
+
+        for sid_key in {k for k, _ in events} | set(raw):
+            have = [seq for seq, _, _ in raw.get(sid_key, [])]
+            want = sorted(seq for k, seq in events if k == sid_key)
+            if have != want:
+                block_problems.append(f"{sid_key}: raw lines for seqs {have[:5]}… do not match event rows {want[:5]}…")
+
+        links = sorted((key(sid), source, seq) for sid, source, seq in conn.execute('SELECT "sid", "source_seq", "seq" FROM "event_links"'))
+
+        doc_columns = [c for c in _columns(conn, "documents") if c not in ("docid", "sid")]
+        documents: dict[tuple[str, int], tuple[Any, ...]] = {}
+        for row in conn.execute(f'SELECT "docid", "sid", {", ".join(chr(34) + c + chr(34) for c in doc_columns)} FROM "documents"'):
+            docid, sid = row[0], row[1]
+            record = dict(zip(doc_columns, row[2:]))
+            if docid != (sid << 32 | record["seq"]):
+                block_problems.append(f"document {docid} of {key(sid)} seq {record['seq']} has a foreign rowid")
+            documents[(key(sid), record["seq"])] = tuple(row[2:])
+
+        problems = sorted(
+            (row[0], row[1], row[2]) for row in conn.execute('SELECT "path", "kind", "message" FROM "layout_problems"')
         )
-        state["events"] = sorted((ids[row[0]], *row[1:]) for row in conn.execute('SELECT * FROM "events"'))
-        raw: list[tuple[Any, ...]] = []
-        for sid, first, count, synthetic, data in conn.execute('SELECT "sid", "first_seq", "count", "synthetic", "data" FROM "event_blocks"'):
-            lines = decompress_block(data)
-            assert len(lines) == count
-            raw.extend((ids[sid], first + offset, synthetic, line) for offset, line in enumerate(lines))
-        state["raw_events"] = sorted(raw)
-        state["links"] = sorted((ids[sid], source, seq) for sid, source, seq in conn.execute('SELECT * FROM "event_links"'))
-        state["documents"] = sorted(
-            (ids[row[0]], *row[1:]) for row in conn.execute('SELECT "sid", "seq", "type", "time", "surface", "length", "text" FROM "documents"')
-        )
-        docids = {docid: (ids[sid], seq) for docid, sid, seq in conn.execute('SELECT "docid", "sid", "seq" FROM "documents"')}
-        state["fts_probe"] = sorted(
-            docids[row[0]] for row in conn.execute('SELECT "rowid" FROM "documents_fts" WHERE "documents_fts" MATCH ?', (f'"{fts_probe}"',))
-        )
-        state["layout_problems"] = sorted(conn.execute('SELECT "path", "kind", "message" FROM "layout_problems"'))
-        return state
+
+        fts: dict[str, list[tuple[float, str, int]]] = {}
+        for term in probes:
+            hits = conn.execute(
+                'SELECT rowid, bm25("documents_fts") FROM "documents_fts" WHERE "documents_fts" MATCH ?', (term,)
+            ).fetchall()
+            fts[term] = sorted((round(rank, 9), key(rowid >> 32), rowid & 0xFFFFFFFF) for rowid, rank in hits)
+        fts_rows = conn.execute('SELECT count(*) FROM "documents_fts"').fetchone()[0]
+        conn.execute("COMMIT")
     finally:
         conn.close()
+    return {
+        "sessions": sessions,
+        "events": events,
+        "raw_events": raw,
+        "event_links": links,
+        "documents": documents,
+        "layout_problems": problems,
+        "fts": fts,
+        "fts_rows": fts_rows,
+        "consistency": block_problems,
+    }
+
+
+def diff_states(left: dict[str, Any], right: dict[str, Any], limit: int = 20) -> list[str]:
+    """Readable differences between two :func:`index_state` results (empty when equal)."""
+    out: list[str] = []
+    for section in sorted(set(left) | set(right)):
+        a, b = left.get(section), right.get(section)
+        if a == b:
+            continue
+        if isinstance(a, dict) and isinstance(b, dict):
+            for k in sorted(set(a) | set(b), key=repr):
+                if a.get(k) != b.get(k):
+                    out.append(f"{section}[{k!r}]: {_short(a.get(k))} != {_short(b.get(k))}")
+                    if len(out) >= limit:
+                        return out
+        else:
+            out.append(f"{section}: {_short(a)} != {_short(b)}")
+        if len(out) >= limit:
+            return out
+    return out
+
+
+def _short(value: Any, width: int = 400) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[:width] + "…"
 
 
 def fts_consistent(db_path: str) -> bool:
-    """FTS5's own integrity check of the external-content index against ``documents``."""
+    """Whether the external-content FTS5 index agrees exactly with ``documents``.
+
+    Runs FTS5's own ``integrity-check`` with ``rank = 1`` (which also compares
+    against the content table) and checks the row counts match.  Needs a
+    writable connection (the check is issued as an INSERT; it changes nothing).
+    """
     conn = sqlite3.connect(db_path)
     try:
-        conn.execute("INSERT INTO \"documents_fts\"(\"documents_fts\", \"rank\") VALUES ('integrity-check', 1)")
-        return True
-    except sqlite3.DatabaseError:
-        return False
+        conn.execute("PRAGMA busy_timeout = 30000")
+        try:
+            conn.execute("INSERT INTO \"documents_fts\" (\"documents_fts\", \"rank\") VALUES ('integrity-check', 1)")
+        except sqlite3.DatabaseError:
+            return False
+        documents = conn.execute('SELECT count(*) FROM "documents"').fetchone()[0]
+        indexed = conn.execute('SELECT count(*) FROM "documents_fts_docsize"').fetchone()[0]
+        return bool(documents == indexed)
     finally:
         conn.close()

@@ -1,0 +1,345 @@
+"""The read-side ``sessionq`` commands: the exact reads and ``rpc``.
+
+``sessions``, ``read``, ``events``, ``docs``, ``surface``, ``event``,
+``trace``, ``trace-event``, ``title`` and ``rpc`` are plain click commands
+collected in :data:`COMMANDS`; :mod:`indexer.cli` registers them on the
+``sessionq`` group (``readmodel`` never imports ``indexer``).
+
+Human output is a table; ``--json`` prints the reference's exact JSON.
+Filters come as flags and/or ``--filters JSON`` (the reference's filter
+array verbatim; flag clauses are appended after it).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+import msgspec
+
+from readmodel.cliutil import db_option, emit_json, emit_json_bytes, handles_errors, json_option
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _open(db: str) -> Any:
+    from readmodel.query import SessionQuery
+
+    return SessionQuery.open(db)
+
+
+def _builtins(value: Any) -> Any:
+    return msgspec.to_builtins(value)
+
+
+class _Number(click.ParamType):
+    """A JSON number: an integer when it reads as one, else a float."""
+
+    name = "number"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int | float:
+        if isinstance(value, (int, float)):
+            return value
+        try:
+            return int(value)
+        except ValueError:
+            pass
+        try:
+            return float(value)
+        except ValueError:
+            self.fail(f"{value!r} is not a number", param, ctx)
+
+
+NUMBER = _Number()
+
+
+def _filters_json(text: str | None) -> list[Any]:
+    """``--filters JSON``: the reference's filter array verbatim (validated by the engine)."""
+    if text is None:
+        return []
+    try:
+        value = msgspec.json.decode(text.encode())
+    except msgspec.DecodeError as exc:
+        raise click.BadParameter(f"not valid JSON: {exc}", param_hint="--filters") from exc
+    # A non-array is passed on: the engine answers SESSION_QUERY_INVALID_FILTER.
+    return value
+
+
+def _range(kind: str, low: Any, high: Any) -> list[dict[str, Any]]:
+    if low is None and high is None:
+        return []
+    clause: dict[str, Any] = {"kind": kind}
+    if low is not None:
+        clause["from"] = low
+    if high is not None:
+        clause["to"] = high
+    return [clause]
+
+
+def _values(kind: str, values: tuple[str, ...], with_null: bool = False) -> list[dict[str, Any]]:
+    if not values and not with_null:
+        return []
+    return [{"kind": kind, "values": [*values, *([None] if with_null else [])]}]
+
+
+def _combine(base: Any, extra: list[dict[str, Any]]) -> Any:
+    if not extra:
+        return base
+    if isinstance(base, list):
+        return [*base, *extra]
+    return base  # invalid --filters: let the engine report it
+
+
+# --------------------------------------------------------------------------- commands
+
+
+@click.command("sessions")
+@click.option("--id", "ids", multiple=True, help="Only these session ids (repeatable).")
+@click.option("--cwd", "cwds", multiple=True, help="Only sessions in this working directory (repeatable).")
+@click.option("--no-cwd", is_flag=True, help="Also match sessions without a cwd.")
+@click.option("--parent", "parents", multiple=True, help="Only children of this session (repeatable).")
+@click.option("--no-parent", is_flag=True, help="Also match sessions without a parent.")
+@click.option("--created-from", type=NUMBER, help="createdAt lower bound (epoch ms, inclusive).")
+@click.option("--created-to", type=NUMBER, help="createdAt upper bound (epoch ms, inclusive).")
+@click.option("--live", is_flag=True, help="Only sessions that are live (availability).")
+@click.option("--persisted", is_flag=True, help="Only sessions that are persisted (availability).")
+@click.option("--filters", "filters_json", help="A SessionResultFilter[] JSON array.")
+@db_option
+@json_option
+@handles_errors
+def sessions_command(
+    ids: tuple[str, ...],
+    cwds: tuple[str, ...],
+    no_cwd: bool,
+    parents: tuple[str, ...],
+    no_parent: bool,
+    created_from: Any,
+    created_to: Any,
+    live: bool,
+    persisted: bool,
+    filters_json: str | None,
+    db: str,
+    as_json: bool,
+) -> None:
+    """listSessions / filterSessions: every session, newest first."""
+    availability = tuple(name for name, on in (("live", live), ("persisted", persisted)) if on)
+    clauses = [
+        *_values("id", ids),
+        *_values("cwd", cwds, no_cwd),
+        *_range("created-at", created_from, created_to),
+        *_values("parent", parents, no_parent),
+        *_values("availability", availability),
+    ]
+    query = _open(db)
+    if filters_json is None and not clauses:
+        records = query.list_sessions()
+    else:
+        records = query.filter_sessions(_combine(_filters_json(filters_json), clauses))
+    if as_json:
+        emit_json(records)
+        return
+    from readmodel.presentation import print_sessions
+
+    print_sessions(_builtins(records))
+
+
+@click.command("read")
+@click.argument("session_id")
+@db_option
+@json_option
+@handles_errors
+def read_command(session_id: str, db: str, as_json: bool) -> None:
+    """readSession: the header and the complete raw log."""
+    snapshot = _open(db).read_session(session_id)
+    if as_json:
+        emit_json(snapshot)
+        return
+    from readmodel.presentation import print_log
+
+    print_log(_builtins(snapshot))
+
+
+@click.command("events")
+@click.argument("session_id")
+@db_option
+@json_option
+@handles_errors
+def events_command(session_id: str, db: str, as_json: bool) -> None:
+    """listEvents: seq, type, time and surface of every event."""
+    records = _open(db).list_events(session_id)
+    if as_json:
+        emit_json(records)
+        return
+    from readmodel.presentation import print_records
+
+    print_records(_builtins(records))
+
+
+@click.command("docs")
+@click.argument("session_id")
+@click.option("--seq-from", type=NUMBER, help="seq lower bound (inclusive).")
+@click.option("--seq-to", type=NUMBER, help="seq upper bound (inclusive).")
+@click.option("--time-from", type=NUMBER, help="time lower bound (epoch ms, inclusive).")
+@click.option("--time-to", type=NUMBER, help="time upper bound (epoch ms, inclusive).")
+@click.option("--type", "types", multiple=True, help="Only this event type (repeatable).")
+@click.option(
+    "--surface", "surfaces", multiple=True, type=click.Choice(["current", "shadowed", "log-only"]), help="Only this surface (repeatable)."
+)
+@click.option("--text", help="Literal, whitespace-flexible, case-insensitive text.")
+@click.option("--filters", "filters_json", help="A SessionEventResultFilter[] JSON array.")
+@db_option
+@json_option
+@handles_errors
+def docs_command(
+    session_id: str,
+    seq_from: Any,
+    seq_to: Any,
+    time_from: Any,
+    time_to: Any,
+    types: tuple[str, ...],
+    surfaces: tuple[str, ...],
+    text: str | None,
+    filters_json: str | None,
+    db: str,
+    as_json: bool,
+) -> None:
+    """filterEvents: the session's semantic documents, filtered."""
+    clauses = [
+        *_range("seq", seq_from, seq_to),
+        *_range("time", time_from, time_to),
+        *_values("type", types),
+        *_values("surface", surfaces),
+        *([{"kind": "text", "text": text}] if text is not None else []),
+    ]
+    documents = _open(db).filter_events(session_id, _combine(_filters_json(filters_json), clauses))
+    if as_json:
+        emit_json(documents)
+        return
+    from readmodel.presentation import print_documents
+
+    print_documents(_builtins(documents))
+
+
+@click.command("surface")
+@click.argument("session_id")
+@db_option
+@json_option
+@handles_errors
+def surface_command(session_id: str, db: str, as_json: bool) -> None:
+    """readSurface: the current model surface in model-history order."""
+    snapshot = _open(db).read_surface(session_id)
+    if as_json:
+        emit_json(snapshot)
+        return
+    from readmodel.presentation import print_surface
+
+    print_surface(_builtins(snapshot))
+
+
+@click.command("event")
+@click.argument("session_id")
+@click.argument("seq", type=int)
+@click.option("--before", type=int, help="Events before the target (0..readWindowMax).")
+@click.option("--after", type=int, help="Events after the target (0..readWindowMax).")
+@db_option
+@json_option
+@handles_errors
+def event_command(session_id: str, seq: int, before: int | None, after: int | None, db: str, as_json: bool) -> None:
+    """readEvent: one event with its neighbours."""
+    request: dict[str, Any] = {"sessionId": session_id, "seq": seq}
+    if before is not None:
+        request["before"] = before
+    if after is not None:
+        request["after"] = after
+    window = _open(db).read_event(request)
+    if as_json:
+        emit_json(window)
+        return
+    from readmodel.presentation import print_window
+
+    print_window(_builtins(window))
+
+
+@click.command("trace")
+@click.argument("session_id")
+@db_option
+@json_option
+@handles_errors
+def trace_command(session_id: str, db: str, as_json: bool) -> None:
+    """traceSession: ancestors and descendants of a session."""
+    from readmodel.lineage import encode_lineage_trace, lineage_trace_to_builtins
+
+    trace = _open(db).trace_session(session_id)
+    if as_json:
+        emit_json_bytes(encode_lineage_trace(trace))
+        return
+    from readmodel.presentation import print_lineage
+
+    print_lineage(lineage_trace_to_builtins(trace))
+
+
+@click.command("trace-event")
+@click.argument("session_id")
+@click.argument("seq", type=int)
+@db_option
+@json_option
+@handles_errors
+def trace_event_command(session_id: str, seq: int, db: str, as_json: bool) -> None:
+    """traceEvent: replacements and provenance of one event."""
+    observation = _open(db).trace_event({"sessionId": session_id, "seq": seq})
+    if as_json:
+        emit_json(observation)
+        return
+    from readmodel.presentation import print_event_trace
+
+    print_event_trace(_builtins(observation))
+
+
+@click.command("title")
+@click.argument("session_ids", nargs=-1, required=True)
+@db_option
+@json_option
+@handles_errors
+def title_command(session_ids: tuple[str, ...], db: str, as_json: bool) -> None:
+    """readTitleSnapshots: the title of each session (per-id failures are reported, not fatal)."""
+    from readmodel.requests import title_result_to_builtins
+
+    results = [title_result_to_builtins(result) for result in _open(db).read_title_snapshots(list(session_ids))]
+    if as_json:
+        emit_json(results)
+        return
+    from readmodel.presentation import print_titles
+
+    print_titles(results)
+
+
+@click.command("rpc")
+@db_option
+def rpc_command(db: str) -> None:
+    """JSON-RPC 2.0 over stdin/stdout, one JSON object per line; exits 0 at end of input."""
+    from readmodel.rpc import Dispatcher, serve
+
+    dispatcher = Dispatcher(lambda: _open(db))
+    try:
+        serve(dispatcher, sys.stdin.buffer, sys.stdout.buffer)
+    except KeyboardInterrupt:
+        pass
+    except BrokenPipeError:
+        # The client went away; nothing left to answer.
+        sys.stderr.close()
+
+
+COMMANDS: list[click.Command] = [
+    sessions_command,
+    read_command,
+    events_command,
+    docs_command,
+    surface_command,
+    event_command,
+    trace_command,
+    trace_event_command,
+    title_command,
+    rpc_command,
+]

@@ -1,0 +1,153 @@
+"""``sessionq status`` and ``sessionq db upgrade|current|check``."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from click.testing import CliRunner, Result
+
+from indexer.cli import main
+from indexer.samples import build_sample_root
+from readmodel.database import head_revision
+from tests.daemon.support import Processes, new_session, query, write_corrupt_session
+
+
+def cli(*args: str) -> Result:
+    """Run a read-only or admin command in-process (no signal handlers involved)."""
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def build(tmp_path: Path, processes: Processes) -> tuple[Path, Path]:
+    root = tmp_path / "root"
+    build_sample_root(root)
+    db = tmp_path / "index.db"
+    result = processes.run("index", "--once", "--root", str(root), "--db", str(db))
+    assert result.returncode == 0, result.stderr
+    return root, db
+
+
+def test_status_reports_counts_errors_and_layout_problems(tmp_path: Path, processes: Processes) -> None:
+    root = tmp_path / "root"
+    build_sample_root(root)
+    flat = root / "--home-demo-infra--" / "x.jsonl.zstd"
+    flat.write_bytes(b"")
+    write_corrupt_session(root, "broken")
+    new_session(root, "healthy", "perfectly fine words")
+    db = tmp_path / "index.db"
+    result = processes.run("index", "--once", "--root", str(root), "--db", str(db))
+    assert result.returncode == 0, result.stderr
+    assert "1 failed" in result.stdout and "1 layout problems" in result.stdout
+
+    out = cli("status", "--db", str(db), "--json")
+    assert out.exit_code == 0, out.output
+    status = json.loads(out.stdout)
+    assert status["sessions"] == 6
+    assert status["sessionsInError"] == [
+        {"sessionId": "broken", "path": str(root / "--work-demo--" / "broken" / "session.jsonl.zstd"), "status": "corrupt",
+         "code": "SESSION_QUERY_CORRUPT_SESSION", "message": status["sessionsInError"][0]["message"]}
+    ]
+    assert "broken" in status["sessionsInError"][0]["message"]
+    assert [(p["kind"], p["path"]) for p in status["layoutProblems"]] == [("flat-file", str(flat))]
+    # Every other session is indexed, and the counts are the database's.
+    assert query(db, 'SELECT count(*) FROM "sessions" WHERE "status" = \'ok\'') == [(5,)]
+    assert status["events"] == query(db, 'SELECT count(*) FROM "events"')[0][0] > 0
+    assert status["documents"] == query(db, 'SELECT count(*) FROM "documents"')[0][0] > 0
+    assert status["identity"] == query(db, 'SELECT "identity" FROM "index_meta"')[0][0]
+    assert status["generation"] == query(db, 'SELECT "global_generation" FROM "index_meta"')[0][0] >= 1
+    assert status["schemaRevision"] == status["headRevision"] == head_revision()
+    assert status["root"] == str(root) and status["compression"] == "zstd"
+    assert status["lagMs"] >= 0 and status["lastReconcileAt"] > 1_700_000_000_000
+    assert status["fileSize"] > 0
+    assert status["syntheticTails"] == 1 and status["heldTails"] == 0  # the demo's interrupted session
+    assert "writerPid" not in status  # the --once indexer has exited
+
+    human = cli("status", "--db", str(db))
+    assert human.exit_code == 0
+    assert "sessions in error:" in human.stdout and "SESSION_QUERY_CORRUPT_SESSION" in human.stdout
+    assert "layout problems:" in human.stdout and str(flat) in human.stdout
+
+    # Read-only: works from another process while the daemon holds the index.
+    daemon = processes.daemon(root, db)
+    live = processes.run("status", "--db", str(db), "--json")
+    assert live.returncode == 0, live.stderr
+    assert json.loads(live.stdout)["sessions"] == 6
+    assert json.loads(live.stdout)["writerPid"] == daemon.pid
+    assert f"running (pid {daemon.pid})" in cli("status", "--db", str(db)).stdout
+    assert daemon.stop() == 0
+    assert "writerPid" not in json.loads(cli("status", "--db", str(db), "--json").stdout)
+
+
+def test_status_of_a_missing_index_is_a_coded_error(tmp_path: Path) -> None:
+    out = cli("status", "--db", str(tmp_path / "absent.db"), "--json")
+    assert out.exit_code == 2
+    assert json.loads(out.stdout)["error"]["code"] == "SESSION_QUERY_INDEX_FAILED"
+    assert not (tmp_path / "absent.db").exists()
+
+
+def test_db_current_check_upgrade(tmp_path: Path, processes: Processes) -> None:
+    _, db = build(tmp_path, processes)
+    head = head_revision()
+    assert cli("db", "current", "--db", str(db)).stdout.strip() == f"{head} (head)"
+    check = cli("db", "check", "--db", str(db))
+    assert check.exit_code == 0 and "schema matches" in check.stdout
+    upgrade = cli("db", "upgrade", "--db", str(db))
+    assert upgrade.exit_code == 0 and "already at" in upgrade.stdout
+
+    fresh = tmp_path / "fresh.db"
+    created = cli("db", "upgrade", "--db", str(fresh))
+    assert created.exit_code == 0 and "created" in created.stdout
+    assert cli("db", "current", "--db", str(fresh)).stdout.strip() == f"{head} (head)"
+    assert cli("db", "check", "--db", str(fresh)).exit_code == 0
+
+    missing = cli("db", "current", "--db", str(tmp_path / "absent.db"))
+    assert missing.exit_code == 1 and "no index database" in missing.stderr
+
+
+def test_db_check_reports_drift(tmp_path: Path, processes: Processes) -> None:
+    _, db = build(tmp_path, processes)
+    conn = sqlite3.connect(db)
+    conn.execute('DROP INDEX "sessions_parent"')
+    conn.execute('ALTER TABLE "documents" ADD COLUMN "extra" TEXT')
+    conn.commit()
+    conn.close()
+    check = cli("db", "check", "--db", str(db))
+    assert check.exit_code == 1
+    assert "sessions_parent" in check.stderr and "documents.extra" in check.stderr
+
+
+def test_an_outdated_index_is_refused_unless_upgraded(tmp_path: Path, processes: Processes) -> None:
+    root, db = build(tmp_path, processes)
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE alembic_version SET version_num = '0000'")
+    conn.commit()
+    conn.close()
+    assert "0000 (head is" in cli("db", "current", "--db", str(db)).stdout
+    check = cli("db", "check", "--db", str(db))
+    assert check.exit_code == 1 and "revision is 0000" in check.stderr
+    refused = processes.run("index", "--once", "--root", str(root), "--db", str(db))
+    assert refused.returncode == 1
+    assert "sessionq db upgrade" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_foreign_files_are_refused_and_left_untouched(tmp_path: Path, processes: Processes) -> None:
+    foreign = tmp_path / "other.sqlite"
+    conn = sqlite3.connect(foreign)
+    conn.execute("CREATE TABLE notes (body TEXT)")
+    conn.execute("INSERT INTO notes VALUES ('keep me')")
+    conn.commit()
+    conn.close()
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database at all\n" * 100)
+    for target in (foreign, text):
+        before = target.read_bytes()
+        for args in (["db", "current"], ["db", "check"], ["db", "upgrade"], ["status", "--json"]):
+            out = cli(*args, "--db", str(target))
+            assert out.exit_code in (1, 2), (args, out.output)
+            assert "Traceback" not in out.output
+        once = processes.run("index", "--once", "--root", str(tmp_path / "root"), "--db", str(target))
+        assert once.returncode == 1 and "not a sessionq index" in once.stderr, once.stderr
+        assert target.read_bytes() == before
+        assert not Path(str(target) + ".lock").exists()
+    assert "not a sessionq index" in cli("db", "check", "--db", str(foreign)).stderr
