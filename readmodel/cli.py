@@ -315,6 +315,79 @@ def title_command(session_ids: tuple[str, ...], db: str, as_json: bool) -> None:
     print_titles(results)
 
 
+@click.command("search")
+@click.argument("query")
+@click.option("--session", "session_id", help="Search within this session (searchEvents) instead of across sessions.")
+@click.option("--limit", type=int, help="Page size (default 20, at most 100).")
+@click.option("--cursor", help="Continue from a previous page's nextCursor.")
+@click.option("--id", "ids", multiple=True, help="Only these session ids (repeatable).")
+@click.option("--cwd", "cwds", multiple=True, help="Only sessions in this working directory (repeatable).")
+@click.option("--no-cwd", is_flag=True, help="Also match sessions without a cwd.")
+@click.option("--parent", "parents", multiple=True, help="Only children of this session (repeatable).")
+@click.option("--no-parent", is_flag=True, help="Also match sessions without a parent.")
+@click.option("--created-from", type=NUMBER, help="createdAt lower bound (epoch ms, inclusive).")
+@click.option("--created-to", type=NUMBER, help="createdAt upper bound (epoch ms, inclusive).")
+@click.option("--seq-from", type=NUMBER, help="Event seq lower bound (inclusive).")
+@click.option("--seq-to", type=NUMBER, help="Event seq upper bound (inclusive).")
+@click.option("--time-from", type=NUMBER, help="Event time lower bound (epoch ms, inclusive).")
+@click.option("--time-to", type=NUMBER, help="Event time upper bound (epoch ms, inclusive).")
+@click.option("--type", "types", multiple=True, help="Only events of this type (repeatable).")
+@click.option("--surface", "surfaces", multiple=True, type=click.Choice(["current", "shadowed", "log-only"]), help="Only events on this surface (repeatable).")
+@click.option("--session-filters", "session_filters_json", help="A SessionResultFilter[] JSON array.")
+@click.option("--event-filters", "event_filters_json", help="A SessionEventMetadataFilter[] JSON array.")
+@db_option
+@json_option
+@handles_errors
+def search_command(
+    query: str,
+    session_id: str | None,
+    limit: int | None,
+    cursor: str | None,
+    ids: tuple[str, ...],
+    cwds: tuple[str, ...],
+    no_cwd: bool,
+    parents: tuple[str, ...],
+    no_parent: bool,
+    created_from: Any,
+    created_to: Any,
+    seq_from: Any,
+    seq_to: Any,
+    time_from: Any,
+    time_to: Any,
+    types: tuple[str, ...],
+    surfaces: tuple[str, ...],
+    session_filters_json: str | None,
+    event_filters_json: str | None,
+    db: str,
+    as_json: bool,
+) -> None:
+    """searchSessions (ranked, one hit per session) or, with --session, searchEvents."""
+    event_filters = _combine(
+        _filters_json(event_filters_json),
+        [*_range("seq", seq_from, seq_to), *_range("time", time_from, time_to), *_values("type", types), *_values("surface", surfaces)],
+    )
+    request: dict[str, Any] = {"query": query}
+    if limit is not None:
+        request["limit"] = limit
+    if cursor is not None:
+        request["cursor"] = cursor
+    engine = _open(db)
+    if session_id is not None:
+        page = engine.search_events({**request, "sessionId": session_id, "filters": event_filters})
+    else:
+        session_filters = _combine(
+            _filters_json(session_filters_json),
+            [*_values("id", ids), *_values("cwd", cwds, no_cwd), *_range("created-at", created_from, created_to), *_values("parent", parents, no_parent)],
+        )
+        page = engine.search_sessions({**request, "sessionFilters": session_filters, "eventFilters": event_filters})
+    if as_json:
+        emit_json(page)
+        return
+    from readmodel.presentation import print_search_page
+
+    print_search_page(_builtins(page), within_session=session_id is not None)
+
+
 @click.command("rpc")
 @db_option
 def rpc_command(db: str) -> None:
@@ -341,5 +414,11 @@ COMMANDS: list[click.Command] = [
     trace_command,
     trace_event_command,
     title_command,
+    search_command,
     rpc_command,
 ]
+
+# ``mcp``: the model-facing session tools over MCP (readmodel.tools).
+from readmodel.tools.cli import mcp_command  # noqa: E402
+
+COMMANDS.append(mcp_command)

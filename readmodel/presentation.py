@@ -223,3 +223,30 @@ def print_titles(results: Sequence[dict[str, Any]]) -> None:
             when(title.get("updatedAt")),
         )
     _console().print(table)
+
+
+def print_search_page(page: dict[str, Any], *, within_session: bool) -> None:
+    """Search hits as a table: rank, where, which event, and the snippet."""
+    console = _console()
+    if within_session:
+        console.print(_header_line(page["session"]))
+    hits = page["items"]
+    if not hits:
+        console.print("[dim]no matches[/dim]")
+    else:
+        table = Table(show_edge=False, pad_edge=False)
+        table.add_column("#", justify="right")
+        if not within_session:
+            table.add_column("session")
+        table.add_column("seq", justify="right")
+        table.add_column("type")
+        table.add_column("surface")
+        table.add_column("time")
+        table.add_column("snippet", overflow="fold")
+        for rank, hit in enumerate(hits, 1):
+            event = hit if within_session else hit["bestMatch"]
+            where = [] if within_session else [hit["header"]["id"]]
+            table.add_row(str(rank), *where, str(event["seq"]), event["type"], event["surface"], when(event["time"]), event["snippet"])
+        console.print(table)
+    if "nextCursor" in page:
+        console.print(f"[dim]more: --cursor {page['nextCursor']}[/dim]")

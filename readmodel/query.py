@@ -30,16 +30,17 @@ Python equivalents of the reference's asynchronous behaviour:
 from __future__ import annotations
 
 import heapq
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from msgspec import UNSET
 
 from readmodel.cancel import AbortSignal, is_aborted, throw_if_aborted
 from readmodel.config import QueryConfig, validate_config
-from readmodel.database import snapshot
+from readmodel.database import snapshot, sqlite_path
 from readmodel.errors import SessionQueryError
 from readmodel.eventtrace import assemble_trace, build_event_records, event_not_found, target_index
 from readmodel.eventtrace import trace_event as trace_live_event
@@ -59,6 +60,7 @@ from readmodel.requests import (
     trace_request,
 )
 from readmodel.schema import SURFACE_NAMES, id_sort_key
+from readmodel.search import SessionEventSearchPage, SessionSearch, SessionSearchPage, search_config, search_disabled
 from readmodel.store import IndexReader, IndexStore, StoredSession
 from readmodel.surface import fold_session_surface
 from readmodel.titles import title_observation, title_snapshot
@@ -168,6 +170,22 @@ def _id_text(session_id: Any) -> str:
     return str(session_id)
 
 
+_SEARCH_KEYS: Final = ("defaultLimit", "maxLimit", "snippetChars", "openAt", "journalMode")
+
+
+def _search_settings(config: Any) -> dict[str, Any]:
+    """The search provider's keys of a raw configuration mapping (camelCase or snake_case)."""
+    if not isinstance(config, Mapping):
+        return {}
+    out: dict[str, Any] = {}
+    for key in _SEARCH_KEYS:
+        snake = "".join("_" + ch.lower() if ch.isupper() else ch for ch in key)
+        value = config.get(key, config.get(snake))
+        if value is not None:
+            out[key] = value
+    return out
+
+
 def _listing_key(created_at: Any, id_key: bytes) -> tuple[float, bytes]:
     """Sort key of the listing order: ``createdAt`` descending, then id collation."""
     return (-float(created_at) if is_number(created_at) else 0.0, id_key)
@@ -190,8 +208,13 @@ class SessionQuery:
     ) -> None:
         # Validated first: an invalid config means no engine (T-EX-22).
         self.config = validate_config(config)
+        self.search_config = search_config(_search_settings(config))
         self.store = store
         self.live = live
+        self._search: SessionSearch | None = None
+        self._search_lock = threading.Lock()
+        if self.search_config.open_at == "startup":
+            self._searcher().open()
 
     @classmethod
     def open(
@@ -204,8 +227,31 @@ class SessionQuery:
 
     def close(self) -> None:
         """Release the database connections (live sessions are not touched)."""
+        if self._search is not None:
+            self._search.close()
         if self.store is not None:
             self.store.close()
+
+    # -- search ---------------------------------------------------------------
+
+    def _searcher(self) -> SessionSearch:
+        with self._search_lock:
+            if self._search is None:
+                db_path = sqlite_path(self.store.db) if self.store is not None else None
+                self._search = SessionSearch(db_path, live=self.live, config=self.search_config)
+            return self._search
+
+    def search_sessions(self, request: Any, signal: AbortSignal | None = None) -> SessionSearchPage:
+        """Ranked cross-session search (one hit per session, by its strongest event)."""
+        if self.search_config.open_at == "never":
+            raise search_disabled()
+        return self._searcher().search_sessions(request, signal)
+
+    def search_events(self, request: Any, signal: AbortSignal | None = None) -> SessionEventSearchPage:
+        """Ranked search within one session; ``session`` is present even without hits."""
+        if self.search_config.open_at == "never":
+            raise search_disabled()
+        return self._searcher().search_events(request, signal)
 
     def __enter__(self) -> SessionQuery:
         return self

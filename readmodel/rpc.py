@@ -160,6 +160,14 @@ def _read_title(engine: Any, params: dict[str, Any]) -> bytes:
     return _encode(engine.read_title_snapshot(_session_id(params)))
 
 
+def _search_sessions(engine: Any, params: dict[str, Any]) -> bytes:
+    return _encode(engine.search_sessions(params))
+
+
+def _search_events(engine: Any, params: dict[str, Any]) -> bytes:
+    return _encode(engine.search_events(params))
+
+
 def _status(engine: Any, params: dict[str, Any]) -> bytes:
     return _encode(engine.status())
 
@@ -176,8 +184,9 @@ METHODS: Final[dict[str, Handler]] = {
     "traceEvent": _trace_event,
     "readTitleSnapshots": _read_title_snapshots,
     "readTitle": _read_title,
+    "searchSessions": _search_sessions,
+    "searchEvents": _search_events,
     "status": _status,
-    # "searchSessions" / "searchEvents": registered here once search exists.
 }
 
 

@@ -574,7 +574,8 @@ class SessionSearch:
     Thread-safe: calls are serialised.
     """
 
-    def __init__(self, db_path: str, *, live: Any = None, config: SearchConfig | None = None) -> None:
+    def __init__(self, db_path: str | None, *, live: Any = None, config: SearchConfig | None = None) -> None:
+        """``db_path`` is the index file (opened read-only), or ``None`` for live sessions only."""
         self.config = config or SearchConfig()
         self.live = live
         self._lock = threading.Lock()
@@ -588,7 +589,10 @@ class SessionSearch:
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
             try:
-                conn = sqlite3.connect(f"file:{self._db_path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
+                if self._db_path is None:
+                    conn = _empty_index()
+                else:
+                    conn = sqlite3.connect(f"file:{self._db_path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
                 conn.execute("PRAGMA busy_timeout = 30000")
                 for ddl in (*_TEMP_DDL, *_TERMS_DDL):
                     conn.execute(ddl)
@@ -598,6 +602,11 @@ class SessionSearch:
             self._conn = conn
             self._codec = CursorCodec(identity)
         return self._conn
+
+    def open(self) -> None:
+        """Open the connection now (``openAt: startup``) so failures surface early."""
+        with self._lock:
+            self._connection()
 
     def close(self) -> None:
         with self._lock:
@@ -676,7 +685,7 @@ class SessionSearch:
 
     def _check_enabled(self) -> None:
         if self.config.open_at == "never":
-            raise SessionQueryError("SESSION_QUERY_SEARCH_DISABLED", "session-search is disabled by configuration (openAt: never)")
+            raise search_disabled()
 
     def _offset(self, cursor: str | None, scope: str, fingerprint: str, generation: str) -> int:
         if cursor is None:
@@ -868,6 +877,33 @@ class SessionSearch:
             persisted=row.persisted == 1,
             best_match=self._event_hit(row),
         )
+
+
+def search_disabled() -> SessionQueryError:
+    return SessionQueryError("SESSION_QUERY_SEARCH_DISABLED", "session-search is disabled by configuration (openAt: never)")
+
+
+def _empty_index() -> sqlite3.Connection:
+    """An in-memory, empty index: searching live sessions when no index is bound."""
+    import uuid
+
+    from sqlalchemy import create_engine
+    from sqlalchemy.schema import CreateIndex, CreateTable
+
+    from .schema import FTS_DDL, metadata
+
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    dialect = create_engine("sqlite://").dialect
+    for table in metadata.sorted_tables:
+        conn.execute(str(CreateTable(table).compile(dialect=dialect)))
+        for index in table.indexes:
+            conn.execute(str(CreateIndex(index).compile(dialect=dialect)))
+    conn.execute(FTS_DDL)
+    conn.execute(
+        'INSERT INTO "index_meta" ("singleton", "identity", "global_generation", "created_at") VALUES (1, ?, 0, 0)',
+        (uuid.uuid4().hex,),
+    )
+    return conn
 
 
 def _finish(conn: sqlite3.Connection) -> None:

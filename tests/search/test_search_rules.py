@@ -52,7 +52,7 @@ def test_invalid_requests_get_their_codes() -> None:
     assert code_of(lambda: normalize_sessions_request({"query": "a", "eventFilters": [{"kind": "text", "text": "a"}]}, CONFIG)) == "SESSION_QUERY_INVALID_FILTER"
     assert code_of(lambda: normalize_sessions_request({"query": "a", "eventFilters": [{}]}, CONFIG)) == "SESSION_QUERY_INVALID_FILTER"
     small = SearchConfig(default_limit=2, max_limit=3)
-    for limit in (1.5, 0, 4, 2**53 - 1, True, "2"):
+    for limit in (1.5, 0, 4, 2**53 - 1, True, "2", float("nan"), float("inf")):
         assert code_of(lambda limit=limit: normalize_sessions_request({"query": "a", "limit": limit}, small)) == "SESSION_QUERY_INVALID_LIMIT"
 
 

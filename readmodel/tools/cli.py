@@ -1,0 +1,31 @@
+"""``sessionq mcp``: the click command (the MCP SDK is imported only when it runs)."""
+
+from __future__ import annotations
+
+import click
+
+from readmodel.cliutil import db_option, handles_errors
+
+
+@click.command("mcp")
+@click.option("--cwd", "cwd", required=True, help="The workspace directory the tools answer for (matched exactly).")
+@click.option("--session", "session_id", default=None, help="Also act as this session (its own events bound searches).")
+@click.option("--max-search-results", type=int, default=None, help="Result cap of the search tools (default 100).")
+@click.option("--search-timeout-ms", type=int, default=None, help="Deadline of the search tools (default 30000).")
+@db_option
+@handles_errors
+def mcp_command(
+    cwd: str, session_id: str | None, max_search_results: int | None, search_timeout_ms: int | None, db: str
+) -> None:
+    """Serve the five session tools over MCP on stdin/stdout, authorised as a caller in CWD."""
+    from readmodel.tools.host import validate_tool_config
+    from readmodel.tools.mcpserver import run
+
+    try:
+        config = validate_tool_config({"maxSearchResults": max_search_results, "searchTimeoutMs": search_timeout_ms})
+    except TypeError as exc:
+        raise click.BadParameter(str(exc)) from exc
+    try:
+        run(db, cwd, session_id, config)
+    except KeyboardInterrupt:
+        pass
