@@ -19,14 +19,11 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import quote
 
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.pool import NullPool
 
 from .errors import SessionQueryError
-from .schema import APPLICATION_ID, KNOWN_TABLES
+from .schema import APPLICATION_ID, KNOWN_TABLES, SCHEMA_REVISION
 
 BUSY_TIMEOUT_MS: Final = 30_000
 MIGRATIONS_DIR: Final = Path(__file__).resolve().parents[1] / "migrations"
@@ -119,7 +116,10 @@ def check_identity(conn: Connection, where: str) -> bool:
     return False
 
 
-def alembic_config(conn: Connection | None = None) -> Config:
+def alembic_config(conn: Connection | None = None) -> Any:
+    # Alembic is imported only where migrations run: readers never pay for it.
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     if conn is not None:
@@ -128,11 +128,20 @@ def alembic_config(conn: Connection | None = None) -> Config:
 
 
 def head_revision() -> str:
+    """The newest migration; equals :data:`readmodel.schema.SCHEMA_REVISION` (a test pins it)."""
+    from alembic.script import ScriptDirectory
+
     return ScriptDirectory.from_config(alembic_config()).get_current_head() or ""
 
 
 def current_revision(conn: Connection) -> str | None:
-    return MigrationContext.configure(conn).get_current_revision()
+    """The schema revision stamped in the database (``None`` before any migration)."""
+    has_table = conn.exec_driver_sql(
+        "SELECT 1 FROM sqlite_master WHERE type='table' AND name='alembic_version'"
+    ).first()
+    if has_table is None:
+        return None
+    return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
 
 
 def upgrade(conn: Connection) -> None:
@@ -193,9 +202,9 @@ def open_reader(db: str) -> Engine:
             fresh = check_identity(conn, db)
             if fresh:
                 raise IndexDatabaseError(f"{db} is empty; run `sessionq index` first")
-            current, head = current_revision(conn), head_revision()
-            if current != head:
-                raise IndexDatabaseError(f"{db} is at schema revision {current}, this sessionq reads {head}")
+            current = current_revision(conn)
+            if current != SCHEMA_REVISION:
+                raise IndexDatabaseError(f"{db} is at schema revision {current}, this sessionq reads {SCHEMA_REVISION}")
     except SessionQueryError:
         engine.dispose()
         raise

@@ -63,3 +63,10 @@ def test_an_id_that_cannot_be_stored_is_a_reported_problem(tmp_path: Path) -> No
     conn = index(tmp_path, root)
     assert conn.execute('SELECT "id" FROM "sessions"').fetchall() == [("fine",)]
     assert conn.execute('SELECT "kind" FROM "layout_problems"').fetchall() == [("unindexable",)]
+
+
+def test_the_code_schema_revision_is_the_newest_migration() -> None:
+    from readmodel.database import head_revision
+    from readmodel.schema import SCHEMA_REVISION
+
+    assert head_revision() == SCHEMA_REVISION
