@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from itertools import accumulate
 from typing import Any, Final
 
 import msgspec
 
-from readmodel.jsvalues import is_non_negative_safe_integer, is_number, is_record, is_safe_integer
+from readmodel.jsvalues import MAX_SAFE_INTEGER, is_non_negative_safe_integer, is_number, is_record, is_safe_integer
 
 ROW_TAGS: Final = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
 _ROW_ENVELOPE_KEYS: Final = frozenset({"type", "seq0", "time0", "data"})
@@ -117,9 +118,38 @@ def expand_row(row: dict[str, Any]) -> list[dict[str, Any]]:
         raise RecordError(f"malformed {tag} storage row")
     if not _is_string_list(fragments):
         raise RecordError(f"malformed {tag} storage row")
-    if type(gaps) is not list or len(gaps) != len(fragments) - 1 or not all(is_safe_integer(g) for g in gaps):
+    if type(gaps) is not list or len(gaps) != len(fragments) - 1:
         raise RecordError(f"malformed {tag} storage row")
     if not is_safe_integer(seq0 + len(fragments) - 1):
+        raise RecordError(f"malformed {tag} storage row")
+    times = _row_times(tag, time0, gaps)
+    seq0 = int(seq0)
+    turn_step = (data["turn"], data["step"])
+    if tag == "tool-call-chunks":
+        call_id = data["id"]
+        if "name" in data:
+            name = data["name"]
+            chunks = [{"type": "tool-call-delta", "index": index, "id": call_id, "name": name, "argumentsDelta": f} for f in fragments]
+        else:
+            chunks = [{"type": "tool-call-delta", "index": index, "id": call_id, "argumentsDelta": f} for f in fragments]
+    else:
+        kind = "text-delta" if tag == "text-chunks" else "reasoning-delta"
+        chunks = [{"type": kind, "index": index, "text": f} for f in fragments]
+    turn, step = turn_step
+    return [
+        {"type": "assistant/chunk", "seq": seq0 + k, "time": times[k], "data": {"turn": turn, "step": step, "chunk": chunk}}
+        for k, chunk in enumerate(chunks)
+    ]
+
+
+def _row_times(tag: str, time0: Any, gaps: list[Any]) -> list[Any]:
+    """Member times: ``time0`` plus each running sum of the gaps, all safe integers."""
+    if all(type(gap) is int for gap in gaps):
+        times = list(accumulate(gaps, initial=time0))
+        if type(time0) is int and -MAX_SAFE_INTEGER <= min(times) and max(times) <= MAX_SAFE_INTEGER:
+            return times
+    # Rare: float-typed integral values (1.0), or a sum leaving the safe range.
+    if not all(is_safe_integer(gap) for gap in gaps):
         raise RecordError(f"malformed {tag} storage row")
     times = [time0]
     now = time0
@@ -128,19 +158,7 @@ def expand_row(row: dict[str, Any]) -> list[dict[str, Any]]:
         if not is_safe_integer(now):
             raise RecordError(f"malformed {tag} storage row")
         times.append(now)
-    return [_member(tag, data, seq0 + k, times[k], fragment) for k, fragment in enumerate(fragments)]
-
-
-def _member(tag: str, data: dict[str, Any], seq: Any, time: Any, fragment: str) -> dict[str, Any]:
-    if tag == "text-chunks":
-        chunk: dict[str, Any] = {"type": "text-delta", "index": data["index"], "text": fragment}
-    elif tag == "reasoning-chunks":
-        chunk = {"type": "reasoning-delta", "index": data["index"], "text": fragment}
-    elif "name" in data:
-        chunk = {"type": "tool-call-delta", "index": data["index"], "id": data["id"], "name": data["name"], "argumentsDelta": fragment}
-    else:
-        chunk = {"type": "tool-call-delta", "index": data["index"], "id": data["id"], "argumentsDelta": fragment}
-    return {"type": "assistant/chunk", "seq": seq, "time": time, "data": {"turn": data["turn"], "step": data["step"], "chunk": chunk}}
+    return times
 
 
 def decode_record(line: bytes) -> tuple[list[Any], bool]:
