@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from readmodel.eventmodel import EventShapeError
-from readmodel.jsvalues import is_non_negative_safe_integer, is_number, is_record, is_safe_integer
+from readmodel.jsvalues import is_non_negative_safe_integer, is_number, is_record, is_safe_integer, js_string
 
 _SIMPLE_REASONS: Final = frozenset({"completed", "blocked", "max-tokens", "interrupted"})
 _FAILURE_OPTIONAL: Final = {"status": is_number, "providerRetryAfterMs": is_number, "requestId": lambda v: type(v) is str}
@@ -19,13 +19,7 @@ _FAILURE_OPTIONAL: Final = {"status": is_number, "providerRetryAfterMs": is_numb
 
 def legacy_message_id(session_id: str, seq: Any) -> str:
     """The deterministic id given to a message stored before messages had ids."""
-    return f"legacy-message:{session_id}:{_js_number_text(seq)}"
-
-
-def _js_number_text(value: Any) -> str:
-    if type(value) is float and value.is_integer():
-        return str(int(value))
-    return str(value)
+    return f"legacy-message:{session_id}:{js_string(seq)}"
 
 
 def _positive_turn(value: Any) -> bool:

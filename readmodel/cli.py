@@ -92,57 +92,90 @@ def _combine(base: Any, extra: list[dict[str, Any]]) -> Any:
     return base  # invalid --filters: let the engine report it
 
 
+def _options(*options: Callable[[F], F]) -> Callable[[F], F]:
+    """Apply a group of click options (in the order they are listed in --help)."""
+
+    def apply(func: F) -> F:
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return apply
+
+
+session_filter_options = _options(
+    click.option("--id", "ids", multiple=True, help="Only these session ids (repeatable)."),
+    click.option("--cwd", "cwds", multiple=True, help="Only sessions in this working directory (repeatable)."),
+    click.option("--no-cwd", is_flag=True, help="Also match sessions without a cwd."),
+    click.option("--parent", "parents", multiple=True, help="Only children of this session (repeatable)."),
+    click.option("--no-parent", is_flag=True, help="Also match sessions without a parent."),
+    click.option("--created-from", type=NUMBER, help="createdAt lower bound (epoch ms, inclusive)."),
+    click.option("--created-to", type=NUMBER, help="createdAt upper bound (epoch ms, inclusive)."),
+)
+
+event_filter_options = _options(
+    click.option("--seq-from", type=NUMBER, help="Event seq lower bound (inclusive)."),
+    click.option("--seq-to", type=NUMBER, help="Event seq upper bound (inclusive)."),
+    click.option("--time-from", type=NUMBER, help="Event time lower bound (epoch ms, inclusive)."),
+    click.option("--time-to", type=NUMBER, help="Event time upper bound (epoch ms, inclusive)."),
+    click.option("--type", "types", multiple=True, help="Only events of this type (repeatable)."),
+    click.option(
+        "--surface", "surfaces", multiple=True, type=click.Choice(["current", "shadowed", "log-only"]), help="Only this surface (repeatable)."
+    ),
+)
+
+
+def _session_clauses(options: dict[str, Any]) -> list[dict[str, Any]]:
+    """Session filter clauses from the ``session_filter_options`` values (consumed)."""
+    return [
+        *_values("id", options.pop("ids")),
+        *_values("cwd", options.pop("cwds"), options.pop("no_cwd")),
+        *_range("created-at", options.pop("created_from"), options.pop("created_to")),
+        *_values("parent", options.pop("parents"), options.pop("no_parent")),
+    ]
+
+
+def _event_clauses(options: dict[str, Any]) -> list[dict[str, Any]]:
+    """Event metadata clauses from the ``event_filter_options`` values (consumed)."""
+    return [
+        *_range("seq", options.pop("seq_from"), options.pop("seq_to")),
+        *_range("time", options.pop("time_from"), options.pop("time_to")),
+        *_values("type", options.pop("types")),
+        *_values("surface", options.pop("surfaces")),
+    ]
+
+
+def _show(value: Any, as_json: bool, printer: str, **extra: Any) -> None:
+    """The exact JSON with ``--json``, else the named table printer of :mod:`readmodel.presentation`."""
+    if as_json:
+        emit_json(value)
+        return
+    from readmodel import presentation
+
+    getattr(presentation, printer)(_builtins(value), **extra)
+
+
 # --------------------------------------------------------------------------- commands
 
 
 @click.command("sessions")
-@click.option("--id", "ids", multiple=True, help="Only these session ids (repeatable).")
-@click.option("--cwd", "cwds", multiple=True, help="Only sessions in this working directory (repeatable).")
-@click.option("--no-cwd", is_flag=True, help="Also match sessions without a cwd.")
-@click.option("--parent", "parents", multiple=True, help="Only children of this session (repeatable).")
-@click.option("--no-parent", is_flag=True, help="Also match sessions without a parent.")
-@click.option("--created-from", type=NUMBER, help="createdAt lower bound (epoch ms, inclusive).")
-@click.option("--created-to", type=NUMBER, help="createdAt upper bound (epoch ms, inclusive).")
+@session_filter_options
 @click.option("--live", is_flag=True, help="Only sessions that are live (availability).")
 @click.option("--persisted", is_flag=True, help="Only sessions that are persisted (availability).")
 @click.option("--filters", "filters_json", help="A SessionResultFilter[] JSON array.")
 @db_option
 @json_option
 @handles_errors
-def sessions_command(
-    ids: tuple[str, ...],
-    cwds: tuple[str, ...],
-    no_cwd: bool,
-    parents: tuple[str, ...],
-    no_parent: bool,
-    created_from: Any,
-    created_to: Any,
-    live: bool,
-    persisted: bool,
-    filters_json: str | None,
-    db: str,
-    as_json: bool,
-) -> None:
+def sessions_command(live: bool, persisted: bool, filters_json: str | None, db: str, as_json: bool, **options: Any) -> None:
     """listSessions / filterSessions: every session, newest first."""
     availability = tuple(name for name, on in (("live", live), ("persisted", persisted)) if on)
-    clauses = [
-        *_values("id", ids),
-        *_values("cwd", cwds, no_cwd),
-        *_range("created-at", created_from, created_to),
-        *_values("parent", parents, no_parent),
-        *_values("availability", availability),
-    ]
+    clauses = [*_session_clauses(options), *_values("availability", availability)]
     query = _open(db)
     if filters_json is None and not clauses:
         records = query.list_sessions()
     else:
         records = query.filter_sessions(_combine(_filters_json(filters_json), clauses))
-    if as_json:
-        emit_json(records)
-        return
-    from readmodel.presentation import print_sessions
-
-    print_sessions(_builtins(records))
+    _show(records, as_json, "print_sessions")
 
 
 @click.command("read")
@@ -152,13 +185,7 @@ def sessions_command(
 @handles_errors
 def read_command(session_id: str, db: str, as_json: bool) -> None:
     """readSession: the header and the complete raw log."""
-    snapshot = _open(db).read_session(session_id)
-    if as_json:
-        emit_json(snapshot)
-        return
-    from readmodel.presentation import print_log
-
-    print_log(_builtins(snapshot))
+    _show(_open(db).read_session(session_id), as_json, "print_log")
 
 
 @click.command("events")
@@ -168,58 +195,21 @@ def read_command(session_id: str, db: str, as_json: bool) -> None:
 @handles_errors
 def events_command(session_id: str, db: str, as_json: bool) -> None:
     """listEvents: seq, type, time and surface of every event."""
-    records = _open(db).list_events(session_id)
-    if as_json:
-        emit_json(records)
-        return
-    from readmodel.presentation import print_records
-
-    print_records(_builtins(records))
+    _show(_open(db).list_events(session_id), as_json, "print_records")
 
 
 @click.command("docs")
 @click.argument("session_id")
-@click.option("--seq-from", type=NUMBER, help="seq lower bound (inclusive).")
-@click.option("--seq-to", type=NUMBER, help="seq upper bound (inclusive).")
-@click.option("--time-from", type=NUMBER, help="time lower bound (epoch ms, inclusive).")
-@click.option("--time-to", type=NUMBER, help="time upper bound (epoch ms, inclusive).")
-@click.option("--type", "types", multiple=True, help="Only this event type (repeatable).")
-@click.option(
-    "--surface", "surfaces", multiple=True, type=click.Choice(["current", "shadowed", "log-only"]), help="Only this surface (repeatable)."
-)
+@event_filter_options
 @click.option("--text", help="Literal, whitespace-flexible, case-insensitive text.")
 @click.option("--filters", "filters_json", help="A SessionEventResultFilter[] JSON array.")
 @db_option
 @json_option
 @handles_errors
-def docs_command(
-    session_id: str,
-    seq_from: Any,
-    seq_to: Any,
-    time_from: Any,
-    time_to: Any,
-    types: tuple[str, ...],
-    surfaces: tuple[str, ...],
-    text: str | None,
-    filters_json: str | None,
-    db: str,
-    as_json: bool,
-) -> None:
+def docs_command(session_id: str, text: str | None, filters_json: str | None, db: str, as_json: bool, **options: Any) -> None:
     """filterEvents: the session's semantic documents, filtered."""
-    clauses = [
-        *_range("seq", seq_from, seq_to),
-        *_range("time", time_from, time_to),
-        *_values("type", types),
-        *_values("surface", surfaces),
-        *([{"kind": "text", "text": text}] if text is not None else []),
-    ]
-    documents = _open(db).filter_events(session_id, _combine(_filters_json(filters_json), clauses))
-    if as_json:
-        emit_json(documents)
-        return
-    from readmodel.presentation import print_documents
-
-    print_documents(_builtins(documents))
+    clauses = [*_event_clauses(options), *([{"kind": "text", "text": text}] if text is not None else [])]
+    _show(_open(db).filter_events(session_id, _combine(_filters_json(filters_json), clauses)), as_json, "print_documents")
 
 
 @click.command("surface")
@@ -229,13 +219,7 @@ def docs_command(
 @handles_errors
 def surface_command(session_id: str, db: str, as_json: bool) -> None:
     """readSurface: the current model surface in model-history order."""
-    snapshot = _open(db).read_surface(session_id)
-    if as_json:
-        emit_json(snapshot)
-        return
-    from readmodel.presentation import print_surface
-
-    print_surface(_builtins(snapshot))
+    _show(_open(db).read_surface(session_id), as_json, "print_surface")
 
 
 @click.command("event")
@@ -320,19 +304,8 @@ def title_command(session_ids: tuple[str, ...], db: str, as_json: bool) -> None:
 @click.option("--session", "session_id", help="Search within this session (searchEvents) instead of across sessions.")
 @click.option("--limit", type=int, help="Page size (default 20, at most 100).")
 @click.option("--cursor", help="Continue from a previous page's nextCursor.")
-@click.option("--id", "ids", multiple=True, help="Only these session ids (repeatable).")
-@click.option("--cwd", "cwds", multiple=True, help="Only sessions in this working directory (repeatable).")
-@click.option("--no-cwd", is_flag=True, help="Also match sessions without a cwd.")
-@click.option("--parent", "parents", multiple=True, help="Only children of this session (repeatable).")
-@click.option("--no-parent", is_flag=True, help="Also match sessions without a parent.")
-@click.option("--created-from", type=NUMBER, help="createdAt lower bound (epoch ms, inclusive).")
-@click.option("--created-to", type=NUMBER, help="createdAt upper bound (epoch ms, inclusive).")
-@click.option("--seq-from", type=NUMBER, help="Event seq lower bound (inclusive).")
-@click.option("--seq-to", type=NUMBER, help="Event seq upper bound (inclusive).")
-@click.option("--time-from", type=NUMBER, help="Event time lower bound (epoch ms, inclusive).")
-@click.option("--time-to", type=NUMBER, help="Event time upper bound (epoch ms, inclusive).")
-@click.option("--type", "types", multiple=True, help="Only events of this type (repeatable).")
-@click.option("--surface", "surfaces", multiple=True, type=click.Choice(["current", "shadowed", "log-only"]), help="Only events on this surface (repeatable).")
+@session_filter_options
+@event_filter_options
 @click.option("--session-filters", "session_filters_json", help="A SessionResultFilter[] JSON array.")
 @click.option("--event-filters", "event_filters_json", help="A SessionEventMetadataFilter[] JSON array.")
 @db_option
@@ -343,29 +316,15 @@ def search_command(
     session_id: str | None,
     limit: int | None,
     cursor: str | None,
-    ids: tuple[str, ...],
-    cwds: tuple[str, ...],
-    no_cwd: bool,
-    parents: tuple[str, ...],
-    no_parent: bool,
-    created_from: Any,
-    created_to: Any,
-    seq_from: Any,
-    seq_to: Any,
-    time_from: Any,
-    time_to: Any,
-    types: tuple[str, ...],
-    surfaces: tuple[str, ...],
     session_filters_json: str | None,
     event_filters_json: str | None,
     db: str,
     as_json: bool,
+    **options: Any,
 ) -> None:
     """searchSessions (ranked, one hit per session) or, with --session, searchEvents."""
-    event_filters = _combine(
-        _filters_json(event_filters_json),
-        [*_range("seq", seq_from, seq_to), *_range("time", time_from, time_to), *_values("type", types), *_values("surface", surfaces)],
-    )
+    event_filters = _combine(_filters_json(event_filters_json), _event_clauses(options))
+    session_filters = _combine(_filters_json(session_filters_json), _session_clauses(options))
     request: dict[str, Any] = {"query": query}
     if limit is not None:
         request["limit"] = limit
@@ -375,17 +334,8 @@ def search_command(
     if session_id is not None:
         page = engine.search_events({**request, "sessionId": session_id, "filters": event_filters})
     else:
-        session_filters = _combine(
-            _filters_json(session_filters_json),
-            [*_values("id", ids), *_values("cwd", cwds, no_cwd), *_range("created-at", created_from, created_to), *_values("parent", parents, no_parent)],
-        )
         page = engine.search_sessions({**request, "sessionFilters": session_filters, "eventFilters": event_filters})
-    if as_json:
-        emit_json(page)
-        return
-    from readmodel.presentation import print_search_page
-
-    print_search_page(_builtins(page), within_session=session_id is not None)
+    _show(page, as_json, "print_search_page", within_session=session_id is not None)
 
 
 @click.command("rpc")

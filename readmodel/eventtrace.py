@@ -24,43 +24,17 @@ from typing import Any
 from msgspec import UNSET
 
 from readmodel.errors import SessionQueryError
-from readmodel.jsvalues import is_integer, is_number
+from readmodel.jsvalues import is_integer, is_number, js_string
 from readmodel.lineage import clone_header
 from readmodel.surface import SurfaceFoldResult, fold_session_surface
 from readmodel.vocabulary import Event, Header, SessionEventRecord, SessionEventTraceObservation, Surface
-
-
-def _js_number_text(value: Any) -> str:
-    """``${value}`` for the values a caller may pass as a seq (JS ``String()``)."""
-    if value is None:
-        return "null"
-    if type(value) is bool:
-        return "true" if value else "false"
-    if type(value) is float:
-        if value != value:
-            return "NaN"
-        if value in (float("inf"), float("-inf")):
-            return "Infinity" if value > 0 else "-Infinity"
-        if value.is_integer() and abs(value) < 1e21:
-            return str(int(value))
-        text = repr(value)
-        if "e" in text:  # JS writes 1.5e-7, not 1.5e-07, and 1e+21 with a sign
-            mantissa, exponent = text.split("e")
-            sign = "-" if exponent.startswith("-") else "+"
-            return f"{mantissa}e{sign}{exponent.lstrip('+-').lstrip('0') or '0'}"
-        return text
-    if type(value) is list:
-        return ",".join("" if item is None else _js_number_text(item) for item in value)
-    if type(value) is dict:
-        return "[object Object]"
-    return str(value)
 
 
 def event_not_found(session_id: str, seq: Any) -> SessionQueryError:
     """``SESSION_QUERY_EVENT_NOT_FOUND`` with the reference's message."""
     return SessionQueryError(
         "SESSION_QUERY_EVENT_NOT_FOUND",
-        f'session "{session_id}" has no event at seq {_js_number_text(seq)}',
+        f'session "{session_id}" has no event at seq {js_string(seq)}',
     )
 
 

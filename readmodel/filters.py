@@ -35,6 +35,7 @@ from functools import cache
 from typing import Any, Final, TypeVar
 
 from readmodel.errors import SessionQueryError
+from readmodel.jsvalues import js_string as _js_string, to_js_number as _js_number
 from readmodel.jsvalues import JS_WHITESPACE, JS_WHITESPACE_CLASS, MAX_SAFE_INTEGER, js_split_whitespace
 from readmodel.vocabulary import SessionEventSearchDocument, SessionRecord
 
@@ -67,74 +68,7 @@ def _unknown_kind(clause: Any) -> SessionQueryError:
     return _invalid(f'unknown filter kind "{kind}"' if type(kind) is str else "unknown filter kind (missing)")
 
 
-def _js_string(value: Any) -> str:
-    """``String(value)`` for the JSON values a filter can hold (message text only)."""
-    if type(value) is str:
-        return value
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if type(value) is int or type(value) is float:
-        number = _js_number(value)
-        return str(number) if type(number) is int else _js_float_string(number)
-    if type(value) in _ARRAY_TYPES:
-        return ",".join("" if item is None else _js_string(item) for item in value)
-    return "[object Object]"
-
-
-def _js_float_string(value: float) -> str:
-    """``Number.prototype.toString()`` of a double (ECMA-262 Number::toString)."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    if value == 0:
-        return "0"
-    sign = "-" if value < 0 else ""
-    # repr is the shortest round-trip form, as JS requires; re-layout its digits.
-    mantissa, _, exponent = repr(abs(value)).partition("e")
-    whole, _, fraction = mantissa.partition(".")
-    digits = whole + fraction
-    point = len(whole) + int(exponent or 0)
-    stripped = digits.lstrip("0")
-    point -= len(digits) - len(stripped)
-    digits = stripped.rstrip("0")
-    k, n = len(digits), point
-    if k <= n <= 21:
-        text = digits + "0" * (n - k)
-    elif 0 < n <= 21:
-        text = digits[:n] + "." + digits[n:]
-    elif -6 < n <= 0:
-        text = "0." + "0" * -n + digits
-    else:
-        e = n - 1
-        text = (digits if k == 1 else digits[0] + "." + digits[1:]) + ("e+" if e >= 0 else "e-") + str(abs(e))
-    return sign + text
-
-
 # --------------------------------------------------------------------------- numbers
-
-
-def _js_number(value: Any) -> int | float | None:
-    """The JS number a JSON number denotes, or ``None`` when ``value`` is not one.
-
-    ``bool`` is not a number.  Python ints beyond the safe range become the
-    double JS would have parsed, so comparisons round exactly as in JS.
-    """
-    kind = type(value)
-    if kind is float:
-        return value
-    if kind is int:
-        if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
-            return value
-        try:
-            return float(value)
-        except OverflowError:
-            return math.inf if value > 0 else -math.inf
-    return None
 
 
 def _finite_bound(value: Any) -> int | float | None:

@@ -91,3 +91,70 @@ def utf16_units(text: str) -> list[int]:
     """The UTF-16 code units of ``text`` (lone surrogates kept as their own unit)."""
     data = text.encode("utf-16-le", "surrogatepass")
     return [data[i] | (data[i + 1] << 8) for i in range(0, len(data), 2)]
+
+
+def to_js_number(value: Any) -> int | float | None:
+    """The JS number a JSON number denotes, or ``None`` when ``value`` is not one.
+
+    ``bool`` is not a number.  Python ints beyond the safe range become the
+    double JS would have parsed, so comparisons round exactly as in JS.
+    """
+    kind = type(value)
+    if kind is float:
+        return value
+    if kind is int:
+        if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            return value
+        try:
+            return float(value)
+        except OverflowError:
+            return math.inf if value > 0 else -math.inf
+    return None
+
+
+def js_string(value: Any) -> str:
+    """JS ``String(value)`` for JSON values (used only to word messages exactly)."""
+    if type(value) is str:
+        return value
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if type(value) is int or type(value) is float:
+        number = to_js_number(value)
+        return str(number) if type(number) is int else js_float_string(number)
+    if type(value) in (list, tuple):
+        return ",".join("" if item is None else js_string(item) for item in value)
+    return "[object Object]"
+
+
+def js_float_string(value: float) -> str:
+    """``Number.prototype.toString()`` of a double (ECMA-262 Number::toString)."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "0"
+    sign = "-" if value < 0 else ""
+    # repr is the shortest round-trip form, as JS requires; re-layout its digits.
+    mantissa, _, exponent = repr(abs(value)).partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = whole + fraction
+    point = len(whole) + int(exponent or 0)
+    stripped = digits.lstrip("0")
+    point -= len(digits) - len(stripped)
+    digits = stripped.rstrip("0")
+    k, n = len(digits), point
+    if k <= n <= 21:
+        text = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        text = digits[:n] + "." + digits[n:]
+    elif -6 < n <= 0:
+        text = "0." + "0" * -n + digits
+    else:
+        e = n - 1
+        text = (digits if k == 1 else digits[0] + "." + digits[1:]) + ("e+" if e >= 0 else "e-") + str(abs(e))
+    return sign + text

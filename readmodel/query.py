@@ -47,7 +47,7 @@ from readmodel.eventtrace import trace_event as trace_live_event
 from readmodel.extraction import build_documents, extract_event_text
 from readmodel.filters import event_predicate, materialize_event_filters, materialize_session_filters, session_predicate
 from readmodel.frozen import snapshot_event
-from readmodel.jsvalues import is_integer, is_number
+from readmodel.jsvalues import is_integer, is_number, js_string
 from readmodel.lineage import clone_json, session_not_found
 from readmodel.lineage import trace_session as trace_lineage
 from readmodel.live import LiveSnapshot, LiveSource, assert_headers_compatible, snapshot_live
@@ -159,15 +159,7 @@ def _persisted_index(seq: Any, count: int) -> int | None:
 
 def _id_text(session_id: Any) -> str:
     """JS ``String(id)`` for the error message of an id that is not a string."""
-    if type(session_id) is str:
-        return session_id
-    if session_id is UNSET:
-        return "undefined"
-    if session_id is None:
-        return "null"
-    if type(session_id) is bool:
-        return "true" if session_id else "false"
-    return str(session_id)
+    return "undefined" if session_id is UNSET else js_string(session_id)
 
 
 _SEARCH_KEYS: Final = ("defaultLimit", "maxLimit", "snippetChars", "openAt", "journalMode")

@@ -109,7 +109,7 @@ def test_rpc_command_answers_until_end_of_input(db: str) -> None:
         json.dumps({"jsonrpc": "2.0", "id": 1, "method": "listSessions"}),
         "[",
         json.dumps({"jsonrpc": "2.0", "id": 2, "method": "readTitle", "params": {"sessionId": "parent"}}),
-        json.dumps({"jsonrpc": "2.0", "id": 3, "method": "searchEvents", "params": {"sessionId": "parent", "query": "x"}}),
+        json.dumps({"jsonrpc": "2.0", "id": 3, "method": "noSuchMethod", "params": {"sessionId": "parent", "query": "x"}}),
     ]
     result = sessionq("rpc", "--db", db, stdin="\n".join(lines) + "\n")
     assert result.returncode == 0, result.stderr

@@ -83,7 +83,7 @@ def test_query_errors_carry_the_code(dispatcher: Dispatcher) -> None:
 def test_protocol_errors_and_the_loop_continues(dispatcher: Dispatcher) -> None:
     lines = [
         "{not json",
-        json.dumps({"jsonrpc": "2.0", "id": 2, "method": "searchSessions", "params": {"query": "x"}}),
+        json.dumps({"jsonrpc": "2.0", "id": 2, "method": "noSuchMethod", "params": {"query": "x"}}),
         json.dumps({"jsonrpc": "2.0", "id": 3, "method": "readSession", "params": {"sessionId": 5}}),
         json.dumps({"jsonrpc": "2.0", "id": 4, "method": "readSession", "params": ["s1"]}),
         json.dumps({"jsonrpc": "2.0", "id": 5, "method": "readTitleSnapshots", "params": {"sessionIds": "s1"}}),
