@@ -89,7 +89,9 @@ def resolve_target(caller: Caller, session_id: str | None) -> str:
 
 def header_authorized(caller: Caller, header: Header) -> bool:
     """The workspace rule for one observed header (module docstring)."""
-    cwd = header.get("cwd", _ABSENT) if type(header) is dict else _ABSENT
+    if not isinstance(header, dict):
+        return False
+    cwd = header.get("cwd", _ABSENT)
     if caller.session_id is not None and header.get("id") == caller.session_id:
         if caller.cwd is None:
             return cwd is _ABSENT
@@ -99,7 +101,7 @@ def header_authorized(caller: Caller, header: Header) -> bool:
 
 def check_observed(caller: Caller, header: Header, requested_id: str) -> None:
     """Post-observation check: a payload must be the requested session and still visible."""
-    if type(header) is not dict or header.get("id") != requested_id or not header_authorized(caller, header):
+    if not isinstance(header, dict) or header.get("id") != requested_id or not header_authorized(caller, header):
         raise unauthorized()
 
 
@@ -137,7 +139,7 @@ def authorize_session_ids(boundary: ServiceBoundary, service: Any, caller: Calle
     wanted = set(others)
     for record in records:
         header = record.header
-        session_id = header.get("id") if type(header) is dict else None
+        session_id = header.get("id") if isinstance(header, dict) else None
         if session_id in wanted and header_authorized(caller, header):
             allowed.add(session_id)
     return allowed

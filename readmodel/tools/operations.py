@@ -207,7 +207,7 @@ def session_search(ctx: ToolContext, args: dict[str, Any]) -> str:
 def _last_step_start(events: Sequence[Any]) -> int | None:
     for index in range(len(events) - 1, -1, -1):
         event = events[index]
-        if type(event) is dict and event.get("type") == STEP_START:
+        if isinstance(event, dict) and event.get("type") == STEP_START:
             seq = event.get("seq")
             return seq if type(seq) is int else None
     return None

@@ -24,7 +24,7 @@ from typing import Any, Final
 from msgspec import UNSET
 
 from readmodel.extraction import extract_event_text
-from readmodel.filters import _js_float_string
+from readmodel.jsvalues import js_float_string
 from readmodel.tools.timestamps import format_instant
 from readmodel.vocabulary import Event
 
@@ -200,9 +200,31 @@ def render_event_trace(session_id: str, title: TitleText, trace: Any) -> str:
     )
 
 
+def plain_json(value: Any) -> Any:
+    """A copy made of plain ``dict``/``list`` only (reads hand out frozen
+    subclasses, which the extractor's exact type checks do not accept); iterative."""
+    if not isinstance(value, (dict, list)):
+        return value
+    root: Any = {} if isinstance(value, dict) else []
+    stack: list[tuple[Any, Any]] = [(value, root)]
+    while stack:
+        source, target = stack.pop()
+        items = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, item in items:
+            if isinstance(item, (dict, list)):
+                copy: Any = {} if isinstance(item, dict) else []
+                stack.append((item, copy))
+                item = copy
+            if isinstance(target, dict):
+                target[key] = item
+            else:
+                target.append(item)
+    return root
+
+
 def _semantic_text(event: Event) -> str:
     try:
-        return extract_event_text(event)
+        return extract_event_text(plain_json(event))
     except (TypeError, ValueError, KeyError, AttributeError):
         return ""  # a payload the extractor cannot read has no searchable text
 
@@ -230,7 +252,7 @@ def render_event_read(session_id: str, title: TitleText, window: Any) -> str:
 
 
 def _seq_of(value: Any) -> Any:
-    return value.get("seq") if type(value) is dict else value
+    return value.get("seq") if isinstance(value, dict) else value
 
 
 def _seq_before(first: Any, second: Any) -> bool:
@@ -272,7 +294,7 @@ def _json_scalar(value: Any) -> str:
     if type(value) is int:
         return str(value)
     if type(value) is float:
-        return _js_float_string(value) if math.isfinite(value) else "null"
+        return js_float_string(value) if math.isfinite(value) else "null"
     if type(value) is str:
         return _json_string(value)
     return _json_string(str(value))
@@ -287,7 +309,7 @@ def _json_tokens(value: Any) -> Iterator[str]:
             yield item
             continue
         node, depth = item
-        if type(node) is dict and node:
+        if isinstance(node, dict) and node:
             pad, inner = "\n" + "  " * depth, "\n" + "  " * (depth + 1)
             parts: list[Any] = ["{"]
             for index, (key, child) in enumerate(node.items()):
@@ -295,7 +317,7 @@ def _json_tokens(value: Any) -> Iterator[str]:
                 parts.append((child, depth + 1))
             parts.append(pad + "}")
             stack.extend(reversed(parts))
-        elif type(node) is list and node:
+        elif isinstance(node, list) and node:
             pad, inner = "\n" + "  " * depth, "\n" + "  " * (depth + 1)
             parts = ["["]
             for index, child in enumerate(node):
@@ -303,9 +325,9 @@ def _json_tokens(value: Any) -> Iterator[str]:
                 parts.append((child, depth + 1))
             parts.append(pad + "]")
             stack.extend(reversed(parts))
-        elif type(node) is dict:
+        elif isinstance(node, dict):
             yield "{}"
-        elif type(node) is list:
+        elif isinstance(node, list):
             yield "[]"
         else:
             yield _json_scalar(node)
