@@ -51,7 +51,7 @@ from .collation import locale_compare_key
 APPLICATION_ID: Final = 0x53515849  # "SQXI"
 """``PRAGMA application_id`` of a sessionq index; any other non-zero id is foreign."""
 
-SCHEMA_REVISION: Final = "0001"
+SCHEMA_REVISION: Final = "0002"
 """The Alembic head revision this code reads and writes."""
 
 SURFACE_CODES: Final = {"log-only": 0, "current": 1, "shadowed": 2}
@@ -98,7 +98,7 @@ sessions = Table(
     Column("generation", Integer, nullable=False),
     Column("indexed_at", Float, nullable=False),
 )
-Index("sessions_listing", sessions.c.created_at.desc(), sessions.c.id_key)
+Index("sessions_listing", sessions.c.created_at.desc(), sessions.c.id_key, sessions.c.header_json)
 Index("sessions_parent", sessions.c.parent_session)
 
 events = Table(
