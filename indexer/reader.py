@@ -102,7 +102,8 @@ class DecodedLog(msgspec.Struct):
     ``replacements`` when there is no hook); those made by recovered events
     are in ``tail_replacements``.  A replacement's shadowed seqs may belong to
     earlier reads: they are the only earlier events whose classification
-    changes.  ``surface_nodes`` is the final surface order of the inspect view.
+    changes.  ``surface_nodes`` is the final surface order of the inspect view;
+    ``committed_nodes`` the order after the stored events only (no tail).
     """
 
     path: str
@@ -118,6 +119,7 @@ class DecodedLog(msgspec.Struct):
     replacements: list[tuple[int, tuple[int, ...]]]
     tail_replacements: list[tuple[int, tuple[int, ...]]]
     surface_nodes: list[int]
+    committed_nodes: list[int]
 
 
 class _Pipeline:
@@ -351,6 +353,7 @@ class LogReader:
             raise pipeline.error
         if pipeline.needs_history:
             raise ResumeMismatch("a legacy tool-result replacement needs the whole log")
+        committed_nodes = pipeline.fold.nodes() if self.restore else []
         stored_replacements = pipeline.replacements
         tail_replacements: list[tuple[int, tuple[int, ...]]] = []
         pipeline.on_replacement = lambda seq, shadowed: tail_replacements.append((seq, shadowed))
@@ -375,6 +378,7 @@ class LogReader:
             replacements=stored_replacements,
             tail_replacements=tail_replacements,
             surface_nodes=pipeline.fold.nodes() if self.restore else [],
+            committed_nodes=committed_nodes,
         )
 
     @staticmethod

@@ -312,9 +312,9 @@ class Reconciler:
         log_ = reader.read(resume)
         projector.finish()
         has_tail = bool(log_.recovered or log_.closers)
-        if log_.resume is None:
-            raise ResumeMismatch("no resume point")  # pragma: no cover - decode always yields one on success
-        stored_count = log_.resume.next_seq
+        # No resume point after a tolerated mid-log defect (raw mode): the next
+        # change of the file reloads it from the start.
+        stored_count = first_seq + projector.written
         synthetic_from = None
         tail_state = "clean"
         title_seq = projector.title_seq if projector.title_seq is not None else (row[8] if row is not None else None)
@@ -333,7 +333,7 @@ class Reconciler:
             written = projector.written + tail.written
         else:
             tail_state = "held" if has_tail else "clean"
-            nodes = _nodes_at(log_.resume)
+            nodes = log_.committed_nodes
             event_count = stored_count
             written = projector.written
         cur.execute(
@@ -343,7 +343,7 @@ class Reconciler:
             (
                 log_.revision,
                 log_.size,
-                _pack(log_.resume),
+                _pack(log_.resume) if log_.resume is not None else None,
                 event_count,
                 stored_count,
                 synthetic_from,
@@ -362,12 +362,6 @@ class Reconciler:
 _SELECT_SESSIONS: Final = (
     'SELECT "sid", "path", "revision", "resume", "tail_state", "status", "id", "synthetic_from", "title_seq" FROM "sessions"'
 )
-
-
-def _nodes_at(resume: ResumePoint) -> list[int]:
-    from readmodel.surface import SurfaceFold
-
-    return SurfaceFold.from_bytes(resume.fold_state).nodes()
 
 
 def _session_columns(item: _Observed, header: dict[str, Any]) -> dict[str, Any]:

@@ -507,7 +507,9 @@ class SurfaceFold:
         self._next_seq = 0
         self._generation = 0
         self._nodes: list[int] = []
-        self._positions: dict[int, int] = {}
+        # seq -> position in _nodes; built lazily after a restore, because a
+        # resumed fold usually only appends and the index costs O(surface).
+        self._positions: dict[int, int] | None = {}
         self._tool_results: dict[int, bytes] = {}
         self._surfaces: bytearray | None = bytearray() if track_history else None
         self._replacements: list[SurfaceReplacement] | None = [] if track_history else None
@@ -540,7 +542,12 @@ class SurfaceFold:
 
     def is_current(self, seq: int) -> bool:
         """Whether ``seq`` is a current surface node (works without history)."""
-        return seq in self._positions
+        return seq in self._index()
+
+    def _index(self) -> dict[int, int]:
+        if self._positions is None:
+            self._positions = {node: index for index, node in enumerate(self._nodes)}
+        return self._positions
 
     def classify(self, seq: int) -> Surface:
         """Classification of an already folded event (needs history)."""
@@ -659,13 +666,14 @@ class SurfaceFold:
 
     def _locate_range(self, op: dict[str, Any], seq: int) -> tuple[int, int]:
         """Positions of the declared bounds, which must be current nodes in order."""
-        start_index = self._positions.get(op["start"])
+        positions = self._index()
+        start_index = positions.get(op["start"])
         if start_index is None:
             raise SurfaceFoldError(
                 f"replacement at seq {seq} starts at {_describe(op['start'])}, which is not a current surface node",
                 seq,
             )
-        end_index = self._positions.get(op["end"])
+        end_index = positions.get(op["end"])
         if end_index is None:
             raise SurfaceFoldError(
                 f"replacement at seq {seq} ends at {_describe(op['end'])}, which is not a current surface node",
@@ -686,7 +694,8 @@ class SurfaceFold:
         self._next_seq += 1
 
     def _commit_append(self, event: Event, seq: int) -> None:
-        self._positions[seq] = len(self._nodes)
+        if self._positions is not None:
+            self._positions[seq] = len(self._nodes)
         self._nodes.append(seq)
         if event.get("type") == "tool/result":
             self._tool_results[seq] = tool_result_fingerprint(event.get("data", _UNDEFINED))
@@ -698,16 +707,17 @@ class SurfaceFold:
         self, replacement: SurfaceReplacement, start_index: int, end_index: int, fingerprint: bytes | None
     ) -> None:
         seq = replacement.seq
+        positions = self._index()
         for node in replacement.shadowed_seqs:
-            del self._positions[node]
+            del positions[node]
             self._tool_results.pop(node, None)
         if start_index == end_index:
             self._nodes[start_index] = seq  # one-for-one: no position shifts
         else:
             self._nodes[start_index : end_index + 1] = [seq]
             for index in range(start_index + 1, len(self._nodes)):
-                self._positions[self._nodes[index]] = index
-        self._positions[seq] = start_index
+                positions[self._nodes[index]] = index
+        positions[seq] = start_index
         if fingerprint is not None:
             self._tool_results[seq] = fingerprint
         self._generation += 1
@@ -743,7 +753,7 @@ class SurfaceFold:
         fold._next_seq = snapshot.next_seq
         fold._generation = snapshot.generation
         fold._nodes = snapshot.nodes
-        fold._positions = {node: index for index, node in enumerate(snapshot.nodes)}
+        fold._positions = None
         fold._tool_results = snapshot.tool_results
         if snapshot.history is not None:
             fold._surfaces = bytearray(snapshot.history.surfaces)

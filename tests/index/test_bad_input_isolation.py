@@ -70,3 +70,26 @@ def test_the_code_schema_revision_is_the_newest_migration() -> None:
     from readmodel.schema import SCHEMA_REVISION
 
     assert head_revision() == SCHEMA_REVISION
+
+
+def test_a_raw_log_cut_at_a_tolerated_defect_indexes_its_prefix_and_reloads_later(tmp_path: Path) -> None:
+    from indexer.layout import expected_transcript_path
+    from tests.logfactory import events_bytes
+
+    root = tmp_path / "root"
+    hdr = header("cut")
+    path = Path(expected_transcript_path(root, hdr, Compression.NONE))
+    path.parent.mkdir(parents=True)
+    events = simple_turn()
+    path.write_bytes(header_bytes(hdr) + events_bytes(events[:3], pack=False) + b"{broken\n" + events_bytes(events[3:8], pack=False))
+    db = tmp_path / "index.db"
+    engine = open_writer(str(db))
+    reconciler = Reconciler(engine, root, Compression.NONE, settle_seconds=0)
+    reconciler.reconcile()
+    conn = sqlite3.connect(db)
+    assert conn.execute('SELECT "status", "stored_count", "resume" IS NULL FROM "sessions"').fetchone() == ("ok", 3, 1)
+    with open(path, "ab") as fh:
+        fh.write(b"more garbage\n")
+    reconciler.reconcile()
+    assert conn.execute('SELECT "status", "stored_count" FROM "sessions"').fetchone() == ("ok", 3)
+    engine.dispose()
