@@ -131,7 +131,7 @@ class Reconciler:
         items: list[_Observed] = []
         with self.engine.connect() as conn:
             cur = conn.connection.driver_connection.cursor()
-            for path in sorted(set(paths)):
+            for path in sorted({os.path.abspath(p) for p in paths}):
                 item = self._observe(path)
                 if item.problem is not None or _clashes(cur, item) or _has_problem(cur, path) or _beside_opposite(path, self.compression):
                     return self.reconcile()
