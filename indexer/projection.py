@@ -20,7 +20,7 @@ import msgspec
 from readmodel.blocks import BLOCK_BYTES, BLOCK_EVENTS, compress_block, decompress_block, encode_event
 from readmodel.extraction import extract_event_text
 from readmodel.schema import SURFACE_CODES, docid
-from readmodel.surface import SURFACE_EVENT_TYPES
+from readmodel.surface import SURFACE_EVENT_TYPES, tool_result_fingerprint
 
 log = logging.getLogger("sessionq.indexer")
 
@@ -70,6 +70,7 @@ class SessionProjector:
         self.title_seq: int | None = None
         self.written = 0
         self.replaced_lists: dict[int, bytes] = {}
+        self.key_sources: dict[int, int] = {}  # replacement seq -> first node it removed
 
     # -- block continuation -------------------------------------------------
     def continue_last_block(self) -> None:
@@ -103,7 +104,16 @@ class SessionProjector:
         packed_sources = _pack(sources) if type(sources) is list else None
         self.row_index[seq] = len(self.rows)
         replaced = self.replaced_lists.pop(seq, None) if self.replaced_lists else None
-        self.rows.append([self.sid, seq, etype, event.get("time"), surface, None, packed_sources, replaced, self.synthetic])
+        key = None
+        digest = None
+        if surface == _CURRENT:
+            # An appended node orders by its own seq; a replacement takes the
+            # place of the range it removed, i.e. the first removed node's key.
+            source = self.key_sources.pop(seq, None)
+            key = seq if source is None else self._surface_key(source)
+            if etype == "tool/result":
+                digest = tool_result_fingerprint(event.get("data"))
+        self.rows.append([self.sid, seq, etype, event.get("time"), surface, None, packed_sources, replaced, self.synthetic, key, digest])
         if type(sources) is list:
             sid = self.sid
             self.links.extend((sid, source, seq) for source in sources)
@@ -134,6 +144,7 @@ class SessionProjector:
         # The reader folds an event before handing it to ``add``; keep the list
         # until the replacement's own row is built.
         self.replaced_lists[seq] = _pack(list(shadowed))
+        self.key_sources[seq] = shadowed[0]
         for node in shadowed:
             position = self.row_index.get(node)
             if position is None:
@@ -144,6 +155,16 @@ class SessionProjector:
             doc = self.doc_index.get(node)
             if doc is not None:
                 self.docs[doc][5] = _SHADOWED
+
+    def _surface_key(self, seq: int) -> int:
+        """The surface key of an earlier node (buffered here, or already written)."""
+        position = self.row_index.get(seq)
+        if position is not None:
+            return self.rows[position][9]
+        row = self.cur.execute('SELECT "surface_key" FROM "events" WHERE "sid" = ? AND "seq" = ?', (self.sid, seq)).fetchone()
+        if row is None or row[0] is None:
+            raise ValueError(f"session {self.sid} has no surface key for seq {seq}")
+        return int(row[0])
 
     # -- writing --------------------------------------------------------------
     def _close_block(self) -> None:
@@ -161,8 +182,8 @@ class SessionProjector:
         cur = self.cur
         if self.rows:
             cur.executemany(
-                'INSERT INTO "events" ("sid", "seq", "type", "time", "surface", "replaced_by", "sources", "replaced", "synthetic") '
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                'INSERT INTO "events" ("sid", "seq", "type", "time", "surface", "replaced_by", "sources", "replaced", "synthetic", '
+                '"surface_key", "digest") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
                 self.rows,
             )
             self.written += len(self.rows)
@@ -212,6 +233,21 @@ def delete_session_rows(cur: sqlite3.Cursor, sid: int, from_seq: int = 0, synthe
         cur.execute('DELETE FROM "event_blocks" WHERE "sid" = ? AND "synthetic" = 1', (sid,))
     else:
         cur.execute('DELETE FROM "event_blocks" WHERE "sid" = ? AND "first_seq" >= ?', (sid, from_seq))
+
+
+def load_surface(cur: sqlite3.Cursor, sid: int, before_seq: int) -> tuple[list[int], dict[int, bytes]]:
+    """The stored surface of events before ``before_seq``: current nodes in order, tool digests."""
+    nodes: list[int] = []
+    digests: dict[int, bytes] = {}
+    rows = cur.execute(
+        'SELECT "seq", "digest" FROM "events" WHERE "sid" = ? AND "surface" = 1 AND "seq" < ? ORDER BY "surface_key"',
+        (sid, before_seq),
+    )
+    for seq, digest in rows:
+        nodes.append(seq)
+        if digest is not None:
+            digests[seq] = digest
+    return nodes, digests
 
 
 def unshadow_from(cur: sqlite3.Cursor, sid: int, from_seq: int) -> None:

@@ -35,7 +35,7 @@ from readmodel.eventmodel import (
     is_known_or_ignorable,
 )
 from readmodel.headers import HeaderValidationError, check_restored_header
-from readmodel.surface import SurfaceFold, SurfaceFoldError
+from readmodel.surface import SurfaceBase, SurfaceFold, SurfaceFoldError
 
 from .headers import NotAHeader, parse_header_line
 from .layout import Compression, LayoutError, expected_transcript_path, locate, revision_token, same_file
@@ -74,7 +74,12 @@ class TornTail(msgspec.Struct, frozen=True):
 
 
 class ResumePoint(msgspec.Struct):
-    """Where decoding stopped, and the walk states needed to continue from there."""
+    """Where decoding stopped, and the walk states needed to continue from there.
+
+    The surface itself is not part of it (it grows with the log): a resumed
+    read gets it on demand from ``LogReader(surface_base=...)``, in practice
+    from the index, and only when a replacement needs it.
+    """
 
     compression: str
     offset: int
@@ -85,7 +90,7 @@ class ResumePoint(msgspec.Struct):
     last_seq: int | None
     last_time: Any
     closer_state: CloserState
-    fold_state: bytes
+    fold_generation: int
 
 
 class DecodedLog(msgspec.Struct):
@@ -102,8 +107,7 @@ class DecodedLog(msgspec.Struct):
     ``replacements`` when there is no hook); those made by recovered events
     are in ``tail_replacements``.  A replacement's shadowed seqs may belong to
     earlier reads: they are the only earlier events whose classification
-    changes.  ``surface_nodes`` is the final surface order of the inspect view;
-    ``committed_nodes`` the order after the stored events only (no tail).
+    changes.
     """
 
     path: str
@@ -118,8 +122,6 @@ class DecodedLog(msgspec.Struct):
     resume: ResumePoint | None
     replacements: list[tuple[int, tuple[int, ...]]]
     tail_replacements: list[tuple[int, tuple[int, ...]]]
-    surface_nodes: list[int]
-    committed_nodes: list[int]
 
 
 class _Pipeline:
@@ -298,8 +300,10 @@ class LogReader:
         sink: EventSink | None = None,
         on_replacement: Callable[[int, tuple[int, ...]], None] | None = None,
         restore: bool = True,
+        surface_base: SurfaceBase | None = None,
     ) -> None:
         self.on_replacement = on_replacement
+        self.surface_base = surface_base
         self.restore = restore
         self.path = os.fspath(path)
         self.compression = compression
@@ -330,7 +334,10 @@ class LogReader:
         if resume is not None:
             self._check_resume(fh, resume, size)
             header = resume.header
-            pipeline = _Pipeline(header["id"], SurfaceFold.from_bytes(resume.fold_state), resume.closer_state.copy(), sink, resume.next_seq)
+            if self.surface_base is None:
+                raise ResumeMismatch("resuming needs the surface the earlier read left (surface_base)")
+            fold = SurfaceFold.resumed(resume.next_seq, resume.fold_generation, self.surface_base)
+            pipeline = _Pipeline(header["id"], fold, resume.closer_state.copy(), sink, resume.next_seq)
             pipeline.last_seq, pipeline.last_time = resume.last_seq, resume.last_time
             scanner = LineScanner(pipeline.accept, next_seq=resume.next_seq, offset=resume.offset, line_no=resume.line_no)
         else:
@@ -353,7 +360,6 @@ class LogReader:
             raise pipeline.error
         if pipeline.needs_history:
             raise ResumeMismatch("a legacy tool-result replacement needs the whole log")
-        committed_nodes = pipeline.fold.nodes() if self.restore else []
         stored_replacements = pipeline.replacements
         tail_replacements: list[tuple[int, tuple[int, ...]]] = []
         pipeline.on_replacement = lambda seq, shadowed: tail_replacements.append((seq, shadowed))
@@ -377,8 +383,6 @@ class LogReader:
             resume=resume_point,
             replacements=stored_replacements,
             tail_replacements=tail_replacements,
-            surface_nodes=pipeline.fold.nodes() if self.restore else [],
-            committed_nodes=committed_nodes,
         )
 
     @staticmethod
@@ -399,7 +403,7 @@ class LogReader:
             last_seq=pipeline.last_seq,
             last_time=pipeline.last_time,
             closer_state=pipeline.closers.copy(),
-            fold_state=pipeline.fold.to_bytes(),
+            fold_generation=pipeline.fold.generation,
         )
 
     def _check_resume(self, fh: BinaryIO, resume: ResumePoint, size: int) -> None:

@@ -28,7 +28,7 @@ from readmodel.jsvalues import is_number
 
 from .failures import as_query_error
 from .layout import Compression, LayoutProblem, discover, expected_transcript_path, revision_token, same_file
-from .projection import SessionProjector, delete_session_rows, unshadow_from
+from .projection import SessionProjector, delete_session_rows, load_surface, unshadow_from
 from .reader import LogReader, ResumeMismatch, ResumePoint, read_listing_header
 from .records import LogFormatError
 
@@ -247,8 +247,11 @@ class Reconciler:
         sid = row[0] if row is not None and row[6] == header["id"] else None
         resume: ResumePoint | None = None
         if sid is not None and row is not None and row[3] is not None and row[5] == "ok":
-            resume = _resume_decoder.decode(row[3])
-            if resume.header != header:
+            try:
+                resume = _resume_decoder.decode(row[3])
+            except msgspec.DecodeError:
+                resume = None  # a resume point of an older format: read the log again
+            if resume is not None and resume.header != header:
                 resume = None
         if row is not None and sid is None:
             delete_session_rows(cur, row[0])
@@ -308,7 +311,15 @@ class Reconciler:
         projector = SessionProjector(cur, sid, first_seq)
         if resume is not None:
             projector.continue_last_block()
-        reader = LogReader(item.path, self.compression, session_id=header["id"], root=self.root, sink=projector.add, on_replacement=projector.replacement)
+        reader = LogReader(
+            item.path,
+            self.compression,
+            session_id=header["id"],
+            root=self.root,
+            sink=projector.add,
+            on_replacement=projector.replacement,
+            surface_base=lambda: load_surface(cur, sid, first_seq),
+        )
         log_ = reader.read(resume)
         projector.finish()
         has_tail = bool(log_.recovered or log_.closers)
@@ -326,19 +337,17 @@ class Reconciler:
             tail.finish()
             synthetic_from = stored_count
             tail_state = "settled"
-            nodes = log_.surface_nodes
             event_count = stored_count + len(log_.recovered) + len(log_.closers)
             if tail.title_seq is not None:
                 title_seq = tail.title_seq
             written = projector.written + tail.written
         else:
             tail_state = "held" if has_tail else "clean"
-            nodes = log_.committed_nodes
             event_count = stored_count
             written = projector.written
         cur.execute(
             'UPDATE "sessions" SET "revision" = ?, "size" = ?, "resume" = ?, "event_count" = ?, "stored_count" = ?, '
-            '"synthetic_from" = ?, "tail_state" = ?, "surface_nodes" = ?, "title_seq" = ?, "status" = \'ok\', '
+            '"synthetic_from" = ?, "tail_state" = ?, "surface_nodes" = NULL, "title_seq" = ?, "status" = \'ok\', '
             '"error_code" = NULL, "error_message" = NULL, "generation" = ?, "indexed_at" = ?, "header_json" = ? WHERE "sid" = ?',
             (
                 log_.revision,
@@ -348,7 +357,6 @@ class Reconciler:
                 stored_count,
                 synthetic_from,
                 tail_state,
-                _pack(nodes),
                 title_seq,
                 generation,
                 now,

@@ -489,7 +489,7 @@ class SessionQuery:
         """
 
         def inspect(txn: IndexReader, row: StoredSession) -> list[Event]:
-            nodes = row.surface()
+            nodes = txn.surface(row.sid)
             raw = txn.raw_at(row.sid, nodes)
             return [raw[seq] for seq in nodes]
 

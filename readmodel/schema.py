@@ -12,7 +12,10 @@ The index is a projection of the logs, rebuilt from them at will.  Its tables:
     resumable walk states), the final surface order, the title event, the
     session's own generation, and an error code for a log that cannot be read.
 ``events``
-    One row per event: type, time, surface, replacement and provenance links.
+    One row per event: type, time, surface, replacement and provenance links,
+    the surface order key (an appended node's seq; a replacement inherits the
+    key of the first node it removed) and, for tool results, the digest the
+    rewrite rule compares.  Current nodes ordered by key are the surface.
     The raw event JSON lives in ``event_blocks`` (zstd-compressed runs of
     consecutive events), so the index stays close to the size of the logs.
 ``event_links``
@@ -51,7 +54,7 @@ from .collation import locale_compare_key
 APPLICATION_ID: Final = 0x53515849  # "SQXI"
 """``PRAGMA application_id`` of a sessionq index; any other non-zero id is foreign."""
 
-SCHEMA_REVISION: Final = "0002"
+SCHEMA_REVISION: Final = "0003"
 """The Alembic head revision this code reads and writes."""
 
 SURFACE_CODES: Final = {"log-only": 0, "current": 1, "shadowed": 2}
@@ -113,9 +116,12 @@ events = Table(
     Column("sources", LargeBinary),
     Column("replaced", LargeBinary),
     Column("synthetic", Integer, nullable=False),
+    Column("surface_key", Integer),
+    Column("digest", LargeBinary),
     PrimaryKeyConstraint("sid", "seq"),
     sqlite_with_rowid=False,
 )
+Index("events_surface", events.c.sid, events.c.surface_key, sqlite_where=events.c.surface == 1)
 
 event_blocks = Table(
     "event_blocks",

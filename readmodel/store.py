@@ -46,7 +46,7 @@ _IN_CHUNK: Final = 500
 
 _SESSION_COLUMNS: Final = (
     '"sid", "id", "header_json", "status", "error_code", "error_message", '
-    '"event_count", "surface_nodes", "title_seq", "generation"'
+    '"event_count", "title_seq", "generation"'
 )
 
 
@@ -61,7 +61,6 @@ class StoredSession:
     error_code: str | None
     error_message: str | None
     event_count: int
-    surface_nodes: bytes | None
     title_seq: int | None
     generation: int
 
@@ -79,10 +78,6 @@ class StoredSession:
             code = self.error_code or "SESSION_QUERY_PERSISTENCE_FAILED"
             message = self.error_message or f'failed to inspect session "{self.id}": {self.status}'
             raise SessionQueryError(code, message)  # type: ignore[arg-type]
-
-    def surface(self) -> list[int]:
-        """The current surface nodes, in model-history order."""
-        return _decode_seqs(self.surface_nodes) if self.surface_nodes else []
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +178,14 @@ class IndexReader:
         headers = _decode_objects(b"[" + b",".join(row[0] for row in rows) + b"]")
         return [(header, row[1], row[2]) for header, row in zip(headers, rows)]
 
+    def surface(self, sid: int) -> list[int]:
+        """The current surface nodes of a session, in model-history order.
+
+        A replacement inherits the order key of the first node it removed, so
+        current nodes ordered by key are the reference's surface order.
+        """
+        return [row[0] for row in self._cur.execute(_SURFACE, (sid,))]
+
     def lookup(self, session_id: str) -> StoredSession | None:
         """The listed session with this id, or ``None``."""
         row = self._cur.execute(_LOOKUP, (session_id,)).fetchone()
@@ -271,6 +274,7 @@ class IndexReader:
 _GENERATION: Final = 'SELECT "identity", "global_generation" FROM "index_meta"'
 _LIST_HEADERS: Final = 'SELECT "header_json" FROM "sessions" ORDER BY "created_at" DESC, "id_key"'
 _LIST_KEYED: Final = 'SELECT "header_json", "created_at", "id_key" FROM "sessions" ORDER BY "created_at" DESC, "id_key"'
+_SURFACE: Final = 'SELECT "seq" FROM "events" WHERE "sid" = ? AND "surface" = 1 ORDER BY "surface_key"'
 _LOOKUP: Final = f'SELECT {_SESSION_COLUMNS} FROM "sessions" WHERE "id" = ?'
 _EVENT_RECORDS: Final = 'SELECT "seq", "type", "time", "surface" FROM "events" WHERE "sid" = ? ORDER BY "seq"'
 _EVENT_ROW: Final = (

@@ -57,7 +57,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, Literal
 
 import msgspec
@@ -485,6 +485,10 @@ def _check_tool_result_rewrite(
 # The resumable fold
 # ---------------------------------------------------------------------------
 
+SurfaceBase = Callable[[], tuple[list[int], dict[int, bytes]]]
+"""Loads a deferred surface: ``(current nodes in order, {tool-result seq: digest})``."""
+
+
 class SurfaceFold:
     """Incremental, serialisable surface fold.
 
@@ -501,7 +505,7 @@ class SurfaceFold:
     """
 
     __slots__ = ("_next_seq", "_generation", "_nodes", "_positions", "_tool_results", "_surfaces",
-                 "_replacements", "_error")
+                 "_replacements", "_error", "_base")
 
     def __init__(self, *, track_history: bool = True) -> None:
         self._next_seq = 0
@@ -514,6 +518,37 @@ class SurfaceFold:
         self._surfaces: bytearray | None = bytearray() if track_history else None
         self._replacements: list[SurfaceReplacement] | None = [] if track_history else None
         self._error: SurfaceFoldError | None = None
+        # A deferred base (see :meth:`resumed`): the surface before this fold's
+        # own events, loaded only when something needs it.
+        self._base: SurfaceBase | None = None
+
+    @classmethod
+    def resumed(cls, next_seq: int, generation: int, base: SurfaceBase) -> SurfaceFold:
+        """A fold continuing after ``next_seq`` events whose surface lives elsewhere.
+
+        ``base()`` returns the surface at that point — current nodes in
+        model-history order and the digests of current ``tool/result`` nodes —
+        and is called at most once, only when an event needs the surface (a
+        replacement) or a caller asks for it.  Appends and log-only events never
+        do, so resuming a long log costs nothing proportional to its surface.
+        The fold does not track history.
+        """
+        fold = cls(track_history=False)
+        fold._next_seq = next_seq
+        fold._generation = generation
+        fold._positions = None
+        fold._base = base
+        return fold
+
+    def _materialize(self) -> None:
+        """Prepend the deferred base to the nodes appended since the resume."""
+        if self._base is None:
+            return
+        base_nodes, base_digests = self._base()
+        self._base = None
+        self._nodes = [*base_nodes, *self._nodes]
+        self._tool_results = {**base_digests, **self._tool_results}
+        self._positions = None
 
     # -- inspection -------------------------------------------------------
     @property
@@ -538,13 +573,20 @@ class SurfaceFold:
 
     def nodes(self) -> list[int]:
         """A copy of the current surface, in model-history order."""
+        self._materialize()
         return list(self._nodes)
+
+    def state(self) -> tuple[list[int], dict[int, bytes]]:
+        """The surface as a :data:`SurfaceBase` returns it (copies)."""
+        self._materialize()
+        return list(self._nodes), dict(self._tool_results)
 
     def is_current(self, seq: int) -> bool:
         """Whether ``seq`` is a current surface node (works without history)."""
         return seq in self._index()
 
     def _index(self) -> dict[int, int]:
+        self._materialize()
         if self._positions is None:
             self._positions = {node: index for index, node in enumerate(self._nodes)}
         return self._positions
@@ -560,6 +602,7 @@ class SurfaceFold:
     def result(self) -> SurfaceFoldResult:
         """The fold of every event seen so far (needs history)."""
         self._raise_if_failed()
+        self._materialize()
         if self._surfaces is None or self._replacements is None:
             raise ValueError("this fold does not track history")
         return SurfaceFoldResult(
@@ -731,6 +774,7 @@ class SurfaceFold:
     # -- persistence ----------------------------------------------------------
     def to_bytes(self) -> bytes:
         """Serialise the complete state (msgpack; see :data:`_STATE_FORMAT`)."""
+        self._materialize()
         history = None
         if self._surfaces is not None and self._replacements is not None:
             history = _History(bytes(self._surfaces), list(self._replacements))
@@ -781,6 +825,15 @@ def fold_events(events: Iterable[Event]) -> SurfaceFoldResult:
     for event in events:
         fold.apply(event)
     return fold.result()
+
+
+def surface_base_of(events: Iterable[Event]) -> SurfaceBase:
+    """A :data:`SurfaceBase` holding the surface of ``events`` (for in-memory resumes)."""
+    fold = SurfaceFold(track_history=False)
+    for event in events:
+        fold.apply(event)
+    state = fold.state()
+    return lambda: state
 
 
 def classify_events(events: Iterable[Event]) -> list[Surface]:
