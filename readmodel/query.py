@@ -214,8 +214,9 @@ class SessionQuery:
     ) -> SessionQuery:
         """Open the index at ``db`` read-only (``SESSION_QUERY_INDEX_FAILED`` if
         it cannot be used); ``config`` is validated before the database is touched."""
-        checked = validate_config(config)
-        return cls(IndexStore.open(db), live, checked)
+        validate_config(config)
+        search_config(_search_settings(config))
+        return cls(IndexStore.open(db), live, config)
 
     def close(self) -> None:
         """Release the database connections (live sessions are not touched)."""

@@ -620,7 +620,7 @@ class SessionSearch:
         """Cross-session search.  ``signal`` (an abort signal) cancels it, even mid-statement."""
         self._check_enabled()
         normalized = normalize_sessions_request(request, self.config)
-        with self._lock, self._cancellable(signal):
+        with self._serialised(signal), self._cancellable(signal):
             conn = self._connection()
             conn.execute("BEGIN")
             try:
@@ -641,7 +641,7 @@ class SessionSearch:
         """Within-session search.  ``signal`` (an abort signal) cancels it, even mid-statement."""
         self._check_enabled()
         normalized = normalize_events_request(request, self.config)
-        with self._lock, self._cancellable(signal):
+        with self._serialised(signal), self._cancellable(signal):
             conn = self._connection()
             conn.execute("BEGIN")
             try:
@@ -660,6 +660,21 @@ class SessionSearch:
         return SessionEventSearchPage(session=header, items=items)
 
     # -- internals ----------------------------------------------------------------
+
+    @contextmanager
+    def _serialised(self, signal: Any) -> Iterator[None]:
+        """Hold the connection lock; a queued call stays cancellable while it waits."""
+        if signal is None:
+            with self._lock:
+                yield
+            return
+        while not self._lock.acquire(timeout=0.02):
+            if signal.aborted:
+                raise _aborted(signal)
+        try:
+            yield
+        finally:
+            self._lock.release()
 
     @contextmanager
     def _cancellable(self, signal: Any) -> Iterator[None]:

@@ -42,33 +42,33 @@ CAUSE_CYCLE: Final = "[the cause chain loops back here]"
 CAUSE_SEPARATOR: Final = "\ncaused by: "
 
 # Operation labels (the log's vocabulary, one per kind of service call).
-OP_SESSION_SEARCH: Final = "cross-session search"
-OP_EVENT_SEARCH: Final = "event search"
-OP_LINEAGE: Final = "lineage trace"
-OP_EVENT_TRACE: Final = "event trace"
-OP_EVENT_READ: Final = "event read"
-OP_TARGET_AUTH: Final = "target authorization"
-OP_IDS_AUTH: Final = "session-id authorization"
+OP_SESSION_SEARCH: Final = "search across sessions"
+OP_EVENT_SEARCH: Final = "search within one session"
+OP_LINEAGE: Final = "family lookup"
+OP_EVENT_TRACE: Final = "event relations lookup"
+OP_EVENT_READ: Final = "event window lookup"
+OP_TARGET_AUTH: Final = "target workspace check"
+OP_IDS_AUTH: Final = "id set workspace check"
 OP_TITLES: Final = "title lookup"
 OP_TITLE_ITEM: Final = "title lookup (one session)"
 
 #: Service code → (model-visible code, model-visible message).
 SAFE_ERRORS: Final[dict[str, tuple[str, str]]] = {
-    "SESSION_QUERY_ABORTED": ("SESSION_QUERY_ABORTED", "the session query was cancelled"),
+    "SESSION_QUERY_ABORTED": ("SESSION_QUERY_ABORTED", "the session lookup was stopped before it finished"),
     "SESSION_QUERY_CORRUPT_SESSION": ("SESSION_QUERY_CORRUPT_SESSION", "the session's event log is damaged"),
     "SESSION_QUERY_EVENT_NOT_FOUND": ("SESSION_QUERY_EVENT_NOT_FOUND", "that session has no event with this sequence number"),
-    "SESSION_QUERY_INDEX_FAILED": ("SESSION_QUERY_INDEX_FAILED", "the session search index cannot be used right now"),
+    "SESSION_QUERY_INDEX_FAILED": ("SESSION_QUERY_INDEX_FAILED", "the search index is not usable at the moment"),
     "SESSION_QUERY_INVALID_CONFIG": (TOOL_FAILED, "the session query could not be completed"),
     "SESSION_QUERY_INVALID_CURSOR": ("SESSION_QUERY_INVALID_CURSOR", "a search continuation was not accepted"),
     "SESSION_QUERY_INVALID_FILTER": ("SESSION_QUERY_INVALID_FILTER", "the search filters were not accepted"),
     "SESSION_QUERY_INVALID_LIMIT": ("SESSION_QUERY_INVALID_LIMIT", "the result limit was not accepted"),
     "SESSION_QUERY_INVALID_QUERY": ("SESSION_QUERY_INVALID_QUERY", "the search text was not accepted"),
     "SESSION_QUERY_INVALID_LINEAGE": ("SESSION_QUERY_INVALID_LINEAGE", "the session ancestry is inconsistent"),
-    "SESSION_QUERY_INVALID_SURFACE": ("SESSION_QUERY_INVALID_SURFACE", "the session's event history is inconsistent"),
+    "SESSION_QUERY_INVALID_SURFACE": ("SESSION_QUERY_INVALID_SURFACE", "the session's recorded events do not fit together"),
     "SESSION_QUERY_INVALID_WINDOW": ("SESSION_QUERY_INVALID_WINDOW", "that many neighbouring events cannot be read at once"),
     "SESSION_QUERY_PERSISTENCE_FAILED": ("SESSION_QUERY_PERSISTENCE_FAILED", "stored session history cannot be read right now"),
     "SESSION_QUERY_SEARCH_DISABLED": ("SESSION_QUERY_SEARCH_DISABLED", "session search is switched off here"),
-    "SESSION_QUERY_SESSION_NOT_FOUND": ("SESSION_QUERY_SESSION_NOT_FOUND", "the session could not be found"),
+    "SESSION_QUERY_SESSION_NOT_FOUND": ("SESSION_QUERY_SESSION_NOT_FOUND", "no session with that id could be read"),
     "SESSION_QUERY_STALE_CURSOR": (
         "SESSION_QUERY_STALE_CURSOR",
         "session history changed while the results were being collected; run the same search again",

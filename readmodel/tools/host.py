@@ -167,7 +167,7 @@ class ToolDefinition:
 
 _TITLES: Final = {
     "session_search": "Search earlier sessions",
-    "session_event_search": "Search session events",
+    "session_event_search": "Search events of a session",
     "session_trace": "Session lineage",
     "session_event_trace": "Event relations",
     "session_event_read": "Read session event",
@@ -220,20 +220,20 @@ def build_definitions(config: ToolConfig) -> list[ToolDefinition]:
 def present_call(name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
     """The call card a host UI shows for a pending call (generic cards)."""
     if name in ("session_search", "session_event_search"):
-        title = "Search earlier sessions" if name == "session_search" else "Search session events"
+        title = "Search earlier sessions" if name == "session_search" else "Search events of a session"
         return {"card": "generic", "kind": "search", "title": title, "rawInput": arguments.get("query")}
     if name == "session_trace":
         session_id = arguments.get("session_id")
         if session_id is None:
-            return {"card": "generic", "kind": "read", "title": "Trace this session"}
-        return {"card": "generic", "kind": "read", "title": f"Trace session {session_id}", "rawInput": session_id}
+            return {"card": "generic", "kind": "read", "title": "Family of this session"}
+        return {"card": "generic", "kind": "read", "title": f"Family of session {session_id}", "rawInput": session_id}
     if name in ("session_event_trace", "session_event_read"):
-        verb = "Trace" if name == "session_event_trace" else "Read"
+        label = "Relations of event" if name == "session_event_trace" else "Show event"
         raw: dict[str, Any] = {}
         if arguments.get("session_id") is not None:
             raw["session_id"] = arguments["session_id"]
         raw["seq"] = arguments.get("seq")
-        return {"card": "generic", "kind": "read", "title": f"{verb} event {arguments.get('seq')}", "rawInput": raw}
+        return {"card": "generic", "kind": "read", "title": f"{label} {arguments.get('seq')}", "rawInput": raw}
     raise KeyError(name)
 
 
@@ -385,7 +385,7 @@ def _abort_result(reason: BaseException) -> ToolResult:
             message = str(reason)
         return ToolResult.failure(code if type(code) is str else ABORTED, message)
     except Exception:
-        return ToolResult.failure(ABORTED, "the session query was cancelled")
+        return ToolResult.failure(ABORTED, "the call was stopped before it finished")
 
 
 def call_tool(

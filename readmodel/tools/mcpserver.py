@@ -130,6 +130,15 @@ class _ToolFailure(Exception):
     """SDK 1.x reports a raised error as an ``isError`` result with its text."""
 
 
+def _accepts_whole_results(decorator: Any) -> bool:
+    """Whether a 1.x ``call_tool`` handler may return a ``CallToolResult`` itself
+    (later 1.x releases; earlier ones only take content lists)."""
+    try:
+        return "CallToolResult)" in inspect.getsource(decorator)
+    except (OSError, TypeError):
+        return False
+
+
 def _legacy_server(tool_server: ToolServer) -> Any:
     """An SDK 1.x ``Server`` (handlers registered with decorators)."""
     import mcp.types as types
@@ -144,11 +153,14 @@ def _legacy_server(tool_server: ToolServer) -> Any:
 
     decorator = server.call_tool
     options = {"validate_input": False} if "validate_input" in inspect.signature(decorator).parameters else {}
+    whole_results = _accepts_whole_results(decorator)
 
     @decorator(**options)  # type: ignore[misc]
-    async def call_tool(name: str, arguments: dict[str, Any] | None) -> list[Any]:
+    async def call_tool(name: str, arguments: dict[str, Any] | None) -> Any:
         result = await tool_server.call(name, arguments)
-        if result.is_error:
+        if whole_results:
+            return types.CallToolResult.model_validate(result_payload(result))
+        if result.is_error:  # early 1.x: only a raised error becomes an error result (no code)
             raise _ToolFailure(wire_text(result.text))
         return [types.TextContent(type="text", text=wire_text(result.text))]
 

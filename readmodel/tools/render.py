@@ -38,7 +38,7 @@ HIDDEN_PARENT: Final = "[not visible from this workspace]"
 HIDDEN_ANCESTORS: Final = "[further ancestors are not visible from this workspace]"
 HIDDEN_SUBTREE: Final = "[a branch that is not visible from this workspace]"
 ROOT_SESSION: Final = "none (this session has no parent)"
-UNTITLED: Final = "untitled"
+UNTITLED: Final = "(no title)"
 NO_TEXT: Final = "(no searchable text)"
 
 
@@ -51,7 +51,7 @@ class TitleText:
 
     def render(self) -> str:
         if self.failure_code is not None:
-            return f"{UNTITLED} (title could not be read: {self.failure_code})"
+            return f"(title could not be read: {self.failure_code})"
         return self.title if self.title else UNTITLED
 
 
