@@ -70,14 +70,14 @@ def _collect_content(content: Any, out: list[str], event_type: str) -> None:
     ``tool-result`` blocks with an explicit stack so arbitrarily deep nesting
     cannot exhaust Python's recursion limit.
     """
-    if type(content) is not list:
+    if not isinstance(content, list):
         raise _shape_error(event_type, "message content is not an array")
     strip = str.strip
     append = out.append
     stack = [iter(content)]
     while stack:
         for block in stack[-1]:
-            if type(block) is dict:
+            if isinstance(block, dict):
                 kind = block.get("type")
                 if kind == "text":
                     text = block.get("text")
@@ -99,7 +99,7 @@ def _collect_content(content: Any, out: list[str], event_type: str) -> None:
                         append(arguments)
                 elif kind == "tool-result":
                     nested = block.get("content")
-                    if type(nested) is not list:
+                    if not isinstance(nested, list):
                         raise _shape_error(event_type, "tool-result block content is not an array")
                     # Descend; the parent iterator keeps its position and resumes
                     # once the nested blocks are exhausted.
@@ -151,7 +151,7 @@ def _tool_result_text(data: Any) -> str:
     error = data.get("error")
     # ``error?.name ?? ''``: a missing or non-object error (JS reads undefined
     # from primitives) contributes nothing; a null name/code likewise.
-    if type(error) is dict:
+    if isinstance(error, dict):
         name = error.get("name")
         code = error.get("code")
         if name is not None:
@@ -166,11 +166,11 @@ def _todo_text(data: Any) -> str:
         todos = data["todos"]
     except (KeyError, TypeError, IndexError):
         raise _shape_error("todo/write", "data.todos is not readable") from None
-    if type(todos) is not list:
+    if not isinstance(todos, list):
         raise _shape_error("todo/write", "data.todos is not an array")
     out: list[str] = []
     for todo in todos:
-        if type(todo) is dict:
+        if isinstance(todo, dict):
             _push(out, todo.get("status"), "todo/write")
             _push(out, todo.get("content"), "todo/write")
         else:
@@ -207,7 +207,7 @@ def _turn_end_text(data: Any) -> str:
 
 
 def _user_message_text(data: Any) -> str:
-    if type(data) is dict:
+    if isinstance(data, dict):
         content = data.get("content")
     elif data is None:
         raise _shape_error("user/message", "data is null")
