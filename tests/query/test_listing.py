@@ -181,3 +181,13 @@ def test_a_3000_deep_lineage_neither_overflows_nor_truncates(live: InMemoryLiveS
     while node["descendants"]:
         node, depth = node["descendants"][0], depth + 1
     assert (depth, node["session"]["header"]["id"]) == (2999, "deep-2999")
+
+
+def test_listing_flatness_check_never_misjudges_nested_headers() -> None:
+    from readmodel.store import _all_flat
+
+    flat = [b'{"version":0,"id":"a","createdAt":1}', b'{"version":0,"id":"b{[","createdAt":2}']
+    assert _all_flat(flat[0], 1)
+    assert not _all_flat(b",".join(flat), 2)  # a brace inside a string only costs a deep copy
+    assert not _all_flat(b'{"version":0,"id":"n","cwd":{"x":1}}', 1)
+    assert not _all_flat(b'{"version":0,"id":"n","cwd":[1]}', 1)
