@@ -91,6 +91,7 @@ class Reconciler:
         self.batch_events = batch_events
         self.clock = clock
         self.progress = progress
+        self._held = 0  # tails held back by the session being indexed (reported per pass)
 
     # -- passes ----------------------------------------------------------------
 
@@ -215,6 +216,8 @@ class Reconciler:
                         budget -= max(written, 1)
                         sessions_in_batch += 1
                         changed = True
+                        if self.progress is not None:
+                            self.progress(index, total, report.events)
                     if changed:
                         cur.execute(
                             'UPDATE "index_meta" SET "global_generation" = ?, "last_reconcile_at" = ?',
@@ -227,8 +230,6 @@ class Reconciler:
                 except BaseException:
                     cur.execute("ROLLBACK")
                     raise
-                if self.progress is not None:
-                    self.progress(index, total, report.events)
 
     def _needs_work(self, row: tuple[Any, ...] | None, item: _Observed, now: float) -> bool:
         if row is None or item.stat is None:
@@ -287,6 +288,8 @@ class Reconciler:
             return 0
         cur.execute(f'RELEASE "{savepoint}"')
         report.events += written
+        report.held += self._held
+        self._held = 0
         return written
 
     def _decode(
@@ -343,6 +346,8 @@ class Reconciler:
             written = projector.written + tail.written
         else:
             tail_state = "held" if has_tail else "clean"
+            if has_tail:
+                self._held += 1
             event_count = stored_count
             written = projector.written
         cur.execute(

@@ -106,3 +106,15 @@ def test_a_held_tail_is_indexed_once_settled_without_new_writes(tmp_path: Path, 
     assert rows(db, 'SELECT "tail_state" FROM "sessions"') == [("settled",)]
     engine.dispose()
     assert index_state(db) == index_state(build(tmp_path, world, "cold"))
+
+
+def test_held_tails_are_counted_in_the_report(tmp_path: Path, world: World) -> None:
+    for _ in range(6):
+        world.append("alpha", torn=0)
+    engine = open_writer(str(tmp_path / "held.db"))
+    seen: list[tuple[int, int]] = []
+    reconciler = Reconciler(engine, world.root, Compression.ZSTD, settle_seconds=3600, progress=lambda done, total, events: seen.append((done, total)))
+    report = reconciler.reconcile()
+    assert (report.held, report.reloaded) == (1, 1)
+    assert seen == [(1, 1)]
+    engine.dispose()
