@@ -520,7 +520,7 @@ class _LiveState:
 # instance is its own span, so the count comes straight from the posting list
 # (fts5vocab), which is far cheaper than highlighting every matching document;
 # longer phrases count the markers of highlight() itself.
-_SESSION_COLUMNS: Final = """s."id" AS session_id, s."header_json" AS header_json, s."created_at" AS created_at, s."cwd" AS cwd,
+_SESSION_COLUMNS: Final = """s."id" AS session_id, s."sid" AS header_json, s."created_at" AS created_at, s."cwd" AS cwd,
          s."parent_session" AS parent_session, 0 AS live, 1 AS persisted, d."docid" AS docid, d."seq" AS seq,
          d."type" AS type, d."time" AS time,
          CASE d."surface" WHEN 1 THEN 'current' WHEN 2 THEN 'shadowed' ELSE 'log-only' END AS surface,
@@ -539,7 +539,7 @@ _PERSISTED_BY_PHRASE: Final = """
     AND NOT EXISTS (SELECT 1 FROM temp."live_sessions" l WHERE l."id" = s."id"){doc_range}
 """
 _LIVE_BRANCH: Final = """
-  SELECT l."id" AS session_id, l."header_json" AS header_json, l."created_at" AS created_at, l."cwd" AS cwd,
+  SELECT l."id" AS session_id, NULL AS header_json, l."created_at" AS created_at, l."cwd" AS cwd,
          l."parent_session" AS parent_session, 1 AS live, l."persisted" AS persisted, -ld."rowid" AS docid, ld."seq" AS seq,
          ld."type" AS type, ld."time" AS time, ld."surface" AS surface, ld."length" AS document_length, {marks} AS match_count
   FROM temp."live_docs" ld JOIN temp."live_sessions" l ON l."id" = ld."session_id"
@@ -556,7 +556,7 @@ _TERMS_DDL: Final = (
 @dataclass
 class _Row:
     session_id: str
-    header_json: bytes
+    header_json: Any  # the session's sid while ranking (NULL for live rows); the header JSON once fetched
     live: int
     persisted: int
     docid: int  # negative: -rowid of a live document
@@ -864,8 +864,18 @@ class SessionSearch:
 
     @staticmethod
     def _highlight(conn: sqlite3.Connection, rows: list[_Row], phrase: str) -> list[_Row]:
-        """Highlighted text of the page's documents only (for snippets)."""
+        """Headers and highlighted text of the page's rows only.
+
+        Ranking carries just the session's rowid; the header JSON and the
+        highlighted document (for the snippet) are fetched for the few rows of
+        the page, not for every match.
+        """
         for row in rows:
+            if row.live:
+                found_header = conn.execute('SELECT "header_json" FROM temp."live_sessions" WHERE "id" = ?', (row.session_id,)).fetchone()
+            else:
+                found_header = conn.execute('SELECT "header_json" FROM "sessions" WHERE "sid" = ?', (row.header_json,)).fetchone()
+            row.header_json = found_header[0]
             if row.docid >= 0:
                 sql = 'SELECT highlight("documents_fts", 0, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ? AND "rowid" = ?'
                 found = conn.execute(sql, (START_MARK, END_MARK, phrase, row.docid)).fetchone()
