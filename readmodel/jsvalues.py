@@ -158,3 +158,19 @@ def js_float_string(value: float) -> str:
         e = n - 1
         text = (digits if k == 1 else digits[0] + "." + digits[1:]) + ("e+" if e >= 0 else "e-") + str(abs(e))
     return sign + text
+
+
+def js_spread(value: Any) -> dict[str, Any]:
+    """JS ``{...value}``: own enumerable properties as a fresh plain object.
+
+    Objects are shallow-copied; arrays and strings spread their indices (a
+    string by UTF-16 code unit, as JS indexes it); ``null`` and other
+    primitives spread to ``{}``.
+    """
+    if type(value) is dict:
+        return dict(value)
+    if type(value) is list:
+        return {str(index): item for index, item in enumerate(value)}
+    if type(value) is str:
+        return {str(index): chr(unit) for index, unit in enumerate(utf16_units(value))}
+    return {}

@@ -63,7 +63,7 @@ from typing import Any, Final, Literal
 import msgspec
 
 from readmodel.errors import SessionQueryError
-from readmodel.jsvalues import is_non_negative_safe_integer, is_number, utf16_units
+from readmodel.jsvalues import is_non_negative_safe_integer, is_number, js_spread, utf16_units
 from readmodel.vocabulary import Event, Surface
 
 SURFACE_EVENT_TYPES: Final[frozenset[str]] = frozenset(("user/message", "assistant/message", "tool/result"))
@@ -322,17 +322,6 @@ def _js_get(value: Any, key: str) -> Any:
     return _UNDEFINED
 
 
-def _js_spread(value: Any) -> dict[str, Any]:
-    """JS ``{...value}``: own enumerable properties as a fresh shallow dict."""
-    if type(value) is dict:
-        return dict(value)
-    if type(value) is list:
-        return {str(index): item for index, item in enumerate(value)}
-    if type(value) is str:
-        return {str(index): chr(unit) for index, unit in enumerate(utf16_units(value))}
-    return {}
-
-
 def _blanked_tool_result(data: Any) -> dict[str, Any]:
     """``data`` with ``message.content`` reduced to its first block, whose own
     ``content`` is set to null — what the reference compares (§6.4).
@@ -341,8 +330,8 @@ def _blanked_tool_result(data: Any) -> dict[str, Any]:
     """
     message = _js_get(data, "message")
     first_block = _js_get(_js_get(message, "content"), "0")
-    rest = _js_spread(data)
-    rest["message"] = {**_js_spread(message), "content": [{**_js_spread(first_block), "content": None}]}
+    rest = js_spread(data)
+    rest["message"] = {**js_spread(message), "content": [{**js_spread(first_block), "content": None}]}
     return rest
 
 

@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from msgspec import UNSET
 
-from readmodel.jsvalues import utf16_units
+from readmodel.jsvalues import js_spread
 from readmodel.vocabulary import Event, Header, SessionTitleObservation, SessionTitleSnapshot
 
 TITLE_EVENT_TYPE: Final = "session/title"
@@ -45,22 +45,6 @@ def latest_title_event(events: Sequence[Event], previous: Event | None = None) -
     return previous
 
 
-def _spread_object(value: Any) -> dict[str, Any]:
-    """JS ``{...value}``: own enumerable properties as a fresh plain object.
-
-    Objects are shallow-copied; arrays and strings spread their indices (a
-    string by UTF-16 code unit, as JS indexes it); ``null`` and other
-    primitives spread to ``{}``.
-    """
-    if type(value) is dict:
-        return dict(value)
-    if type(value) is list:
-        return {str(index): item for index, item in enumerate(value)}
-    if type(value) is str:
-        return {str(index): chr(unit) for index, unit in enumerate(utf16_units(value))}
-    return {}
-
-
 def _copy_source(source: Any) -> dict[str, Any]:
     """``copySessionTitleSource``: a detached copy holding only the known fields."""
     if source is None:
@@ -76,7 +60,7 @@ def _copy_source(source: Any) -> dict[str, Any]:
         if "provider" in source:
             copy["provider"] = source["provider"]
         if "model" in source:
-            copy["model"] = _spread_object(source["model"])
+            copy["model"] = js_spread(source["model"])
         return copy
     raise TypeError(f"session/title source has an unhandled kind: {kind!r}")
 
