@@ -272,3 +272,17 @@ def test_an_aborted_signal_cancels_a_search_even_mid_statement(tmp_path: Path) -
     assert during.value.code == "SESSION_QUERY_ABORTED" and flipping.checks > 2
     # The connection stays usable afterwards.
     assert len(search.search_sessions({"query": "needle"}).items) == 20
+
+
+def test_the_strongest_event_per_session_follows_every_tie_break(tmp_path: Path) -> None:
+    """Same span count and length: newer time wins, negative times included; then higher seq."""
+    root = tmp_path / "root"
+    root.mkdir()
+    hdr = header("ties")
+    events = [dict(user(0, "needle aa"), time=-5), dict(user(1, "needle bb"), time=3), dict(user(2, "needle cc"), time=3), dict(user(3, "needle dd"), time=-9)]
+    LogWriter.in_root(root, hdr).create(hdr, events)
+    db = str(tmp_path / "index.db")
+    Reconciler(open_writer(db), root, Compression.ZSTD, settle_seconds=0).reconcile()
+    search = SessionSearch(db)
+    assert search.search_sessions({"query": "needle"}).items[0].best_match.seq == 2
+    assert [hit.seq for hit in search.search_events({"sessionId": "ties", "query": "needle"}).items] == [2, 1, 0, 3]
