@@ -34,7 +34,8 @@ import hmac
 import math
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -62,6 +63,9 @@ JOURNAL_MODES: Final = ("wal", "delete", "truncate", "persist")
 _SANITIZE: Final = str.maketrans({"\x00": "\ufffd", START_MARK: "\ufffd", END_MARK: "\ufffd"})
 _WHITESPACE: Final = frozenset(JS_WHITESPACE)
 _CURSOR_VERSION: Final = 1
+RANKED_CACHE_ROWS: Final = 500
+"""Rows of a ranking kept per (request, generation) for cheap later pages."""
+RANKED_CACHE_SIZE: Final = 32
 _SURROGATES: Final = re.compile("[\ud800-\udfff]")
 
 
@@ -589,6 +593,7 @@ class SessionSearch:
         self._conn: sqlite3.Connection | None = None
         self._db_path = db_path
         self._codec: CursorCodec | None = None
+        self._ranked_rows: OrderedDict[tuple[str, ...], tuple[list[tuple[Any, ...]], bool]] = OrderedDict()
 
     # -- connection -----------------------------------------------------------
 
@@ -634,7 +639,7 @@ class SessionSearch:
                 generation = self._global_generation(conn)
                 fingerprint = request_fingerprint(normalized)
                 offset = self._offset(normalized.cursor, "sessions", fingerprint, generation)
-                rows = self._query_sessions(conn, normalized, offset)
+                rows = self._query_sessions(conn, normalized, offset, ("sessions", fingerprint, generation))
             finally:
                 _finish(conn)
         items = [self._session_hit(row) for row in rows[: normalized.limit]]
@@ -655,7 +660,7 @@ class SessionSearch:
                 header, generation, sid = self._target(conn, normalized.session_id)
                 fingerprint = request_fingerprint(normalized)
                 offset = self._offset(normalized.cursor, "events", fingerprint, generation)
-                rows = self._query_events(conn, normalized, sid, offset)
+                rows = self._query_events(conn, normalized, sid, offset, ("events", fingerprint, generation))
             finally:
                 _finish(conn)
         items = [self._event_hit(row) for row in rows[: normalized.limit]]
@@ -819,7 +824,29 @@ class SessionSearch:
             return f"WITH candidates AS ({live})", live_args
         return f"WITH candidates AS ({persisted} UNION ALL {live})", [*persisted_args, *live_args]
 
-    def _query_sessions(self, conn: sqlite3.Connection, request: SessionsRequest, offset: int) -> list[_Row]:
+    def _ranked(self, key: tuple[str, ...], fetch: Callable[[int, int], list[tuple[Any, ...]]], offset: int, need: int) -> list[_Row]:
+        """Rows ``offset .. offset + need`` of a ranking, served from a small cache.
+
+        The ranking of one request over one generation never changes, so the
+        first call keeps its first :data:`RANKED_CACHE_ROWS` rows (only their
+        identity columns) and later pages — a cursor walk, the tools' internal
+        paging — are cut from them instead of ranking every match again.
+        """
+        cached = self._ranked_rows.get(key)
+        if cached is not None:
+            self._ranked_rows.move_to_end(key)
+            rows, complete = cached
+            if complete or offset + need <= len(rows):
+                return [_Row(*row) for row in rows[offset : offset + need]]
+        if offset + need > RANKED_CACHE_ROWS:
+            return [_Row(*row) for row in fetch(need, offset)]
+        rows = fetch(RANKED_CACHE_ROWS, 0)
+        self._ranked_rows[key] = (rows, len(rows) < RANKED_CACHE_ROWS)
+        while len(self._ranked_rows) > RANKED_CACHE_SIZE:
+            self._ranked_rows.popitem(last=False)
+        return [_Row(*row) for row in rows[offset : offset + need]]
+
+    def _query_sessions(self, conn: sqlite3.Connection, request: SessionsRequest, offset: int, cache_key: tuple[str, ...]) -> list[_Row]:
         sessions, events = session_where(request.session_filters), event_where(request.event_filters)
         if len(sessions.fragments) + len(events.fragments) > OUTER_PREDICATE_LIMIT:
             raise _budget_error()
@@ -841,10 +868,12 @@ class SessionSearch:
             + "SELECT session_id, header_json, live, persisted, docid, seq, type, time, surface FROM best "
             + f"ORDER BY {_RANK}, session_id ASC, seq DESC LIMIT ? OFFSET ?"
         )
-        rows = [_Row(*row) for row in conn.execute(sql, [*args, *filters, request.limit + 1, offset])]
+        rows = self._ranked(cache_key, lambda limit, skip: conn.execute(sql, [*args, *filters, limit, skip]).fetchall(), offset, request.limit + 1)
         return self._highlight(conn, rows, phrase)
 
-    def _query_events(self, conn: sqlite3.Connection, request: EventsRequest, sid: int | None, offset: int) -> list[_Row]:
+    def _query_events(
+        self, conn: sqlite3.Connection, request: EventsRequest, sid: int | None, offset: int, cache_key: tuple[str, ...]
+    ) -> list[_Row]:
         events = event_where(request.filters)
         if 1 + len(events.fragments) > OUTER_PREDICATE_LIMIT:
             raise _budget_error()
@@ -866,7 +895,8 @@ class SessionSearch:
             + (f" AND {where}" if where else "")
             + f" ORDER BY {_RANK}, seq DESC LIMIT ? OFFSET ?"
         )
-        rows = [_Row(*row) for row in conn.execute(sql, [*args, request.session_id, *events.params, request.limit + 1, offset])]
+        params = [*args, request.session_id, *events.params]
+        rows = self._ranked(cache_key, lambda limit, skip: conn.execute(sql, [*params, limit, skip]).fetchall(), offset, request.limit + 1)
         return self._highlight(conn, rows, phrase)
 
     @staticmethod

@@ -286,3 +286,26 @@ def test_the_strongest_event_per_session_follows_every_tie_break(tmp_path: Path)
     search = SessionSearch(db)
     assert search.search_sessions({"query": "needle"}).items[0].best_match.seq == 2
     assert [hit.seq for hit in search.search_events({"sessionId": "ties", "query": "needle"}).items] == [2, 1, 0, 3]
+
+
+@pytest.mark.parametrize("cache_rows", [500, 7])
+def test_cached_pages_equal_fresh_rankings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache_rows: int) -> None:
+    import readmodel.search as search_module
+
+    monkeypatch.setattr(search_module, "RANKED_CACHE_ROWS", cache_rows)
+    _, db, _ = build(tmp_path, {f"s{i:02}": [" ".join(["needle"] * (1 + i % 4)) + f" filler {i}"] * (1 + i % 3) for i in range(25)})
+    cached = SessionSearch(db)
+    pages: list[list[str]] = []
+    request: dict[str, Any] = {"query": "needle", "limit": 3}
+    while True:
+        page = cached.search_sessions(request)
+        fresh = SessionSearch(db).search_sessions(request)  # an empty cache ranks from scratch
+        assert page == fresh
+        pages.append(ids(page))
+        if page.next_cursor is msgspec.UNSET:
+            break
+        request = {"query": "needle", "limit": 3, "cursor": page.next_cursor}
+    flat = [sid for page in pages for sid in page]
+    assert len(flat) == len(set(flat)) == 25
+    events = cached.search_events({"sessionId": "s05", "query": "needle", "limit": 1})
+    assert events == SessionSearch(db).search_events({"sessionId": "s05", "query": "needle", "limit": 1})
