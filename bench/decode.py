@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from indexer.layout import Compression, detect_compression, discover
+from indexer.layout import detect_compression, discover
 from indexer.reader import LogReader
 
 

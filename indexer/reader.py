@@ -48,7 +48,6 @@ from .zstdframes import (
     TornFrame,
     decode_frame,
     decode_torn_frame,
-    frame_fingerprint,
     scan_frames,
 )
 

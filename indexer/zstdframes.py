@@ -161,14 +161,3 @@ def decode_torn_frame(fh: BinaryIO, torn: TornFrame, size: int, max_plaintext: i
     except zstandard.ZstdError:
         return b""
     return b"".join(parts)
-
-
-def frame_fingerprint(fh: BinaryIO, span: FrameSpan) -> str:
-    """A cheap identity of one frame: its length and up to its last 32 bytes (hex).
-
-    The last bytes of a checksummed frame include its XXH64 content checksum,
-    so a rewritten frame at the same offset is detected with near certainty.
-    """
-    tail = max(span.start, span.end - 32)
-    fh.seek(tail)
-    return f"{span.end - span.start}:{fh.read(span.end - tail).hex()}"

@@ -863,7 +863,7 @@ class SessionSearch:
             cte
             + ", filtered AS (SELECT * FROM candidates"
             + (f" WHERE {where}" if where else "")
-            + f"), best AS (SELECT session_id, header_json, live, persisted, docid, seq, type, time, surface, match_count, "
+            + "), best AS (SELECT session_id, header_json, live, persisted, docid, seq, type, time, surface, match_count, "
             + f"document_length, max({_RANK_KEY}) FROM filtered GROUP BY session_id) "
             + "SELECT session_id, header_json, live, persisted, docid, seq, type, time, surface FROM best "
             + f"ORDER BY {_RANK}, session_id ASC, seq DESC LIMIT ? OFFSET ?"

@@ -21,7 +21,7 @@ from readmodel.database import open_writer
 from readmodel.errors import SessionQueryError
 from readmodel.live import InMemoryLiveSource
 from readmodel.search import SearchConfig, SessionSearch
-from tests.logfactory import assistant, ev, header, turn_end, turn_start, user
+from tests.logfactory import ev, header, turn_end, turn_start, user
 
 
 def write(root: Path, session_id: str, texts: list[str], created: int = 1, **extra: Any) -> LogWriter:
