@@ -19,7 +19,13 @@ from typing import Any, TypeVar
 import click
 import msgspec
 
-from readmodel.cliutil import db_option, emit_json, emit_json_bytes, handles_errors, json_option
+from readmodel.cliutil import (
+    db_option,
+    emit_json,
+    emit_json_bytes,
+    handles_errors,
+    json_option,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -369,6 +375,103 @@ COMMANDS: list[click.Command] = [
 ]
 
 # ``mcp``: the model-facing session tools over MCP (readmodel.tools).
-from readmodel.tools.cli import mcp_command  # noqa: E402
+from readmodel.tools.cli import mcp_command
 
 COMMANDS.append(mcp_command)
+
+
+# ``serve``: the HTTP API, the session-log export and the web page (readmodel.http).
+def _dsh_home() -> str:
+    import os
+    from pathlib import Path
+
+    return os.environ.get("DSH_HOME") or str(Path.home() / ".dsh")
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind (loopback by default).")
+@click.option("--port", default=8765, show_default=True, type=int)
+@db_option
+@click.option("--root", "root", default=None, help="Session log root (relative index paths resolve against it).")
+@click.option(
+    "--attachments",
+    default=None,
+    help="Attachment store for export media.",
+    show_default="$SESSIONQ_ATTACHMENTS or $DSH_HOME/attachments/v1",
+)
+@click.option("--token", default=None, envvar="SESSIONQ_TOKEN", help="Bearer token (required off loopback).")
+def serve_command(host: str, port: int, db: str, root: str | None, attachments: str | None, token: str | None) -> None:
+    """HTTP API (/api/rpc/<method>, /api/session.export) and the web page."""
+    import os
+
+    import uvicorn
+
+    from readmodel.http import LOOPBACK_NAMES, create_app, is_loopback
+
+    if root is None:
+        root = os.environ.get("SESSIONQ_ROOT") or os.path.join(_dsh_home(), "sessions")
+    if attachments is None:
+        attachments = os.environ.get("SESSIONQ_ATTACHMENTS") or os.path.join(_dsh_home(), "attachments", "v1")
+    hosts = list(LOOPBACK_NAMES)
+    if not is_loopback(host):
+        if not token:
+            raise click.UsageError("--token is required when binding to a non-loopback address")
+        hosts.append(host if ":" not in host else f"[{host}]")
+    app = create_app(db, root=root, attachments=attachments, token=token, allowed_hosts=hosts, port=port)
+    uvicorn.run(app, host=host, port=port, log_level="info")
+
+
+COMMANDS.append(serve_command)
+
+
+@click.command("export")
+@click.argument("session_id")
+@click.option("--include-descendants", is_flag=True, help="Also export every descendant (subagent) log.")
+@click.option("-o", "--output", "output", default=None, help="ZIP file to write (default: dsh-session-<id>.zip).")
+@db_option
+@click.option("--root", "root", default=None, help="Session log root (relative index paths resolve against it).")
+@click.option("--attachments", default=None, help="Attachment store for export media.")
+def export_command(
+    session_id: str, include_descendants: bool, output: str | None, db: str, root: str | None, attachments: str | None
+) -> None:
+    """Write the ZIP the HTTP export endpoint serves."""
+    import os
+
+    from readmodel.artifacts import AttachmentStore
+    from readmodel.http import Exporter, safe_id
+
+    if attachments is None:
+        attachments = os.environ.get("SESSIONQ_ATTACHMENTS") or os.path.join(_dsh_home(), "attachments", "v1")
+    if root is None:
+        root = os.environ.get("SESSIONQ_ROOT") or os.path.join(_dsh_home(), "sessions")
+    engines: list[Any] = []
+
+    def engine() -> Any:
+        if not engines:
+            engines.append(_open(db))
+        return engines[0]
+
+    exporter = Exporter(db, engine, root, AttachmentStore(attachments))
+    try:
+        prepared = exporter.prepare(session_id)
+    except Exception as error:  # noqa: BLE001
+        raise click.ClickException(f"export failed to prepare the stored artifact: {error}") from None
+    if prepared is None:
+        raise click.ClickException("session not found")
+    target = output or f"dsh-session-{safe_id(session_id)}.zip"
+    partial = target + ".partial"
+    try:
+        with open(partial, "wb") as fh:
+            fh.writelines(exporter.stream(session_id, prepared[1], include_descendants, prepared[0].path))
+        os.replace(partial, target)
+    except Exception as error:  # noqa: BLE001 - never leave a truncated archive behind
+        if os.path.exists(partial):
+            os.unlink(partial)
+        raise click.ClickException(f"export failed: {error}") from None
+    finally:
+        for opened in engines:
+            opened.close()
+    click.echo(target)
+
+
+COMMANDS.append(export_command)
