@@ -26,11 +26,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
-import zstandard
 
 from readmodel.database import sqlite_path
+from readmodel.zstdframes import FrameSpan, ZstdFrameError, iter_frame, scan_frames
 
-ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
 READ_CHUNK: Final = 1 << 16
 TEXT_SLICE: Final = 65_536
 ARTIFACT_NAME: Final = "session.jsonl"
@@ -64,77 +63,22 @@ def locate_artifact(db: str, session_id: str, root: str | os.PathLike[str] | Non
 # --------------------------------------------------------------------------- zstd frames
 
 
-def _frame_spans(fh: BinaryIO, size: int) -> Iterator[tuple[int, int]]:
-    """``(start, end)`` of every structurally complete frame; stops at a torn final frame."""
-    pos = 0
-    while pos < size:
-        start = pos
-        fh.seek(pos)
-        head = fh.read(18)
-        if len(head) < 5:
-            if not ZSTD_MAGIC.startswith(head[:4]):
-                raise ArtifactError(f"invalid frame magic at byte {start}")
-            return
-        if head[:4] != ZSTD_MAGIC:
-            raise ArtifactError(f"invalid frame magic at byte {start}")
-        descriptor = head[4]
-        if descriptor & 0x18:
-            raise ArtifactError(f"reserved frame header bits set at byte {start}")
-        fcs_flag = descriptor >> 6
-        single = (descriptor >> 5) & 1
-        checksum = (descriptor >> 2) & 1
-        dict_bytes = (0, 1, 2, 4)[descriptor & 3]
-        fcs_bytes = (1 if single else 0) if fcs_flag == 0 else (2, 4, 8)[fcs_flag - 1]
-        pos += 4 + 1 + (0 if single else 1) + dict_bytes + fcs_bytes
-        if pos > size:
-            return
-        while True:
-            if size - pos < 3:
-                return
-            fh.seek(pos)
-            raw = fh.read(3)
-            block = raw[0] | (raw[1] << 8) | (raw[2] << 16)
-            block_type = (block >> 1) & 3
-            if block_type == 3:
-                raise ArtifactError(f"reserved block type in frame at byte {start}")
-            pos += 3 + (1 if block_type == 1 else block >> 3)
-            if pos > size:
-                return
-            if block & 1:
-                break
-        if checksum:
-            pos += 4
-            if pos > size:
-                return
-        yield start, pos
-
-
 def _zstd_bytes(fh: BinaryIO) -> Iterator[bytes]:
+    """The plaintext of every complete frame, streamed; a torn final frame is left out.
+
+    The whole frame structure is checked first, so structural damage anywhere
+    fails before any text is produced; content damage (a checksum) fails
+    where its frame is reached.
+    """
     size = fh.seek(0, 2)
-    frames = 0
-    spans = list(_frame_spans(fh, size))  # structural damage anywhere fails before any text
-    for start, end in spans:
-        frames += 1
-        decoder = zstandard.ZstdDecompressor().decompressobj()
-        remaining = end - start
-        pos = start
-        try:
-            while remaining > 0:
-                fh.seek(pos)
-                piece = fh.read(min(READ_CHUNK, remaining))
-                if not piece:
-                    raise ArtifactError(f"frame at byte {start} is truncated")
-                pos += len(piece)
-                remaining -= len(piece)
-                out = decoder.decompress(piece)
-                if out:
-                    yield out
-        except zstandard.ZstdError as exc:
-            raise ArtifactError(f"frame at byte {start} failed validation: {exc}") from None
-        if not decoder.eof:
-            raise ArtifactError(f"frame at byte {start} failed validation: incomplete frame")
-    if frames == 0:
-        raise ArtifactError("zstd session log holds no complete frame")
+    try:
+        spans = [item for item in scan_frames(fh, 0, size) if isinstance(item, FrameSpan)]
+        if not spans:
+            raise ArtifactError("zstd session log holds no complete frame")
+        for span in spans:
+            yield from iter_frame(fh, span)
+    except ZstdFrameError as exc:
+        raise ArtifactError(exc.message) from None
 
 
 def _raw_bytes(fh: BinaryIO) -> Iterator[bytes]:
