@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from enum import Enum
-from pathlib import Path
 from typing import Any, Final
 
 import msgspec
@@ -255,11 +254,3 @@ def same_file(found: str, expected: str) -> bool:
 def revision_token(st: os.stat_result) -> str:
     """The opaque revision ``dev:ino:size:mtime_ns:ctime_ns`` of a transcript."""
     return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
-
-
-def file_revision(path: str | os.PathLike[str]) -> str:
-    return revision_token(os.stat(path))
-
-
-def root_path(root: str | os.PathLike[str]) -> Path:
-    return Path(os.path.abspath(os.fspath(root)))

@@ -35,7 +35,7 @@ import math
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -977,8 +977,3 @@ def _finish(conn: sqlite3.Connection) -> None:
 def _aborted(signal: Any) -> SessionQueryError:
     reason = getattr(signal, "reason", None)
     return SessionQueryError("SESSION_QUERY_ABORTED", "session-search was aborted", reason if isinstance(reason, BaseException) else None)
-
-
-def search_items(pages: Iterable[SessionSearchPage | SessionEventSearchPage]) -> list[Any]:
-    """All items of a sequence of pages (a convenience for tests and tools)."""
-    return [item for page in pages for item in page.items]
