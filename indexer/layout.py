@@ -14,6 +14,7 @@ artifact and is reported, so one stray file never hides the rest of a root.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
 from enum import Enum
@@ -100,6 +101,12 @@ def project_key(cwd: Any) -> str:
         return "--root--"
     if cwd == "":
         raise LayoutError("invalid-cwd", "", "an empty cwd cannot name a storage path")
+    return _project_key_of_text(cwd)
+
+
+@functools.lru_cache(maxsize=4096)
+def _project_key_of_text(cwd: str) -> str:
+    # Every session of a project repeats its cwd: the unit walk is worth caching.
     out: list[str] = []
     in_separator = False
     for unit in utf16_units(cwd):

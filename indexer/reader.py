@@ -35,6 +35,7 @@ from readmodel.eventmodel import (
     is_known_or_ignorable,
 )
 from readmodel.headers import HeaderValidationError, check_restored_header
+from readmodel.jsvalues import MAX_SAFE_INTEGER
 from readmodel.surface import SurfaceBase, SurfaceFold, SurfaceFoldError
 
 from .headers import NotAHeader, parse_header_line
@@ -57,6 +58,8 @@ EventSink = Callable[[list[Event]], None]
 # Failure stages in the harness's order: a lower rank is reported first.
 _STAGE_RANK: Final = {"identity": 1, "retired": 2, "upgrade": 3, "message": 4, "gate": 5, "header": 6, "restore": 7}
 _NO_ERROR: Final = 99
+_CORE_ENVELOPE: Final = frozenset({"type", "seq", "time", "data"})
+_STEP_TYPES: Final = frozenset({"step/start", "step/end"})
 _RAW_CHUNK: Final = 1 << 20
 _STABLE_READ_ATTEMPTS: Final = 5
 
@@ -160,6 +163,72 @@ class _Pipeline:
             out = [event for event in map(self._process, raw_events) if event is not None]
         if out and self.error is None:
             self.sink(out)
+
+    def accept_region(self, items: list[Any]) -> None:
+        """A block of lines from the scanner's fast path (``LineScanner.region_sink``).
+
+        While no stage has failed, packed rows and plain log-only events (a
+        known inert type with exactly the four core envelope keys and a safe
+        integer time) only advance the fold, in runs; every other event takes
+        :meth:`_process`.  The sink sees the events in log order, and rows
+        buffered before a surface event are handed over before it is folded, so
+        a replacement's callback never precedes the rows it shadows.
+        """
+        if self.error_rank != _NO_ERROR or self.defer_restore:
+            self._accept_items(items)
+            return
+        out: list[Event] = []
+        run_seq = run_len = 0
+        for index, item in enumerate(items):
+            if type(item) is list:
+                if not run_len:
+                    run_seq = item[0]["seq"]
+                run_len += len(item)
+                out.extend(item)
+                continue
+            etype = item.get("type")
+            if (etype in _INERT_TYPES or etype in _STEP_TYPES) and item.keys() == _CORE_ENVELOPE:
+                time = item["time"]
+                if type(time) is int and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER:
+                    if etype in _STEP_TYPES:
+                        # No upgrade or shape rule applies to steps; only the closer walk sees them.
+                        self.closers.observe(item)
+                    if not run_len:
+                        run_seq = item["seq"]
+                    run_len += 1
+                    out.append(item)
+                    continue
+            if run_len:
+                self._skip_run(run_seq, run_len)
+                run_len = 0
+            if out and etype in SURFACE_EVENT_TYPES and self.error is None:
+                self.sink(out)
+                out = []
+            event = self._process(item)
+            if self.error_rank != _NO_ERROR:
+                self._accept_items(items[index + 1 :])
+                return
+            if event is not None:
+                out.append(event)
+        if run_len:
+            self._skip_run(run_seq, run_len)
+        if out and self.error is None:
+            last = out[-1]
+            self.last_seq, self.last_time = last["seq"], last["time"]
+            self.sink(out)
+
+    def _accept_items(self, items: list[Any]) -> None:
+        for item in items:
+            if type(item) is list:
+                self.accept(item, True)
+            else:
+                self.accept([item], False)
+
+    def _skip_run(self, first_seq: int, count: int) -> None:
+        try:
+            self.fold.skip_log_only(first_seq, count)
+        except SurfaceFoldError as exc:
+            self.fail("restore", str(exc))
 
     def _accepted(self, event: Event) -> Event | None:
         """An event that passed every coordinator stage: restore-check it unless skipping."""
@@ -338,7 +407,9 @@ class LogReader:
             fold = SurfaceFold.resumed(resume.next_seq, resume.fold_generation, self.surface_base)
             pipeline = _Pipeline(header["id"], fold, resume.closer_state.copy(), sink, resume.next_seq)
             pipeline.last_seq, pipeline.last_time = resume.last_seq, resume.last_time
-            scanner = LineScanner(pipeline.accept, next_seq=resume.next_seq, offset=resume.offset, line_no=resume.line_no)
+            scanner = LineScanner(
+                pipeline.accept, next_seq=resume.next_seq, offset=resume.offset, line_no=resume.line_no, region_sink=pipeline.accept_region
+            )
         else:
             header, start = self._read_header(fh, size)
             session_id = self.session_id if self.session_id is not None else header["id"]
@@ -348,7 +419,7 @@ class LogReader:
                 self._header_restore(header, session_id, pipeline)
             else:
                 pipeline.skip_restore()
-            scanner = LineScanner(pipeline.accept, offset=start, line_no=1)
+            scanner = LineScanner(pipeline.accept, offset=start, line_no=1, region_sink=pipeline.accept_region)
         if self.on_replacement is not None:
             pipeline.on_replacement = self.on_replacement
         if self.compression is Compression.ZSTD:

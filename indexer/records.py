@@ -185,6 +185,9 @@ def _is_turn_end(event: Any) -> bool:
 EventSink = Callable[[list[dict[str, Any]], bool], None]
 """Receives one accepted line's events and whether they came from a packed row."""
 
+RegionSink = Callable[[list[Any]], None]
+"""Receives a block of accepted lines: a dict per single-event line, a list per packed row."""
+
 
 class LineScanner:
     """Incremental first-defect line scanner over an event region.
@@ -194,12 +197,27 @@ class LineScanner:
     region offset just past the last accepted line; ``consumed`` counts every
     byte fed; ``issue`` holds the first defect, after which nothing more is
     accepted.  The header line is line 1, so the first event line is line 2.
+
+    With ``region_sink``, lines accepted on the fast path (a whole block that
+    decodes cleanly, up to its first defect) are delivered in one call per
+    block instead of one ``sink`` call per line: each item is a single event
+    (a dict) or a packed row's expanded members (a list).  Lines the slow path
+    handles still go to ``sink``, after the block's items.
     """
 
-    __slots__ = ("sink", "next_seq", "committed", "consumed", "issue", "line_no", "_carry")
+    __slots__ = ("sink", "region_sink", "next_seq", "committed", "consumed", "issue", "line_no", "_carry")
 
-    def __init__(self, sink: EventSink, *, next_seq: int = 0, offset: int = 0, line_no: int = 1) -> None:
+    def __init__(
+        self,
+        sink: EventSink,
+        *,
+        next_seq: int = 0,
+        offset: int = 0,
+        line_no: int = 1,
+        region_sink: RegionSink | None = None,
+    ) -> None:
         self.sink = sink
+        self.region_sink = region_sink
         self.next_seq = next_seq
         self.committed = offset
         self.consumed = offset
@@ -225,12 +243,13 @@ class LineScanner:
         offset = self.consumed - len(self._carry)  # region offset of the first line
         self._carry = data[last_newline + 1 :]
         self.consumed += len(data)
-        lines = region.split(b"\n")
-        lines.pop()  # the empty string after the final LF
-        done = self._fast_lines(region, lines) if self.issue is None else 0
-        if done == len(lines):
+        line_count = region.count(b"\n")
+        done = self._fast_lines(region, line_count) if self.issue is None else 0
+        if done == line_count:
             self.committed = offset + len(region)
             return
+        lines = region.split(b"\n")
+        lines.pop()  # the empty string after the final LF
         for line in lines[:done]:
             offset += len(line) + 1
         if done:
@@ -239,7 +258,7 @@ class LineScanner:
             offset += len(line) + 1
             self._line(line, offset)
 
-    def _fast_lines(self, region: bytes, lines: list[bytes]) -> int:
+    def _fast_lines(self, region: bytes, line_count: int) -> int:
         """Decode a block of lines in one call and accept them while all is well.
 
         Returns how many lines were accepted; the caller processes the rest
@@ -249,8 +268,10 @@ class LineScanner:
             values = _decode_lines(region)
         except (msgspec.DecodeError, msgspec.ValidationError):
             return 0
-        if len(values) != len(lines):
+        if len(values) != line_count:
             return 0  # a blank or whitespace-only line is a defect: let the slow path see it
+        if self.region_sink is not None:
+            return self._fast_region(values)
         sink = self.sink
         expected = self.next_seq
         accepted = 0
@@ -278,6 +299,36 @@ class LineScanner:
             accepted += 1
             self.next_seq = expected
             sink([value], False)
+        return accepted
+
+    def _fast_region(self, values: list[Any]) -> int:
+        """The fast path with one ``region_sink`` call for the accepted prefix."""
+        items: list[Any] = []
+        append = items.append
+        expected = self.next_seq
+        for value in values:
+            if type(value) is not dict:
+                break
+            if value.get("type") in ROW_TAGS:
+                try:
+                    members = expand_row(value)
+                except RecordError:
+                    break
+                if members[0]["seq"] != expected:
+                    break
+                expected += len(members)
+                append(members)
+                continue
+            seq = value.get("seq")
+            if seq != expected or type(seq) is not int:
+                break
+            expected += 1
+            append(value)
+        accepted = len(items)
+        self.line_no += accepted
+        self.next_seq = expected
+        if items:
+            self.region_sink(items)  # type: ignore[misc]
         return accepted
 
     def _line(self, line: bytes, end_offset: int) -> None:
