@@ -26,7 +26,6 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
-
 from readmodel.database import sqlite_path
 from readmodel.zstdframes import FrameSpan, ZstdFrameError, iter_frame, scan_frames
 

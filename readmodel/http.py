@@ -7,6 +7,9 @@
   with the params object as body; the result JSON is byte-identical to
   ``sessionq rpc``'s ``result``; a query error answers
   ``{"error": {"code", "message"}}`` with a 4xx/5xx status;
+* ``GET /api/rpc/<method>?name=value…`` — the same calls with the params in
+  the query string (string params verbatim, all others as JSON values), for
+  links and ``curl``;
 * ``GET /api/openapi.json`` and the static page at ``/``.
 
 Safety: a Host-header allow-list (DNS-rebinding defence) and an optional
@@ -367,13 +370,20 @@ def create_app(
         handler = METHODS.get(method)
         if handler is None:
             return _json_error(404, "METHOD_NOT_FOUND", f"Method not found: {method}")
-        raw = await request.body()
-        try:
-            params = msgspec.json.decode(raw) if raw.strip(b" \t\r\n") else {}
-        except (msgspec.DecodeError, UnicodeDecodeError):
-            return _json_error(400, "PARSE_ERROR", "request body is not valid JSON")
-        if type(params) is not dict:
-            return _json_error(400, "INVALID_PARAMS", "Invalid params: params must be an object")
+        if request.method == "GET":
+            try:
+                params = query_params(method, request.query_params.multi_items())
+            except RpcError as error:
+                return _json_error(400, "INVALID_PARAMS", error.message)
+        else:
+            raw = await request.body()
+            try:
+                params = msgspec.json.decode(raw) if raw.strip(b" \t\r\n") else {}
+            except (msgspec.DecodeError, UnicodeDecodeError):
+                return _json_error(400, "PARSE_ERROR", "request body is not valid JSON")
+            if type(params) is not dict:
+                return _json_error(400, "INVALID_PARAMS", "Invalid params: params must be an object")
+
         def call() -> bytes:
             return handler(get_engine(), params)
 
@@ -406,7 +416,7 @@ def create_app(
         Route("/", index, methods=["GET"]),
         Route("/static/{name}", static, methods=["GET"]),
         Route("/api/session.export", export, methods=["GET", "HEAD"]),
-        Route("/api/rpc/{method}", rpc, methods=["POST"]),
+        Route("/api/rpc/{method}", rpc, methods=["GET", "POST"]),
         Route("/api/openapi.json", openapi, methods=["GET"]),
     ]
     app = Starlette(routes=routes)
@@ -428,6 +438,34 @@ def create_app(
     app.middleware_stack = guarded  # type: ignore[assignment]
     app.state.exporter = exporter
     return app
+
+
+def _is_text(schema: dict[str, Any]) -> bool:
+    kind = schema.get("type")
+    return kind == "string" or (isinstance(kind, list) and "string" in kind)
+
+
+def query_params(method: str, items: Iterable[tuple[str, str]]) -> dict[str, Any]:
+    """The params object of a convenience ``GET /api/rpc/<method>?...``.
+
+    Only the method's documented parameters are read (others, such as
+    ``access_token``, are ignored); for a repeated name the last value wins.
+    String parameters are taken verbatim; every other parameter (numbers,
+    filter arrays, ``sessionIds``) is a JSON value, e.g.
+    ``filters=[{"kind":"type","values":["user/message"]}]``.
+    """
+    properties: dict[str, Any] = _METHOD_DOCS[method][1]["properties"] if method in _METHOD_DOCS else {}
+    given = {name: value for name, value in items if name in properties}
+    params: dict[str, Any] = {}
+    for name, value in given.items():
+        if _is_text(properties[name]):
+            params[name] = value
+            continue
+        try:
+            params[name] = msgspec.json.decode(value)
+        except msgspec.DecodeError:
+            raise RpcError(-32602, f"Invalid params: {name} must be a JSON value") from None
+    return params
 
 
 def _plain(text: str, status: int, head: bool) -> Response:
@@ -500,6 +538,12 @@ _METHOD_DOCS: Final[dict[str, tuple[str, dict[str, Any]]]] = {
 }
 
 
+def _query_parameter(name: str, schema: dict[str, Any], required: bool) -> dict[str, Any]:
+    if _is_text(schema):
+        return {"name": name, "in": "query", "required": required, "schema": {"type": "string"}}
+    return {"name": name, "in": "query", "required": required, "content": {"application/json": {"schema": schema}}}
+
+
 def openapi_document() -> dict[str, Any]:
     error = {"$ref": "#/components/schemas/Error"}
     paths: dict[str, Any] = {
@@ -526,8 +570,26 @@ def openapi_document() -> dict[str, Any]:
             for verb in ("get", "head")
         }
     }
+    responses = {
+        "200": {"description": "the method's result, as `sessionq rpc` returns it", "content": {"application/json": {"schema": {}}}},
+        "400": {"description": "invalid params or request", "content": {"application/json": {"schema": error}}},
+        "404": {"description": "session or event not found", "content": {"application/json": {"schema": error}}},
+        "409": {"description": "stale cursor", "content": {"application/json": {"schema": error}}},
+        "500": {"description": "query failure", "content": {"application/json": {"schema": error}}},
+        "503": {"description": "search disabled", "content": {"application/json": {"schema": error}}},
+    }
     for method in METHODS:
+        summary, params_schema = _METHOD_DOCS.get(method, (method, {"type": "object", "properties": {}}))
         paths[f"/api/rpc/{method}"] = {
+            "get": {
+                "summary": f"{summary} (convenience GET: string params verbatim, others as JSON)",
+                "operationId": f"{method}Get",
+                "parameters": [
+                    _query_parameter(name, schema, name in params_schema.get("required", []))
+                    for name, schema in params_schema.get("properties", {}).items()
+                ],
+                "responses": responses,
+            },
             "post": {
                 "summary": _METHOD_DOCS[method][0] if method in _METHOD_DOCS else method,
                 "operationId": method,
@@ -539,15 +601,8 @@ def openapi_document() -> dict[str, Any]:
                         }
                     },
                 },
-                "responses": {
-                    "200": {"description": "the method's result, as `sessionq rpc` returns it", "content": {"application/json": {"schema": {}}}},
-                    "400": {"description": "invalid params or request", "content": {"application/json": {"schema": error}}},
-                    "404": {"description": "session or event not found", "content": {"application/json": {"schema": error}}},
-                    "409": {"description": "stale cursor", "content": {"application/json": {"schema": error}}},
-                    "500": {"description": "query failure", "content": {"application/json": {"schema": error}}},
-                    "503": {"description": "search disabled", "content": {"application/json": {"schema": error}}},
-                },
-            }
+                "responses": responses,
+            },
         }
     return {
         "openapi": "3.1.0",

@@ -67,6 +67,50 @@ def test_rpc_endpoint_equals_sessionq_rpc(indexed: Site, method: str, params: di
         assert response.content == line[len(prefix) : -1]
 
 
+def _query(params: dict) -> dict[str, str]:
+    return {name: value if isinstance(value, str) else json.dumps(value) for name, value in params.items()}
+
+
+@pytest.mark.parametrize(("method", "params"), CALLS, ids=[c[0] for c in CALLS])
+def test_convenience_get_equals_post(indexed: Site, method: str, params: dict) -> None:
+    client = indexed.client()
+    posted = client.post(f"/api/rpc/{method}", content=json.dumps(params))
+    got = client.get(f"/api/rpc/{method}", params=_query(params))
+    assert got.status_code == 200, got.text
+    assert got.headers["content-type"] == "application/json"
+    if method == "status":
+        assert got.json().keys() == posted.json().keys()
+    else:
+        assert got.content == posted.content
+
+
+def test_convenience_get_paging_and_errors(indexed: Site) -> None:
+    client = indexed.client()
+    first = client.get("/api/rpc/searchSessions", params={"query": "beta", "limit": "2"}).json()
+    second = client.get("/api/rpc/searchSessions", params={"query": "beta", "limit": "2", "cursor": first["nextCursor"]}).json()
+    posted = client.post("/api/rpc/searchSessions", json={"query": "beta", "limit": 2, "cursor": first["nextCursor"]}).json()
+    assert second == posted and len(second["items"]) == 2
+    # a string param is verbatim (a JSON-looking session id stays a string)
+    missing = client.get("/api/rpc/readSession", params={"sessionId": '"root"'})
+    assert missing.status_code == 404
+    bad = client.get("/api/rpc/readEvent", params={"sessionId": "root", "seq": "one"})
+    assert bad.status_code == 400 and bad.json()["error"] == {"code": "INVALID_PARAMS", "message": "Invalid params: seq must be a JSON value"}
+    assert client.get("/api/rpc/readSession").json()["error"]["code"] == "INVALID_PARAMS"
+    assert client.get("/api/rpc/nosuch").status_code == 404
+    # unknown names are ignored; for repeated names the last value wins
+    repeated = client.get("/api/rpc/readTitle?sessionId=nope&sessionId=root&extra=1")
+    assert repeated.status_code == 200 and repeated.json()["session"]["id"] == "root"
+    filtered = client.get("/api/rpc/filterEvents", params={"sessionId": "root", "filters": '[{"kind":"type","values":["user/message"]}]'})
+    assert [e["type"] for e in filtered.json()] == ["user/message"]
+
+
+def test_convenience_get_with_token(indexed: Site) -> None:
+    client = indexed.client(token="s3cret")
+    assert client.get("/api/rpc/readTitle", params={"sessionId": "root"}).status_code == 401
+    ok = client.get("/api/rpc/readTitle", params={"sessionId": "root", "access_token": "s3cret"})
+    assert ok.status_code == 200 and ok.json()["session"]["id"] == "root"
+
+
 def test_empty_body_means_empty_params(indexed: Site) -> None:
     assert indexed.client().post("/api/rpc/listSessions").status_code == 200
 
@@ -121,7 +165,12 @@ def test_openapi_lists_endpoints(indexed: Site) -> None:
     assert doc["openapi"].startswith("3.")
     assert set(doc["paths"]["/api/session.export"]) == {"get", "head"}
     for method in METHODS:
-        assert "post" in doc["paths"][f"/api/rpc/{method}"]
+        assert {"get", "post"} <= set(doc["paths"][f"/api/rpc/{method}"])
+    get = doc["paths"]["/api/rpc/readEvent"]["get"]
+    by_name = {p["name"]: p for p in get["parameters"]}
+    assert by_name["sessionId"]["schema"] == {"type": "string"} and by_name["sessionId"]["required"]
+    assert by_name["seq"]["content"]["application/json"]["schema"]["type"] == "integer"
+    assert not by_name["before"]["required"]
 
 
 # --------------------------------------------------------------------------- host and token
