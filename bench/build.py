@@ -1,12 +1,22 @@
 """Cold-build benchmark: index a whole root from scratch into a fresh database.
 
-Reports events/s and compressed MB/s (wall and CPU), peak RSS of the process,
-and the index size relative to the logs.  Run it in a fresh process so the
-peak RSS is the build's own.
+For each root it reports events/s and compressed MB/s (per wall second and per
+CPU second), wall and CPU time, the peak RSS of the build process (the build
+runs in a child process of its own, so the figure is the build's alone), the
+index size relative to the logs, and the **floor ratio**: the build's wall time
+over the time to only decompress and JSON-decode the same logs
+(:func:`bench.decode.floor`, measured in the same run just before the build,
+which also leaves the logs in the page cache for both).
 
 Usage::
 
-    python -m bench.build ROOT [--db PATH]
+    python -m bench.build ROOT [--db PATH]              # one root
+    python -m bench.build --dir var/bench --sizes 10 100 [--single-sizes 100]
+
+``--sizes`` builds (or reuses) replicated roots ``DIR/corpus-<N>`` of N MB and
+indexes each into ``DIR/corpus-<N>/index.db`` (kept for the search, listing
+and reader benchmarks); ``--single-sizes`` does the same for one long log
+``DIR/single-<N>``.  One JSON line per corpus, for the throughput-vs-size plot.
 """
 
 from __future__ import annotations
@@ -14,22 +24,33 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from indexer.layout import detect_compression, discover
-from indexer.reconcile import Reconciler
-from readmodel.database import open_writer
+from bench.common import (
+    MB,
+    REPO,
+    db_size,
+    emit,
+    note,
+    peak_rss_mb,
+    record,
+    remove_db,
+    run_id,
+)
 
 
-def _size(path: str) -> int:
-    return sum(os.path.getsize(path + suffix) for suffix in ("", "-wal") if os.path.exists(path + suffix))
+def build_in_process(root: Path, db: str) -> dict[str, Any]:
+    """Cold-build ``root`` into ``db`` (removed first) in this process."""
+    from indexer.layout import detect_compression, discover
+    from indexer.reconcile import Reconciler
+    from readmodel.database import open_writer
 
-
-def run(root: Path, db: str) -> dict[str, object]:
+    remove_db(db)
     compression = detect_compression(root)
     logs = sum(os.path.getsize(ref.path) for ref in discover(root, compression).transcripts)
     engine = open_writer(db)
@@ -37,34 +58,95 @@ def run(root: Path, db: str) -> dict[str, object]:
     report = Reconciler(engine, root, compression, settle_seconds=0).reconcile()
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     engine.dispose()
-    return {
-        "benchmark": "cold-build",
-        "root": str(root),
-        "sessions": report.scanned,
-        "events": report.events,
-        "compressed_mb": round(logs / 2**20, 2),
-        "wall_s": round(wall, 2),
-        "cpu_s": round(cpu, 2),
-        "events_per_s": round(report.events / wall),
-        "events_per_cpu_s": round(report.events / cpu),
-        "compressed_mb_per_s": round(logs / 2**20 / wall, 2),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "index_mb": round(_size(db) / 2**20, 2),
-        "index_to_logs": round(_size(db) / logs, 2),
-        "transactions": report.transactions,
-    }
+    index = db_size(db)
+    return record(
+        "cold-build",
+        root=str(root),
+        sessions=report.scanned,
+        failed=report.failed,
+        events=report.events,
+        compressed_mb=round(logs / MB, 2),
+        wall_s=round(wall, 2),
+        cpu_s=round(cpu, 2),
+        events_per_s=round(report.events / wall) if wall else None,
+        events_per_cpu_s=round(report.events / cpu) if cpu else None,
+        compressed_mb_per_s=round(logs / MB / wall, 2) if wall else None,
+        peak_rss_mb=peak_rss_mb(),
+        index_mb=round(index / MB, 2),
+        index_to_logs=round(index / logs, 2) if logs else None,
+        transactions=report.transactions,
+    )
+
+
+def run(root: Path, db: str, floor: bool = True, floor_repeat: int = 1, **extra: Any) -> dict[str, Any]:
+    """The floor in this process, then the build in a child process; one merged record."""
+    measured = None
+    if floor:
+        from bench.decode import floor as decode_floor
+
+        measured = decode_floor(root, floor_repeat)
+    child = subprocess.run(
+        [sys.executable, "-m", "bench.build", str(root), "--db", str(db), "--in-process"],
+        cwd=REPO,
+        env=dict(os.environ, BENCH_RUN_ID=run_id()),
+        stdout=subprocess.PIPE,
+        check=True,
+        text=True,
+    )
+    result: dict[str, Any] = json.loads(child.stdout.strip().splitlines()[-1])
+    result.update(extra)
+    if measured is not None:
+        result["floor_wall_s"] = measured["wall_s"]
+        result["floor_cpu_s"] = measured["cpu_s"]
+        result["floor_events_per_s"] = measured["events_per_s"]
+        result["floor_mb_per_s"] = measured["compressed_mb_per_s"]
+        result["floor_ratio"] = round(result["wall_s"] / measured["wall_s"], 2) if measured["wall_s"] else None
+        result["floor_cpu_ratio"] = round(result["cpu_s"] / measured["cpu_s"], 2) if measured["cpu_s"] else None
+        # The build may hold a few more: synthetic closers of open tails (inspect view).
+        result["floor_events"] = measured["events"]
+    return result
+
+
+def run_sizes(directory: Path, sizes: list[float], singles: list[float], floor: bool, min_sessions: int) -> None:
+    from bench.corpus import ensure_root, ensure_single
+
+    for kind, targets in (("root", sizes), ("single", singles)):
+        for target in targets:
+            label = f"{target:g}"
+            corpus_dir = directory / (f"corpus-{label}" if kind == "root" else f"single-{label}")
+            if kind == "root":
+                info = ensure_root(corpus_dir, target, min_sessions if target >= 100 else 0)
+            else:
+                info = ensure_single(corpus_dir, target)
+            note("cold build", corpus=str(corpus_dir), mb=round(info["bytes"] / MB, 1))
+            emit(run(corpus_dir / "root", str(corpus_dir / "index.db"), floor, corpus=kind, target_mb=target))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Cold build of an index from a root")
-    parser.add_argument("root", type=Path)
+    parser.add_argument("root", type=Path, nargs="?")
     parser.add_argument("--db", help="database path (default: a temporary file)")
+    parser.add_argument("--dir", type=Path, default=REPO / "var" / "bench", help="corpus directory of --sizes/--single-sizes")
+    parser.add_argument("--sizes", type=float, nargs="*", default=[], metavar="MB", help="replicated roots to build and index")
+    parser.add_argument("--single-sizes", type=float, nargs="*", default=[], metavar="MB", help="single long logs to build and index")
+    parser.add_argument("--min-sessions", type=int, default=10_000, help="roots of 100 MB and more hold at least this many sessions")
+    parser.add_argument("--no-floor", action="store_true", help="skip the decode-floor measurement")
+    parser.add_argument("--floor-repeat", type=int, default=1)
+    parser.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.sizes or args.single_sizes:
+        run_sizes(args.dir, args.sizes, args.single_sizes, not args.no_floor, args.min_sessions)
+        return 0
+    if args.root is None:
+        parser.error("ROOT or --sizes/--single-sizes is required")
+    if args.in_process:
+        emit(build_in_process(args.root, args.db))
+        return 0
     if args.db:
-        print(json.dumps(run(args.root, args.db)))
+        emit(run(args.root, args.db, not args.no_floor, args.floor_repeat))
         return 0
     with tempfile.TemporaryDirectory() as tmp:
-        print(json.dumps(run(args.root, os.path.join(tmp, "index.db"))))
+        emit(run(args.root, os.path.join(tmp, "index.db"), not args.no_floor, args.floor_repeat))
     return 0
 
 

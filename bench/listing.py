@@ -1,8 +1,10 @@
 """Listing benchmark: ``SessionQuery.list_sessions`` over a large index.
 
-Builds (or reuses) an index of at least ``--sessions`` sessions — the shared
-corpus replicated with fresh ids by :mod:`bench.corpus`, then reconciled — and
-times ``list_sessions`` end to end (one read transaction, header decoding,
+Builds (or reuses) an index of at least ``--min-sessions`` sessions (10,000 by
+default) — the shared corpus replicated with fresh ids by :mod:`bench.corpus`
+into ``DIR/root``, then reconciled into ``DIR/index.db`` (the same layout
+``bench.build --sizes`` leaves, so ``--dir var/bench/corpus-100`` reuses its
+index) — and times ``list_sessions`` end to end (one read transaction, header decoding,
 result structs).  Two figures:
 
 * ``warm``: repeated calls while the index generation is unchanged (the
@@ -12,7 +14,7 @@ result structs).  Two figures:
 
 Usage::
 
-    python -m bench.listing [--dir DIR] [--mb 110] [--repeat 50]
+    python -m bench.listing [--dir DIR] [--mb 100] [--min-sessions 10000] [--repeat 50]
 
 Prints one JSON object; the target is a warm median under 50 ms.
 """
@@ -21,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import time
@@ -29,27 +30,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.common import REPO, emit, record
+
 TARGET_MS = 50.0
 
 
-def _build(directory: Path, megabytes: float) -> Path:
+def _build(directory: Path, megabytes: float, min_sessions: int) -> Path:
     """The benchmark index, built once: replicate the corpus, then reconcile it."""
-    from bench.corpus import build_root
-    from indexer.layout import Compression
-    from indexer.reconcile import Reconciler
-    from readmodel.database import open_writer
+    from bench.corpus import ensure_root
 
-    root, db = directory / "root", directory / "index.db"
-    if not root.exists():
-        print(json.dumps({"building": str(root), "mb": megabytes}), file=sys.stderr)
-        build_root(root, megabytes)
+    ensure_root(directory, megabytes, min_sessions)
+    db = directory / "index.db"
     if not db.exists():
-        print(json.dumps({"indexing": str(db)}), file=sys.stderr)
-        engine = open_writer(str(db))
-        try:
-            Reconciler(engine, root, Compression.ZSTD, settle_seconds=0).reconcile()
-        finally:
-            engine.dispose()
+        from bench.build import build_in_process
+
+        print(json.dumps({"note": "indexing", "db": str(db)}), file=sys.stderr)
+        build_in_process(directory / "root", str(db))
     return db
 
 
@@ -66,7 +62,7 @@ def _timings(call: Callable[[], Any], repeat: int, before: Callable[[], None] | 
 
 def _summary(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
-    p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
     return {"median_ms": round(statistics.median(ordered), 2), "p95_ms": round(p95, 2), "min_ms": round(ordered[0], 2)}
 
 
@@ -78,11 +74,11 @@ def run(db: Path, repeat: int) -> dict[str, Any]:
         sessions = len(query.list_sessions())  # also warms the connection and page cache
         warm = _timings(query.list_sessions, repeat)
         assert query.store is not None
-        listing = query.store._listing  # noqa: SLF001 - the benchmark measures the uncached path too
+        listing = query.store._listing
         cold = _timings(query.list_sessions, max(5, repeat // 5), before=lambda: setattr(listing, "entry", None))
     finally:
         query.close()
-    report: dict[str, Any] = {"index": str(db), "sessions": sessions, "repeat": repeat}
+    report: dict[str, Any] = record("listing", index=str(db), sessions=sessions, repeat=repeat)
     report["warm"] = _summary(warm)
     report["cold"] = _summary(cold)
     report["target_ms"] = TARGET_MS
@@ -92,16 +88,17 @@ def run(db: Path, repeat: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "sessionq-bench-listing")
+    parser.add_argument("--dir", type=Path, default=REPO / "var" / "bench" / "corpus-100")
     parser.add_argument("--db", type=Path, help="An existing index to measure instead of building one.")
-    parser.add_argument("--mb", type=float, default=110.0, help="Size of the replicated root (110 MB ≈ 10,000 sessions).")
+    parser.add_argument("--mb", type=float, default=100.0, help="Size of the replicated root.")
+    parser.add_argument("--min-sessions", type=int, default=10_000, help="Sessions the root holds at least.")
     parser.add_argument("--repeat", type=int, default=50)
     args = parser.parse_args(argv)
     db = args.db
     if db is None:
         args.dir.mkdir(parents=True, exist_ok=True)
-        db = _build(args.dir, args.mb)
-    print(json.dumps(run(db, args.repeat)))
+        db = _build(args.dir, args.mb, args.min_sessions)
+    emit(run(db, args.repeat))
     return 0
 
 

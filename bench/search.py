@@ -1,94 +1,161 @@
-"""Search latency over a large index: median and p95 over a fixed query set.
+"""Search latency over a large index: median and p95 over a fixed set of 50 queries.
 
-First pages are timed with the ranking cache emptied; deep pages follow
-cursors on the same engine, as a paging client does.  Queries cover common words, rare words, phrases, CJK, code identifiers and
-no-hit queries, for both scopes (cross-session and within one session), first
-page and a deep page (the third, following cursors).
+The queries are of six kinds (common words, rare words and identifiers,
+phrases, CJK and Korean, no-hit, FTS5 operators sent as data), each run in both
+scopes:
+
+* ``sessions``: cross-session search (``search_sessions``), over the whole index;
+* ``events``: within-session search (``search_events``) in the index's largest
+  session, and, with ``--events-db``, ``events_long`` in the largest session of
+  a second index (the single long log of ``bench.build --single-sizes``).
+
+For each scope two figures: the **first page** (the ranking cache emptied
+before each query, so the ranking is computed) and a **deep page**, page
+``--depth`` (third by default), reached by following ``nextCursor`` as a paging
+client does (later pages are cut from the per-request ranking cache).  A deep
+page is only sampled for queries that have that many pages; ``*_deep_n`` says
+how many did.  Default page size (20).
 
 Usage::
 
-    python -m bench.search DB [--repeat 3]
+    python -m bench.search DB [--events-db DB2] [--repeat 3] [--depth 3]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sqlite3
 import statistics
 import sys
-import time
 from typing import Any
 
+from bench.common import emit, percentile, record, timed_ms
 from readmodel.search import SessionSearch
 
-QUERIES = [
-    # common words
-    "the", "a", "and", "to", "is", "file", "error", "test", "function", "return",
-    # rare words and identifiers
-    "snapshot", "reconcile", "idempotent", "cordis_define", "BRAID", "mantissa", "HTTPRedirectHandler", "ToolOutcomeUnknownError",
-    "EXIT_NONZERO", "workspace",
-    # phrases
-    "do not", "tool call", "the tool", "read only", "retry only if", "in the", "of the", "stack size", "exit code", "no such file",
-    # CJK and other scripts, symbols
-    "日本", "設計", "会话", "한국어", "café", "—", "→", "€",
-    # no hits
-    "zzzqqqxx", "nonexistentterm", "qwertyuiopasdf", "xyzzy plugh",
-    # operators as data and odd input
-    "OR", "NEAR(a b)", '"quoted"', "col:term", "hello*", "-x", "(", "^hello",
-]
+QUERY_KINDS: dict[str, list[str]] = {
+    "common": ["the", "a", "and", "to", "is", "file", "error", "test", "return", "read"],
+    "rare": [
+        "snapshot", "idempotent", "cordis_define", "ToolOutcomeUnknownError", "café",
+        "workspace", "sandbox", "overflow", "reconcile", "HTTPRedirectHandler",
+    ],
+    "phrase": [
+        "do not", "tool call", "the tool", "read only", "retry only if",
+        "in the", "of the", "exit code", "current working directory", "the file",
+    ],
+    "cjk": [
+        "数据库索引需要重建", "한국어", "색인에 포함됩니다", "部署到生产环境之前运行测试",
+        "日本語のテキストも検索できるか確認する", "请检查配置文件中的路径", "会话", "한국어 문장도",
+    ],
+    "no-hit": ["zzzqqqxx", "nonexistentterm", "qwertyuiopasdf", "xyzzy plugh", "the zzzqqqxx", "日本語のテキスト"],
+    "operators": ["OR", "NEAR(a b)", '"quoted"', "hello*", "-x", "("],
+}
+QUERIES = [query for queries in QUERY_KINDS.values() for query in queries]
+KIND_OF = {query: kind for kind, queries in QUERY_KINDS.items() for query in queries}
 
 
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
-
-
-def _timed(call: Any) -> tuple[float, Any]:
-    start = time.perf_counter()
-    result = call()
-    return (time.perf_counter() - start) * 1000, result
-
-
-def run(db: str, repeat: int) -> dict[str, Any]:
-    assert len(QUERIES) == 50
+def _largest_session(db: str) -> tuple[str, int]:
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    events = conn.execute('SELECT count(*) FROM "events"').fetchone()[0]
-    big = conn.execute('SELECT "id" FROM "sessions" ORDER BY "event_count" DESC LIMIT 1').fetchone()[0]
-    conn.close()
+    try:
+        row = conn.execute('SELECT "id", "event_count" FROM "sessions" ORDER BY "event_count" DESC LIMIT 1').fetchone()
+    finally:
+        conn.close()
+    return row[0], row[1]
+
+
+def _counts(db: str) -> tuple[int, int]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        sessions = conn.execute('SELECT count(*) FROM "sessions"').fetchone()[0]
+        events = conn.execute('SELECT count(*) FROM "events"').fetchone()[0]
+    finally:
+        conn.close()
+    return sessions, events
+
+
+def _scope(search: SessionSearch, call: Any, query: str, depth: int) -> tuple[float, float | None, int]:
+    """``(first page ms, deep page ms or None, hits on the first page)``."""
+    search._ranked_rows.clear()
+    first_ms, page = timed_ms(lambda: call({"query": query}))
+    hits = len(page.items)
+    deep_ms = None
+    for _ in range(depth - 1):
+        cursor = page.next_cursor
+        if not isinstance(cursor, str):
+            deep_ms = None
+            break
+        deep_ms, page = timed_ms(lambda cursor=cursor: call({"query": query, "cursor": cursor}))
+    return first_ms, deep_ms, hits
+
+
+def _stats(values: list[float]) -> dict[str, Any]:
+    if not values:
+        return {"n": 0}
+    return {"n": len(values), "p50_ms": round(statistics.median(values), 2), "p95_ms": round(percentile(values, 0.95), 2), "max_ms": round(max(values), 2)}
+
+
+def run(db: str, repeat: int = 3, depth: int = 3, events_db: str | None = None) -> dict[str, Any]:
+    assert len(QUERIES) == 50, len(QUERIES)
+    sessions, events = _counts(db)
+    scopes: list[tuple[str, SessionSearch, Any, dict[str, Any]]] = []
     search = SessionSearch(db)
-    samples: dict[str, list[float]] = {"sessions_first": [], "sessions_deep": [], "events_first": [], "events_deep": []}
-    for _ in range(repeat):
-        for query in QUERIES:
-            # First pages are measured without the ranking cache; deep pages
-            # (two cursors on) show what the cache gives a paging client.
-            search._ranked_rows.clear()
-            ms, page = _timed(lambda: search.search_sessions({"query": query}))
-            samples["sessions_first"].append(ms)
-            for _ in range(2):
-                if page.next_cursor is not None and isinstance(page.next_cursor, str):
-                    ms, page = _timed(lambda: search.search_sessions({"query": query, "cursor": page.next_cursor}))
-            samples["sessions_deep"].append(ms)
-            search._ranked_rows.clear()
-            ms, page = _timed(lambda: search.search_events({"sessionId": big, "query": query}))
-            samples["events_first"].append(ms)
-            for _ in range(2):
-                if isinstance(page.next_cursor, str):
-                    ms, page = _timed(lambda: search.search_events({"sessionId": big, "query": query, "cursor": page.next_cursor}))
-            samples["events_deep"].append(ms)
-    out: dict[str, Any] = {"benchmark": "search-latency", "events": events, "queries": len(QUERIES), "repeat": repeat}
-    for name, values in samples.items():
-        out[f"{name}_p50_ms"] = round(statistics.median(values), 1)
-        out[f"{name}_p95_ms"] = round(_percentile(values, 0.95), 1)
+    scopes.append(("sessions", search, search.search_sessions, {"sessions": sessions, "events": events}))
+    big, big_events = _largest_session(db)
+    scopes.append(("events", search, lambda r: search.search_events({"sessionId": big, **r}), {"session_events": big_events}))
+    long_search = None
+    if events_db:
+        long_search = SessionSearch(events_db)
+        long_id, long_events = _largest_session(events_db)
+        scopes.append(("events_long", long_search, lambda r: long_search.search_events({"sessionId": long_id, **r}), {"session_events": long_events}))
+    samples: dict[str, dict[str, list[tuple[str, float]]]] = {name: {"first": [], "deep": []} for name, *_ in scopes}
+    hits: dict[str, dict[str, int]] = {name: {} for name, *_ in scopes}
+    try:
+        for _ in range(repeat):
+            for query in QUERIES:
+                for name, engine, call, _info in scopes:
+                    first_ms, deep_ms, found = _scope(engine, call, query, depth)
+                    samples[name]["first"].append((query, first_ms))
+                    if deep_ms is not None:
+                        samples[name]["deep"].append((query, deep_ms))
+                    hits[name][query] = found
+    finally:
+        search.close()
+        if long_search is not None:
+            long_search.close()
+    out = record("search-latency", index=db, sessions=sessions, events=events, queries=len(QUERIES), repeat=repeat, depth=depth, page_size=20)
+    for name, _engine, _call, info in scopes:
+        for key, value in info.items():
+            if name != "sessions":
+                out[f"{name}_{key}"] = value
+        for page in ("first", "deep"):
+            values = [ms for _q, ms in samples[name][page]]
+            stats = _stats(values)
+            out[f"{name}_{page}_n"] = stats["n"] // repeat if repeat else 0
+            if stats["n"]:
+                out[f"{name}_{page}_p50_ms"] = stats["p50_ms"]
+                out[f"{name}_{page}_p95_ms"] = stats["p95_ms"]
+                out[f"{name}_{page}_max_ms"] = stats["max_ms"]
+        by_kind: dict[str, Any] = {}
+        for kind, queries in QUERY_KINDS.items():
+            first = [ms for q, ms in samples[name]["first"] if KIND_OF[q] == kind]
+            entry = {"first": _stats(first), "queries_with_hits": sum(1 for q in queries if hits[name].get(q))}
+            deep = [ms for q, ms in samples[name]["deep"] if KIND_OF[q] == kind]
+            if deep:
+                entry["deep"] = _stats(deep)
+            by_kind[kind] = entry
+        out[f"{name}_by_kind"] = by_kind
+        slowest = sorted(samples[name]["first"], key=lambda s: -s[1])[:3]
+        out[f"{name}_slowest_first"] = [[q, round(ms, 1)] for q, ms in slowest]
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Search latency")
+    parser = argparse.ArgumentParser(description="Search latency over 50 fixed queries, both scopes")
     parser.add_argument("db")
+    parser.add_argument("--events-db", help="a second index whose largest session (a long log) is searched within")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--depth", type=int, default=3, help="the deep page measured (following nextCursor)")
     args = parser.parse_args(argv)
-    print(json.dumps(run(args.db, args.repeat)))
+    emit(run(args.db, args.repeat, max(2, args.depth), args.events_db))
     return 0
 
 
