@@ -344,16 +344,15 @@ def event_where(filters: Sequence[Mapping[str, Any]]) -> _Where:
 # --------------------------------------------------------------------------- snippets
 
 
-def make_snippet(marked_text: str, max_chars: int) -> str:
-    """A bounded plain-text excerpt positioned by the first highlight (search-tools-export-spec §4).
+def _normalised(marked_text: str, max_chars: int) -> tuple[list[str], int | None, bool]:
+    """Whitespace-normalised characters up to where the snippet window is decided.
 
-    Normalisation stops early once the window is decided: with at least
-    ``match_start + max_chars + 1`` normalised characters the text is known to
-    extend past the window, so the rest of a large document never matters.
+    Returns the characters, the normalised offset of the first highlight, and
+    whether the whole text was consumed (``False``: the window was decided
+    before the end, so any text after the stopping point cannot change it).
     """
     chars: list[str] = []
     match_start: int | None = None
-    complete = True
     for char in marked_text:
         if char == START_MARK:
             if match_start is None:
@@ -365,9 +364,36 @@ def make_snippet(marked_text: str, max_chars: int) -> str:
                 chars.append(" ")
         else:
             if match_start is not None and len(chars) > match_start + max_chars + 1:
-                complete = False
-                break
+                return chars, match_start, False
             chars.append(char)
+    return chars, match_start, True
+
+
+def prefix_decides_snippet(marked_prefix: str, max_chars: int) -> bool:
+    """Whether a highlighted *prefix* of a document yields the whole document's snippet.
+
+    True when the first highlight ends before the prefix does (so its last
+    token was not cut, and no earlier match can straddle the cut) and the
+    snippet window is decided within the prefix.  Tokenisation is local, so
+    every complete token of the prefix is a token of the document.
+    """
+    start = marked_prefix.find(START_MARK)
+    if start < 0:
+        return False
+    end = marked_prefix.find(END_MARK, start)
+    if end < 0 or end >= len(marked_prefix) - 1:
+        return False
+    return not _normalised(marked_prefix, max_chars)[2]
+
+
+def make_snippet(marked_text: str, max_chars: int) -> str:
+    """A bounded plain-text excerpt positioned by the first highlight (search-tools-export-spec §4).
+
+    Normalisation stops early once the window is decided: with at least
+    ``match_start + max_chars + 1`` normalised characters the text is known to
+    extend past the window, so the rest of a large document never matters.
+    """
+    chars, match_start, complete = _normalised(marked_text, max_chars)
     if complete and chars and chars[-1] == " ":
         chars.pop()
     n = len(chars) if complete else len(chars) + 1  # incomplete: more text follows
@@ -484,7 +510,12 @@ class CursorCodec:
 # --------------------------------------------------------------------------- live overlay
 
 
+# The first prefix tried for a snippet (plus four snippet widths); larger
+# documents are highlighted in growing prefixes first.
+_SNIPPET_PREFIX_CHARS: Final = 2048
+
 _TEMP_DDL: Final = (
+    'CREATE VIRTUAL TABLE IF NOT EXISTS temp."snippet_scratch" USING fts5("text", tokenize=\'unicode61\')',
     'CREATE TEMP TABLE IF NOT EXISTS "live_sessions" ("id" TEXT PRIMARY KEY, "header_json" BLOB NOT NULL, '
     '"created_at" REAL, "cwd" TEXT, "parent_session" TEXT, "persisted" INTEGER NOT NULL, '
     '"generation" INTEGER NOT NULL, "fingerprint" TEXT NOT NULL)',
@@ -899,8 +930,34 @@ class SessionSearch:
         rows = self._ranked(cache_key, lambda limit, skip: conn.execute(sql, [*params, limit, skip]).fetchall(), offset, request.limit + 1)
         return self._highlight(conn, rows, phrase)
 
-    @staticmethod
-    def _highlight(conn: sqlite3.Connection, rows: list[_Row], phrase: str) -> list[_Row]:
+    def _marked_document(self, conn: sqlite3.Connection, docid: int, phrase: str) -> str:
+        """The highlighted text the snippet of one stored document needs.
+
+        ``highlight()`` tokenises a whole document, which costs milliseconds for
+        the largest tool outputs, while the snippet only needs the text up to a
+        little past the first match.  Growing prefixes are highlighted in a
+        scratch FTS5 table with the same tokenizer until one provably decides the
+        snippet (:func:`prefix_decides_snippet`); the whole document is the
+        fallback.
+        """
+        found = conn.execute('SELECT "text" FROM "documents" WHERE "docid" = ?', (docid,)).fetchone()
+        text = found[0] if found else ""
+        size = _SNIPPET_PREFIX_CHARS + 4 * self.config.snippet_chars
+        while size < len(text):
+            conn.execute('DELETE FROM temp."snippet_scratch"')
+            conn.execute('INSERT INTO temp."snippet_scratch" ("rowid", "text") VALUES (1, ?)', (text[:size],))
+            marked = conn.execute(
+                'SELECT highlight("snippet_scratch", 0, ?, ?) FROM temp."snippet_scratch" WHERE "snippet_scratch" MATCH ?',
+                (START_MARK, END_MARK, phrase),
+            ).fetchone()
+            if marked is not None and prefix_decides_snippet(marked[0], self.config.snippet_chars):
+                return marked[0]
+            size *= 8
+        sql = 'SELECT highlight("documents_fts", 0, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ? AND "rowid" = ?'
+        whole = conn.execute(sql, (START_MARK, END_MARK, phrase, docid)).fetchone()
+        return whole[0] if whole else ""
+
+    def _highlight(self, conn: sqlite3.Connection, rows: list[_Row], phrase: str) -> list[_Row]:
         """Headers and highlighted text of the page's rows only.
 
         Ranking carries just the session's rowid; the header JSON and the
@@ -914,12 +971,11 @@ class SessionSearch:
                 found_header = conn.execute('SELECT "header_json" FROM "sessions" WHERE "sid" = ?', (row.header_json,)).fetchone()
             row.header_json = found_header[0]
             if row.docid >= 0:
-                sql = 'SELECT highlight("documents_fts", 0, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ? AND "rowid" = ?'
-                found = conn.execute(sql, (START_MARK, END_MARK, phrase, row.docid)).fetchone()
+                row.marked_text = self._marked_document(conn, row.docid, phrase)
             else:
                 sql = 'SELECT highlight("live_docs", 0, ?, ?) FROM temp."live_docs" WHERE "live_docs" MATCH ? AND "rowid" = ?'
                 found = conn.execute(sql, (START_MARK, END_MARK, phrase, -row.docid)).fetchone()
-            row.marked_text = found[0] if found else ""
+                row.marked_text = found[0] if found else ""
         return rows
 
     def _event_hit(self, row: _Row) -> SessionEventSearchHit:
