@@ -62,6 +62,7 @@ OPEN_AT_VALUES: Final = ("startup", "first-search", "never")
 JOURNAL_MODES: Final = ("wal", "delete", "truncate", "persist")
 _SANITIZE: Final = str.maketrans({"\x00": "\ufffd", START_MARK: "\ufffd", END_MARK: "\ufffd"})
 _WHITESPACE: Final = frozenset(JS_WHITESPACE)
+_WHITESPACE_RUN: Final = re.compile("[" + "".join(re.escape(char) for char in sorted(JS_WHITESPACE)) + "]+")
 _CURSOR_VERSION: Final = 1
 RANKED_CACHE_ROWS: Final = 500
 """Rows of a ranking kept per (request, generation) for cheap later pages."""
@@ -344,15 +345,28 @@ def event_where(filters: Sequence[Mapping[str, Any]]) -> _Where:
 # --------------------------------------------------------------------------- snippets
 
 
-def _normalised(marked_text: str, max_chars: int) -> tuple[list[str], int | None, bool]:
+def _normalised(marked_text: str, max_chars: int) -> tuple[list[str], int, int | None, bool]:
     """Whitespace-normalised characters up to where the snippet window is decided.
 
-    Returns the characters, the normalised offset of the first highlight, and
-    whether the whole text was consumed (``False``: the window was decided
-    before the end, so any text after the stopping point cannot change it).
+    Returns ``(chars, base, match_start, complete)``: the normalised characters
+    from offset ``base`` on (earlier ones can never enter the window), the
+    normalised offset of the first highlight, and whether the whole text was
+    consumed (``False``: the window was decided before the end, so any text
+    after the stopping point cannot change it).  The text before the first
+    highlight holds no markers and is collapsed by a regular expression, so a
+    match deep in a large document costs no per-character Python.
     """
     chars: list[str] = []
+    base = 0
     match_start: int | None = None
+    first = marked_text.find(START_MARK)
+    if first > 0:
+        head = _WHITESPACE_RUN.sub(" ", marked_text[:first])
+        if head.startswith(" "):
+            head = head[1:]
+        base = max(0, len(head) - max_chars - 2)
+        chars = list(head[base:])
+        marked_text = marked_text[first:]
     for char in marked_text:
         if char == START_MARK:
             if match_start is None:
@@ -364,9 +378,9 @@ def _normalised(marked_text: str, max_chars: int) -> tuple[list[str], int | None
                 chars.append(" ")
         else:
             if match_start is not None and len(chars) > match_start + max_chars + 1:
-                return chars, match_start, False
+                return chars, base, match_start + base, False
             chars.append(char)
-    return chars, match_start, True
+    return chars, base, None if match_start is None else match_start + base, True
 
 
 def prefix_decides_snippet(marked_prefix: str, max_chars: int) -> bool:
@@ -383,7 +397,7 @@ def prefix_decides_snippet(marked_prefix: str, max_chars: int) -> bool:
     end = marked_prefix.find(END_MARK, start)
     if end < 0 or end >= len(marked_prefix) - 1:
         return False
-    return not _normalised(marked_prefix, max_chars)[2]
+    return not _normalised(marked_prefix, max_chars)[3]
 
 
 def make_snippet(marked_text: str, max_chars: int) -> str:
@@ -393,10 +407,10 @@ def make_snippet(marked_text: str, max_chars: int) -> str:
     ``match_start + max_chars + 1`` normalised characters the text is known to
     extend past the window, so the rest of a large document never matters.
     """
-    chars, match_start, complete = _normalised(marked_text, max_chars)
+    chars, base, match_start, complete = _normalised(marked_text, max_chars)
     if complete and chars and chars[-1] == " ":
         chars.pop()
-    n = len(chars) if complete else len(chars) + 1  # incomplete: more text follows
+    n = base + len(chars) + (0 if complete else 1)  # incomplete: more text follows
     if complete and n <= max_chars:
         return "".join(chars)
     if max_chars == 1:
@@ -418,7 +432,7 @@ def make_snippet(marked_text: str, max_chars: int) -> str:
         content = max_chars - len(prefix)
         start = max(0, end - content)
     end = min(n, start + content)
-    return prefix + "".join(chars[start:end]) + suffix
+    return prefix + "".join(chars[start - base : end - base]) + suffix
 
 
 # --------------------------------------------------------------------------- cursors
@@ -935,15 +949,19 @@ class SessionSearch:
 
         ``highlight()`` tokenises a whole document, which costs milliseconds for
         the largest tool outputs, while the snippet only needs the text up to a
-        little past the first match.  Growing prefixes are highlighted in a
-        scratch FTS5 table with the same tokenizer until one provably decides the
-        snippet (:func:`prefix_decides_snippet`); the whole document is the
-        fallback.
+        little past the first match.  Two prefixes are highlighted in a scratch
+        FTS5 table with the same tokenizer, and the first that provably decides
+        the snippet (:func:`prefix_decides_snippet`) is used; the whole document
+        is the fallback.
         """
         found = conn.execute('SELECT "text" FROM "documents" WHERE "docid" = ?', (docid,)).fetchone()
         text = found[0] if found else ""
-        size = _SNIPPET_PREFIX_CHARS + 4 * self.config.snippet_chars
-        while size < len(text):
+        first = _SNIPPET_PREFIX_CHARS + 4 * self.config.snippet_chars
+        # Two tries, then the whole text: a match deep in a huge document costs
+        # little more than highlighting it whole.
+        for size in (first, 16 * first):
+            if size >= len(text):
+                break
             conn.execute('DELETE FROM temp."snippet_scratch"')
             conn.execute('INSERT INTO temp."snippet_scratch" ("rowid", "text") VALUES (1, ?)', (text[:size],))
             marked = conn.execute(
@@ -952,7 +970,6 @@ class SessionSearch:
             ).fetchone()
             if marked is not None and prefix_decides_snippet(marked[0], self.config.snippet_chars):
                 return marked[0]
-            size *= 8
         sql = 'SELECT highlight("documents_fts", 0, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ? AND "rowid" = ?'
         whole = conn.execute(sql, (START_MARK, END_MARK, phrase, docid)).fetchone()
         return whole[0] if whole else ""
