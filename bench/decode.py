@@ -22,6 +22,7 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -84,51 +85,43 @@ def _count(value: Any) -> int:
 def floor(root: Path, repeat: int = 1) -> dict[str, Any]:
     """The decode floor over ``root``: best of ``repeat`` passes."""
     compression, paths = _transcripts(root)
-    total_bytes = sum(os.path.getsize(p) for p in paths)
-    best_wall = best_cpu = float("inf")
-    events = 0
-    for _ in range(max(1, repeat)):
-        wall0, cpu0 = time.perf_counter(), time.process_time()
-        events = sum(floor_events(p, compression) for p in paths)
-        best_wall = min(best_wall, time.perf_counter() - wall0)
-        best_cpu = min(best_cpu, time.process_time() - cpu0)
-    return record(
-        "decode-floor",
-        root=str(root),
-        sessions=len(paths),
-        events=events,
-        compressed_mb=round(total_bytes / MB, 2),
-        wall_s=round(best_wall, 3),
-        cpu_s=round(best_cpu, 3),
-        events_per_s=round(events / best_wall) if best_wall else None,
-        compressed_mb_per_s=round(total_bytes / MB / best_wall, 2) if best_wall else None,
-        peak_rss_mb=peak_rss_mb(),
+    return _best_of(
+        "decode-floor", root, paths, repeat, lambda: sum(floor_events(path, compression) for path in paths)
     )
 
 
 def run(root: Path, repeat: int = 3) -> dict[str, Any]:
     """The full reader pipeline over ``root``: best of ``repeat`` passes."""
     compression, paths = _transcripts(root)
-    total_bytes = sum(os.path.getsize(p) for p in paths)
-    best_wall = best_cpu = float("inf")
-    events = 0
-    for _ in range(max(1, repeat)):
+
+    def one_pass() -> int:
         counted = 0
 
         def count(batch: list) -> None:
             nonlocal counted
             counted += len(batch)
 
-        wall0, cpu0 = time.perf_counter(), time.process_time()
         for path in paths:
             LogReader(path, compression, sink=count).read()
-        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-        best_wall, best_cpu = min(best_wall, wall), min(best_cpu, cpu)
-        events = counted
+        return counted
+
+    return _best_of("decode", root, paths, repeat, one_pass, compression=compression.value)
+
+
+def _best_of(name: str, root: Path, paths: list[str], repeat: int, one_pass: Callable[[], int], **extra: Any) -> dict[str, Any]:
+    """Time ``one_pass`` (which returns its event count) ``repeat`` times; report the best."""
+    total_bytes = sum(os.path.getsize(p) for p in paths)
+    best_wall = best_cpu = float("inf")
+    events = 0
+    for _ in range(max(1, repeat)):
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        events = one_pass()
+        best_wall = min(best_wall, time.perf_counter() - wall0)
+        best_cpu = min(best_cpu, time.process_time() - cpu0)
     return record(
-        "decode",
+        name,
         root=str(root),
-        compression=compression.value,
+        **extra,
         sessions=len(paths),
         events=events,
         compressed_mb=round(total_bytes / MB, 2),

@@ -41,7 +41,7 @@ from readmodel.surface import SurfaceBase, SurfaceFold, SurfaceFoldError
 from .headers import NotAHeader, parse_header_line
 from .layout import Compression, LayoutError, expected_transcript_path, locate, revision_token, same_file
 from .legacy import is_legacy_tool_result_replacement, upgrade_event
-from .records import LineScanner, LogFormatError
+from .records import LineScanner, LogFormatError, deliver_per_line
 from .repair import CloserState, closers_for
 from .zstdframes import (
     DEFAULT_MAX_FRAME_PLAINTEXT,
@@ -218,11 +218,7 @@ class _Pipeline:
             self.sink(out)
 
     def _accept_items(self, items: list[Any]) -> None:
-        for item in items:
-            if type(item) is list:
-                self.accept(item, True)
-            else:
-                self.accept([item], False)
+        deliver_per_line(items, self.accept)
 
     def _skip_run(self, first_seq: int, count: int) -> None:
         try:

@@ -189,6 +189,15 @@ RegionSink = Callable[[list[Any]], None]
 """Receives a block of accepted lines: a dict per single-event line, a list per packed row."""
 
 
+def deliver_per_line(items: list[Any], sink: EventSink) -> None:
+    """Hand a region's items (see :class:`LineScanner`) to a per-line ``sink``."""
+    for item in items:
+        if type(item) is list:
+            sink(item, True)
+        else:
+            sink([item], False)
+
+
 class LineScanner:
     """Incremental first-defect line scanner over an event region.
 
@@ -198,11 +207,11 @@ class LineScanner:
     byte fed; ``issue`` holds the first defect, after which nothing more is
     accepted.  The header line is line 1, so the first event line is line 2.
 
-    With ``region_sink``, lines accepted on the fast path (a whole block that
-    decodes cleanly, up to its first defect) are delivered in one call per
-    block instead of one ``sink`` call per line: each item is a single event
-    (a dict) or a packed row's expanded members (a list).  Lines the slow path
-    handles still go to ``sink``, after the block's items.
+    Lines accepted on the fast path (a whole block that decodes cleanly, up to
+    its first defect) go to ``region_sink`` in one call per block: each item is
+    a single event (a dict) or a packed row's expanded members (a list).
+    Without a ``region_sink`` they go to ``sink`` line by line.  Lines the slow
+    path handles always go to ``sink``, after the block's items.
     """
 
     __slots__ = ("sink", "region_sink", "next_seq", "committed", "consumed", "issue", "line_no", "_carry")
@@ -217,7 +226,7 @@ class LineScanner:
         region_sink: RegionSink | None = None,
     ) -> None:
         self.sink = sink
-        self.region_sink = region_sink
+        self.region_sink = region_sink if region_sink is not None else self._per_line
         self.next_seq = next_seq
         self.committed = offset
         self.consumed = offset
@@ -270,36 +279,11 @@ class LineScanner:
             return 0
         if len(values) != line_count:
             return 0  # a blank or whitespace-only line is a defect: let the slow path see it
-        if self.region_sink is not None:
-            return self._fast_region(values)
-        sink = self.sink
-        expected = self.next_seq
-        accepted = 0
-        for value in values:
-            if type(value) is not dict:
-                break
-            if value.get("type") in ROW_TAGS:
-                try:
-                    events = expand_row(value)
-                except RecordError:
-                    break
-                if events[0]["seq"] != expected or type(events[0]["seq"]) is not int:
-                    break
-                expected += len(events)
-                self.line_no += 1
-                accepted += 1
-                self.next_seq = expected
-                sink(events, True)
-                continue
-            seq = value.get("seq")
-            if seq != expected or type(seq) is not int:
-                break
-            expected += 1
-            self.line_no += 1
-            accepted += 1
-            self.next_seq = expected
-            sink([value], False)
-        return accepted
+        return self._fast_region(values)
+
+    def _per_line(self, items: list[Any]) -> None:
+        """The default region sink: each fast-path line to ``sink`` on its own."""
+        deliver_per_line(items, self.sink)
 
     def _fast_region(self, values: list[Any]) -> int:
         """The fast path with one ``region_sink`` call for the accepted prefix."""
@@ -328,7 +312,7 @@ class LineScanner:
         self.line_no += accepted
         self.next_seq = expected
         if items:
-            self.region_sink(items)  # type: ignore[misc]
+            self.region_sink(items)
         return accepted
 
     def _line(self, line: bytes, end_offset: int) -> None:
