@@ -361,11 +361,7 @@ def _normalised(marked_text: str, max_chars: int) -> tuple[list[str], int, int |
     match_start: int | None = None
     first = marked_text.find(START_MARK)
     if first > 0:
-        head = _WHITESPACE_RUN.sub(" ", marked_text[:first])
-        if head.startswith(" "):
-            head = head[1:]
-        base = max(0, len(head) - max_chars - 2)
-        chars = list(head[base:])
+        chars, base = _head_before_match(marked_text[:first], max_chars + 2)
         marked_text = marked_text[first:]
     for char in marked_text:
         if char == START_MARK:
@@ -381,6 +377,28 @@ def _normalised(marked_text: str, max_chars: int) -> tuple[list[str], int, int |
                 return chars, base, match_start + base, False
             chars.append(char)
     return chars, base, None if match_start is None else match_start + base, True
+
+
+def _head_before_match(head: str, keep: int) -> tuple[list[str], int]:
+    """The last ``keep`` normalised characters before the first match, and their offset.
+
+    Only a window of the raw text is collapsed, grown until it yields more than
+    ``keep`` characters (a first character that may be a cut whitespace run is
+    never kept).  A head that long has at least ``keep`` normalised characters,
+    and past that every quantity the snippet computes is a difference of
+    offsets, so the kept characters may be placed at offset 0.
+    """
+    width = 4 * (keep + 1)
+    while width < len(head):
+        window = _WHITESPACE_RUN.sub(" ", head[-width:])
+        if len(window) > keep:
+            return list(window[-keep:]), 0
+        width *= 4
+    whole = _WHITESPACE_RUN.sub(" ", head)
+    if whole.startswith(" "):
+        whole = whole[1:]
+    base = max(0, len(whole) - keep)
+    return list(whole[base:]), base
 
 
 def prefix_decides_snippet(marked_prefix: str, max_chars: int) -> bool:
@@ -529,7 +547,10 @@ class CursorCodec:
 _SNIPPET_PREFIX_CHARS: Final = 2048
 
 _TEMP_DDL: Final = (
-    'CREATE VIRTUAL TABLE IF NOT EXISTS temp."snippet_scratch" USING fts5("text", tokenize=\'unicode61\')',
+    # External content, so emptying it ('delete-all') does not re-tokenise the old text.
+    'CREATE TEMP TABLE IF NOT EXISTS "snippet_text" ("id" INTEGER PRIMARY KEY, "text" TEXT NOT NULL)',
+    'CREATE VIRTUAL TABLE IF NOT EXISTS temp."snippet_scratch" USING fts5("text", content=\'snippet_text\', '
+    'content_rowid=\'id\', tokenize=\'unicode61\')',
     'CREATE TEMP TABLE IF NOT EXISTS "live_sessions" ("id" TEXT PRIMARY KEY, "header_json" BLOB NOT NULL, '
     '"created_at" REAL, "cwd" TEXT, "parent_session" TEXT, "persisted" INTEGER NOT NULL, '
     '"generation" INTEGER NOT NULL, "fingerprint" TEXT NOT NULL)',
@@ -605,7 +626,80 @@ _TERMS_DDL: Final = (
     'CREATE VIRTUAL TABLE IF NOT EXISTS temp."query_terms" USING fts5("text", tokenize=\'unicode61\')',
     'CREATE VIRTUAL TABLE IF NOT EXISTS temp."query_terms_v" USING fts5vocab(temp, "query_terms", instance)',
     'CREATE VIRTUAL TABLE IF NOT EXISTS temp."documents_terms" USING fts5vocab(main, "documents_fts", instance)',
+    'CREATE VIRTUAL TABLE IF NOT EXISTS temp."documents_term_rows" USING fts5vocab(main, "documents_fts", row)',
 )
+# A phrase whose tokens have at most this many instances in the whole index is
+# counted from the posting lists (a few µs per instance) instead of by
+# highlight(), which tokenises every matching document whole (tens of ns per
+# character, and matching documents can be large tool outputs).
+PHRASE_INSTANCE_BUDGET: Final = 150_000
+_PERSISTED_BY_COUNTS: Final = """
+  SELECT {columns}, c."n" AS match_count
+  FROM (SELECT json_extract(j."value", '$[0]') AS "doc", json_extract(j."value", '$[1]') AS "n" FROM json_each(?) j) c
+  JOIN "documents" d ON d."docid" = c."doc" JOIN "sessions" s ON s."sid" = d."sid"
+  WHERE s."status" = 'ok' AND NOT EXISTS (SELECT 1 FROM temp."live_sessions" l WHERE l."id" = s."id")
+"""
+
+
+def phrase_spans_from_postings(
+    conn: sqlite3.Connection, terms: list[str], phrase: str, doc_range: tuple[int, int] | None = None
+) -> list[tuple[int, int]] | None:
+    """``(docid, spans)`` of every stored document matching a multi-token phrase,
+    where ``spans`` is the number of highlighted spans ``highlight()`` would mark.
+
+    A phrase instance starts at token position ``p`` when term ``i`` occurs at
+    ``p + i`` for every ``i``; like FTS5's highlighter, instances that overlap
+    the span before them extend it instead of opening a new one.  ``None`` when
+    the phrase's tokens are too common for this to be cheaper than
+    ``highlight()`` (see :data:`PHRASE_INSTANCE_BUDGET`).
+    """
+    distinct = sorted(set(terms))
+    total = 0
+    for term in distinct:
+        row = conn.execute('SELECT "cnt" FROM temp."documents_term_rows" WHERE "term" = ?', (term,)).fetchone()
+        total += row[0] if row else 0
+    if total > PHRASE_INSTANCE_BUDGET:
+        return None
+    sql = 'SELECT "rowid" FROM "documents_fts" WHERE "documents_fts" MATCH ?'
+    args: list[Any] = [phrase]
+    if doc_range is not None:
+        sql += ' AND "rowid" BETWEEN ? AND ?'
+        args += list(doc_range)
+    docs = [row[0] for row in conn.execute(sql, args)]
+    if not docs:
+        return []
+    wanted = msgspec.json.encode(docs).decode()
+    offsets: dict[str, dict[int, set[int]]] = {}
+    for term in distinct:
+        per_doc: dict[int, set[int]] = {}
+        rows = conn.execute(
+            'SELECT "doc", "offset" FROM temp."documents_terms" WHERE "term" = ? AND "doc" IN (SELECT "value" FROM json_each(?))',
+            (term, wanted),
+        )
+        for doc, offset in rows:
+            found = per_doc.get(doc)
+            if found is None:
+                per_doc[doc] = {offset}
+            else:
+                found.add(offset)
+        offsets[term] = per_doc
+    size = len(terms)
+    head = offsets[terms[0]]
+    tail = [(i, offsets[term]) for i, term in enumerate(terms) if i > 0]
+    empty: set[int] = set()
+    counts: list[tuple[int, int]] = []
+    for doc in docs:
+        later = [(i, per_doc.get(doc, empty)) for i, per_doc in tail]
+        spans, end = 0, -1
+        for start in sorted(head.get(doc, empty)):
+            if all(start + i in positions for i, positions in later):
+                if start > end:
+                    spans += 1
+                end = start + size - 1
+        if spans == 0:
+            return None  # cannot happen for a matching document; let highlight() decide
+        counts.append((doc, spans))
+    return counts
 
 
 @dataclass
@@ -840,7 +934,12 @@ class SessionSearch:
         return [row[0] for row in conn.execute('SELECT "term" FROM temp."query_terms_v" ORDER BY "offset"')]
 
     def _candidates(
-        self, terms: list[str], phrase: str, doc_range: tuple[int, int] | None = None, live_session: str | None = None
+        self,
+        conn: sqlite3.Connection,
+        terms: list[str],
+        phrase: str,
+        doc_range: tuple[int, int] | None = None,
+        live_session: str | None = None,
     ) -> tuple[str, list[Any]]:
         """The ``candidates`` CTE and its parameters.
 
@@ -856,6 +955,9 @@ class SessionSearch:
             clause = ' AND "doc" BETWEEN ? AND ?' if doc_range is not None else ""
             persisted = _PERSISTED_BY_TOKEN.format(columns=_SESSION_COLUMNS, doc_range=clause)
             persisted_args = [terms[0], *range_args]
+        elif (counted := phrase_spans_from_postings(conn, terms, phrase, doc_range)) is not None:
+            persisted = _PERSISTED_BY_COUNTS.format(columns=_SESSION_COLUMNS)
+            persisted_args = [msgspec.json.encode(counted).decode()]
         else:
             clause = ' AND "documents_fts"."rowid" BETWEEN ? AND ?' if doc_range is not None else ""
             marks = _MARKS.format(h='highlight("documents_fts", 0, ?, ?)')
@@ -902,18 +1004,23 @@ class SessionSearch:
         terms = self._terms(conn, request.query)
         if not terms:
             return []  # a phrase without tokens matches nothing
-        cte, args = self._candidates(terms, phrase)
         where = " AND ".join(fragment for fragment in (sessions.sql(), events.sql()) if fragment)
-        sql = (
-            cte
-            + ", filtered AS (SELECT * FROM candidates"
-            + (f" WHERE {where}" if where else "")
-            + "), best AS (SELECT session_id, header_json, live, persisted, docid, seq, type, time, surface, match_count, "
-            + f"document_length, max({_RANK_KEY}) FROM filtered GROUP BY session_id) "
-            + "SELECT session_id, header_json, live, persisted, docid, seq, type, time, surface FROM best "
-            + f"ORDER BY {_RANK}, session_id ASC, seq DESC LIMIT ? OFFSET ?"
-        )
-        rows = self._ranked(cache_key, lambda limit, skip: conn.execute(sql, [*args, *filters, limit, skip]).fetchall(), offset, request.limit + 1)
+
+        def fetch(limit: int, skip: int) -> list[tuple[Any, ...]]:
+            # Built only when the ranking cache cannot answer: building may count phrase spans.
+            cte, args = self._candidates(conn, terms, phrase)
+            sql = (
+                cte
+                + ", filtered AS (SELECT * FROM candidates"
+                + (f" WHERE {where}" if where else "")
+                + "), best AS (SELECT session_id, header_json, live, persisted, docid, seq, type, time, surface, match_count, "
+                + f"document_length, max({_RANK_KEY}) FROM filtered GROUP BY session_id) "
+                + "SELECT session_id, header_json, live, persisted, docid, seq, type, time, surface FROM best "
+                + f"ORDER BY {_RANK}, session_id ASC, seq DESC LIMIT ? OFFSET ?"
+            )
+            return conn.execute(sql, [*args, *filters, limit, skip]).fetchall()
+
+        rows = self._ranked(cache_key, fetch, offset, request.limit + 1)
         return self._highlight(conn, rows, phrase)
 
     def _query_events(
@@ -928,20 +1035,23 @@ class SessionSearch:
         terms = self._terms(conn, request.query)
         if not terms:
             return []
-        # Only the target's documents are read (docid ranges and rowid ranges).
-        if sid is None:
-            cte, args = self._candidates(terms, phrase, live_session=request.session_id)
-        else:
-            cte, args = self._candidates(terms, phrase, doc_range=(sid << 32, (sid << 32) | 0xFFFFFFFF))
         where = events.sql()
-        sql = (
-            cte
-            + " SELECT session_id, header_json, live, persisted, docid, seq, type, time, surface FROM candidates WHERE session_id = ?"
-            + (f" AND {where}" if where else "")
-            + f" ORDER BY {_RANK}, seq DESC LIMIT ? OFFSET ?"
-        )
-        params = [*args, request.session_id, *events.params]
-        rows = self._ranked(cache_key, lambda limit, skip: conn.execute(sql, [*params, limit, skip]).fetchall(), offset, request.limit + 1)
+
+        def fetch(limit: int, skip: int) -> list[tuple[Any, ...]]:
+            # Only the target's documents are read (docid ranges and rowid ranges).
+            if sid is None:
+                cte, args = self._candidates(conn, terms, phrase, live_session=request.session_id)
+            else:
+                cte, args = self._candidates(conn, terms, phrase, doc_range=(sid << 32, (sid << 32) | 0xFFFFFFFF))
+            sql = (
+                cte
+                + " SELECT session_id, header_json, live, persisted, docid, seq, type, time, surface FROM candidates WHERE session_id = ?"
+                + (f" AND {where}" if where else "")
+                + f" ORDER BY {_RANK}, seq DESC LIMIT ? OFFSET ?"
+            )
+            return conn.execute(sql, [*args, request.session_id, *events.params, limit, skip]).fetchall()
+
+        rows = self._ranked(cache_key, fetch, offset, request.limit + 1)
         return self._highlight(conn, rows, phrase)
 
     def _marked_document(self, conn: sqlite3.Connection, docid: int, phrase: str) -> str:
@@ -962,7 +1072,9 @@ class SessionSearch:
         for size in (first, 16 * first):
             if size >= len(text):
                 break
-            conn.execute('DELETE FROM temp."snippet_scratch"')
+            conn.execute('INSERT INTO temp."snippet_scratch" ("snippet_scratch") VALUES (\'delete-all\')')
+            conn.execute('DELETE FROM temp."snippet_text"')
+            conn.execute('INSERT INTO temp."snippet_text" ("id", "text") VALUES (1, ?)', (text[:size],))
             conn.execute('INSERT INTO temp."snippet_scratch" ("rowid", "text") VALUES (1, ?)', (text[:size],))
             marked = conn.execute(
                 'SELECT highlight("snippet_scratch", 0, ?, ?) FROM temp."snippet_scratch" WHERE "snippet_scratch" MATCH ?',
