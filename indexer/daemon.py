@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Final, TextIO
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, event
 
 from readmodel.status import writer_lock_path
 
@@ -358,6 +358,72 @@ def _progress_bar(enabled: bool) -> Iterator[Callable[[int, int, int], None] | N
             _handler.console = None
 
 
+# -- checkpoints ---------------------------------------------------------------------------
+
+WAL_CHECKPOINT_BYTES: Final = 4 * 1024 * 1024
+_CHECKPOINT_INTERVAL_SECONDS: Final = 0.5
+
+
+def _no_autocheckpoint(dbapi_connection: Any, _record: Any) -> None:
+    dbapi_connection.execute("PRAGMA wal_autocheckpoint = 0")
+
+
+class Checkpointer:
+    """Copies committed WAL frames into the database file off the writer's path.
+
+    SQLite's automatic checkpoint runs inside the COMMIT that crosses its
+    threshold, so the commit of a large transaction (the initial pass over a
+    long log writes gigabytes) and every few small ones stall while pages are
+    copied and synced — and an appended frame waits behind them.  The daemon
+    turns the automatic checkpoint off on its own connections and runs passive
+    checkpoints here, on a connection of this thread's: they block neither the
+    writer nor readers, and SQLite reuses the WAL from its start once a
+    checkpoint has caught up.
+    """
+
+    def __init__(self, path: str, *, wal_bytes: int = WAL_CHECKPOINT_BYTES, interval: float = _CHECKPOINT_INTERVAL_SECONDS) -> None:
+        self.path = path
+        self.wal_bytes = wal_bytes
+        self.interval = interval
+        self.checkpoints = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="sessionq-checkpoint", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop after a last checkpoint of whatever was committed."""
+        self._stop.set()
+        self._thread.join()
+
+    def _wal_size(self) -> int:
+        try:
+            return os.path.getsize(self.path + "-wal")
+        except OSError:
+            return 0
+
+    def _run(self) -> None:
+        import sqlite3
+
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute("PRAGMA busy_timeout = 5000")
+            while not self._stop.wait(self.interval):
+                if self._wal_size() >= self.wal_bytes:
+                    self._checkpoint(conn)
+            self._checkpoint(conn)
+        finally:
+            conn.close()
+
+    def _checkpoint(self, conn: Any) -> None:
+        try:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            self.checkpoints += 1
+        except Exception as exc:  # noqa: BLE001 - a missed checkpoint only lets the WAL grow until the next one
+            log.warning("checkpoint failed: %s", exc)
+
+
 # -- the daemon ----------------------------------------------------------------------------
 
 
@@ -522,6 +588,7 @@ class Daemon:
         # connection per pass (NullPool), and SQLite checkpoints and deletes the
         # WAL whenever the *last* connection closes — with fsyncs, ~7 ms per close,
         # several times per pass.  Keeping one open makes a tail append ~5x cheaper.
+        checkpointer = self._start_checkpointer()
         keepalive = self.engine.raw_connection()
         self._check_watch()  # before the initial pass, so nothing written meanwhile is missed
         try:
@@ -545,6 +612,18 @@ class Daemon:
         finally:
             self._stop_watching()
             keepalive.close()
+            if checkpointer is not None:
+                checkpointer.stop()
+
+    def _start_checkpointer(self) -> Checkpointer | None:
+        """Move checkpoints off the writer's commits (file databases only)."""
+        path = self.engine.url.database
+        if not path or path == ":memory:" or self.engine.url.get_backend_name() != "sqlite":
+            return None
+        event.listen(self.engine, "connect", _no_autocheckpoint)
+        checkpointer = Checkpointer(path)
+        checkpointer.start()
+        return checkpointer
 
     def _check_watch(self) -> None:
         """(Re)start the observer when there is none, or the root was removed or replaced.
