@@ -505,6 +505,10 @@ _METHOD_DOCS: Final[dict[str, tuple[str, dict[str, Any]]]] = {
         "readEvent({sessionId, seq, before?, after?})",
         _params(["sessionId", "seq"], sessionId=_STR, seq=_SEQ, before=_WINDOW, after=_WINDOW),
     ),
+    "readEventRange": (
+        "readEventRange({sessionId, startSeq?, limit?}): a run of events with their surface (sessionq extension)",
+        _params(["sessionId"], sessionId=_STR, startSeq=_SEQ, limit={"type": "integer", "minimum": 1, "maximum": 5000}),
+    ),
     "traceSession": ("traceSession({sessionId}): ancestors and descendants", _params(["sessionId"], sessionId=_STR)),
     "traceEvent": ("traceEvent({sessionId, seq})", _params(["sessionId", "seq"], sessionId=_STR, seq=_SEQ)),
     "readTitleSnapshots": (

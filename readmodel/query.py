@@ -67,6 +67,8 @@ from readmodel.titles import title_observation, title_snapshot
 from readmodel.vocabulary import (
     Event,
     Header,
+    SessionEventRange,
+    SessionEventRangeRecord,
     SessionEventRecord,
     SessionEventSearchDocument,
     SessionEventTraceObservation,
@@ -80,6 +82,9 @@ from readmodel.vocabulary import (
 )
 
 T = TypeVar("T")
+
+EVENT_RANGE_MAX: Final = 5000
+"""The most events one ``readEventRange`` answers."""
 
 
 # --------------------------------------------------------------------------- errors
@@ -505,6 +510,61 @@ class SessionQuery:
         surface = [snapshot_event(event, copy=False, check=False) for event in observed.payload]
         captured = row.event_count - 1 if row.event_count else None
         return SessionSurfaceSnapshot(session=row.header(), captured_through_seq=captured, events=surface)
+
+    def read_event_range(self, session_id: str, start_seq: Any, limit: Any) -> SessionEventRange:
+        """``readEventRange`` (a sessionq extension, for paged views of long logs):
+        events ``startSeq .. startSeq + limit - 1`` (fewer at the end of the log)
+        with their surface, the replacement that shadowed each and the nodes each
+        replacement removed, plus the session's event count.
+
+        ``startSeq`` must be a non-negative integer and ``limit`` an integer from
+        1 to :data:`EVENT_RANGE_MAX` (``SESSION_QUERY_INVALID_WINDOW``); then the
+        session is resolved as every read does.
+        """
+        if not (is_integer(start_seq) and start_seq >= 0):
+            raise SessionQueryError("SESSION_QUERY_INVALID_WINDOW", "startSeq must be a non-negative integer")
+        if not (is_integer(limit) and 1 <= limit <= EVENT_RANGE_MAX):
+            raise SessionQueryError("SESSION_QUERY_INVALID_WINDOW", f"limit must be an integer between 1 and {EVENT_RANGE_MAX}")
+        first = int(start_seq)
+        last = first + int(limit) - 1
+
+        def inspect(txn: IndexReader, row: StoredSession) -> tuple[int, list[Event], list[tuple[int, int, int | None, list[int]]]]:
+            end = min(last, row.event_count - 1)
+            return row.event_count, txn.raw_range(row.sid, first, end), txn.event_range_records(row.sid, first, end)
+
+        observed = self._observe(session_id, None, inspect)
+        if isinstance(observed, LiveSnapshot):
+            fold = fold_session_surface(observed.events)
+            replaced_by = fold.replaced_by()
+            replaces = dict(fold.replaced_event_seqs())
+            events = observed.events[first : last + 1]
+            records = [
+                SessionEventRangeRecord(
+                    seq=event["seq"],
+                    surface=fold.surfaces[index],
+                    replaced_by=replaced_by.get(event["seq"]),
+                    replaces=list(replaces[event["seq"]]) if event["seq"] in replaces else None,
+                )
+                for index, event in enumerate(events, start=first)
+            ]
+            return SessionEventRange(
+                session=observed.header,
+                event_count=len(observed.events),
+                start_seq=first,
+                events=[snapshot_event(event) for event in events],
+                records=records,
+            )
+        count, raw, rows = observed.payload
+        return SessionEventRange(
+            session=observed.row.header(),
+            event_count=count,
+            start_seq=first,
+            events=[snapshot_event(event, copy=False, check=False) for event in raw],
+            records=[
+                SessionEventRangeRecord(seq=seq, surface=SURFACE_NAMES[surface], replaced_by=by, replaces=removed or None)
+                for seq, surface, by, removed in rows
+            ],
+        )
 
     def read_event(
         self, request: SessionEventReadRequest | Mapping[str, Any], signal: AbortSignal | None = None

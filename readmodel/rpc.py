@@ -141,6 +141,10 @@ def _read_event(engine: Any, params: dict[str, Any]) -> bytes:
     return _encode(engine.read_event(_event_request(params)))
 
 
+def _read_event_range(engine: Any, params: dict[str, Any]) -> bytes:
+    return _encode(engine.read_event_range(_session_id(params), params.get("startSeq", 0), params.get("limit", 1000)))
+
+
 def _trace_session(engine: Any, params: dict[str, Any]) -> bytes:
     # Lineages can be thousands of levels deep: encode without recursion.
     return encode_lineage_trace(engine.trace_session(_session_id(params)))
@@ -180,6 +184,7 @@ METHODS: Final[dict[str, Handler]] = {
     "filterEvents": _filter_events,
     "readSurface": _read_surface,
     "readEvent": _read_event,
+    "readEventRange": _read_event_range,
     "traceSession": _trace_session,
     "traceEvent": _trace_event,
     "readTitleSnapshots": _read_title_snapshots,

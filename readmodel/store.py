@@ -216,6 +216,11 @@ class IndexReader:
         """``(seq, type, time, surface code)`` of every event, ascending seq."""
         return self._cur.execute(_EVENT_RECORDS, (sid,)).fetchall()
 
+    def event_range_records(self, sid: int, first: int, last: int) -> list[tuple[int, int, int | None, list[int]]]:
+        """``(seq, surface code, replaced by, replaced nodes)`` of events ``first..last``."""
+        rows = self._cur.execute(_EVENT_RANGE, (sid, first, last)).fetchall()
+        return [(seq, surface, by, _decode_seqs(replaced) if replaced else []) for seq, surface, by, replaced in rows]
+
     def event_row(self, sid: int, seq: int) -> EventRow | None:
         row = self._cur.execute(_EVENT_ROW, (sid, seq)).fetchone()
         return None if row is None else EventRow(*row)
@@ -285,6 +290,9 @@ _LIST_KEYED: Final = 'SELECT "header_json", "created_at", "id_key" FROM "session
 _SURFACE: Final = 'SELECT "seq" FROM "events" WHERE "sid" = ? AND "surface" = 1 ORDER BY "surface_key"'
 _LOOKUP: Final = f'SELECT {_SESSION_COLUMNS} FROM "sessions" WHERE "id" = ?'
 _EVENT_RECORDS: Final = 'SELECT "seq", "type", "time", "surface" FROM "events" WHERE "sid" = ? ORDER BY "seq"'
+_EVENT_RANGE: Final = (
+    'SELECT "seq", "surface", "replaced_by", "replaced" FROM "events" WHERE "sid" = ? AND "seq" BETWEEN ? AND ? ORDER BY "seq"'
+)
 _EVENT_ROW: Final = (
     'SELECT "seq", "type", "time", "surface", "replaced_by", "sources", "replaced" '
     'FROM "events" WHERE "sid" = ? AND "seq" = ?'

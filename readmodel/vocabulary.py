@@ -74,6 +74,25 @@ class SessionEventWindow(Struct):
     end_seq: int
 
 
+class SessionEventRangeRecord(Struct, gc=False):
+    """Surface facts of one event in a :class:`SessionEventRange` (a sessionq extension)."""
+
+    seq: int
+    surface: Surface
+    replaced_by: int | None = None  # the replacement that shadowed this event
+    replaces: list[int] | None = None  # the nodes this replacement removed
+
+
+class SessionEventRange(Struct):
+    """``readEventRange``: a run of a session's events for paged views of long logs."""
+
+    session: Header
+    event_count: int
+    start_seq: int
+    events: list[Event]
+    records: list[SessionEventRangeRecord]
+
+
 class SessionLineageNode(Struct):
     session: SessionRecord
     descendants: list["SessionLineageNode"]

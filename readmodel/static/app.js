@@ -8,6 +8,9 @@
   const PAGE_SIZE = 20;          // sessions per search page
   const EVENT_PAGE = 5;          // extra matches per session, per click
   const RENDER_BATCH = 2000;     // events rendered before a "show more" button
+  // Sessions longer than this are read in ranges (readEventRange) instead of whole.
+  const FULL_LIMIT = window.SESSIONQ_FULL_LIMIT || 20000;
+  const RANGE = window.SESSIONQ_RANGE || 2000;
 
   const main = document.getElementById("main");
   const form = document.getElementById("search-form");
@@ -469,11 +472,18 @@
     if (lastSearch && main.firstChild === lastSearch.node) lastSearch.scroll = window.scrollY;
     input.value = query || "";
     show(el("p", { class: "hint" }, "Loading session…"));
-    let log, records, trace, titles;
+    const target = seq !== undefined && seq !== null && seq !== "" ? Number(seq) : null;
+    let first, log, records, trace, titles;
     try {
-      [log, records, trace] = await Promise.all([
-        rpc("readSession", { sessionId: id }), rpc("listEvents", { sessionId: id }), rpc("traceSession", { sessionId: id })]);
+      const start = target !== null ? Math.max(0, target - RANGE / 2) : 0;
+      [first, trace] = await Promise.all([
+        rpc("readEventRange", { sessionId: id, startSeq: start, limit: RANGE }), rpc("traceSession", { sessionId: id })]);
       titles = await titlesFor([id, ...trace.ancestors.map((a) => a.header.id), ...flatten(trace.descendants, [])]);
+      if (first.eventCount > FULL_LIMIT) {
+        if (my === view) showLongSession(id, query, target, first, trace, titles);
+        return;
+      }
+      [log, records] = await Promise.all([rpc("readSession", { sessionId: id }), rpc("listEvents", { sessionId: id })]);
     } catch (error) {
       if (my === view) show(failure(error));
       return;
@@ -481,17 +491,10 @@
     if (my !== view) return;
     const head = log.session;
     const title = titles.get(id);
-    document.title = (title || id) + " · sessionq";
     const surfaces = new Map(records.map((r) => [r.seq, r.surface]));
     const fold = foldSurface(log.events);
     const counts = { current: 0, shadowed: 0, "log-only": 0 };
     for (const r of records) counts[r.surface] = (counts[r.surface] || 0) + 1;
-    const descendantCount = new Set(flatten(trace.descendants, [])).size;
-
-    const include = el("input", { type: "checkbox", id: "include-descendants", checked: descendantCount > 0, disabled: descendantCount === 0, hidden: descendantCount === 0 });
-    const exportStatus = el("span", { class: "export-status meta", role: "status" });
-    const exportButton = el("button", { type: "button", class: "primary export" }, "Export ZIP");
-    exportButton.onclick = () => startExport(id, include.checked, exportStatus, exportButton);
 
     const replacements = [...fold.replaced.entries()];
     const surfacePanel = el("section", { class: "panel surface-summary" },
@@ -532,21 +535,117 @@
         moreEvents.append(b);
       }
     }
-    const target = seq !== undefined && seq !== null && seq !== "" ? Number(seq) : null;
     renderUpTo(Math.max(RENDER_BATCH, target !== null ? target + 200 : 0));
 
     show(
+      ...sessionHeading(id, query, head, title, trace, titles),
+      surfacePanel,
+      el("div", { class: "toolbar" }, el("h3", {}, "Events"),
+        el("label", { class: "legend" }, showLogOnly, "show log-only events (turn/step markers, streamed chunks)")),
+      events, moreEvents);
+
+    if (target !== null) {
+      const row = document.getElementById("seq-" + target);
+      if (row) { row.classList.add("target"); row.scrollIntoView({ block: "center" }); }
+    } else {
+      window.scrollTo(0, 0);
+    }
+  }
+
+  // The title, metadata, export controls and lineage of a session view.
+  function sessionHeading(id, query, head, title, trace, titles) {
+    const descendantCount = new Set(flatten(trace.descendants, [])).size;
+    const include = el("input", { type: "checkbox", id: "include-descendants", checked: descendantCount > 0, disabled: descendantCount === 0, hidden: descendantCount === 0 });
+    const exportStatus = el("span", { class: "export-status meta", role: "status" });
+    const exportButton = el("button", { type: "button", class: "primary export" }, "Export ZIP");
+    exportButton.onclick = () => startExport(id, include.checked, exportStatus, exportButton);
+    document.title = (title || id) + " · sessionq";
+    return [
       query ? el("p", { class: "back" }, el("a", { href: hashFor({ q: query }) }, "← Results for “" + query + "”")) : null,
       el("h2", { class: "session-title" }, title || id),
       headerMeta(head, { q: query }, Boolean(title)),
       el("div", { class: "actions" }, exportButton,
         el("label", { for: "include-descendants" }, include, descendantCount ? " include " + plural(descendantCount, "subagent log") : "no subagent logs"), exportStatus),
       el("section", { class: "panel lineage" }, el("h3", {}, "Lineage"), lineageTree(trace, titles, id, query)),
-      surfacePanel,
+    ];
+  }
+
+  // A long session: events are read in ranges around the target, with the
+  // surface facts (shadowed by, replaces) the index keeps for each event.
+  function showLongSession(id, query, target, first, trace, titles) {
+    const fold = { replaced: new Map(), replacedBy: new Map() };
+    const surfaces = new Map();
+    function learn(range) {
+      for (const r of range.records) {
+        surfaces.set(r.seq, r.surface);
+        if (r.replacedBy !== undefined && r.replacedBy !== null) fold.replacedBy.set(r.seq, r.replacedBy);
+        if (r.replaces) fold.replaced.set(r.seq, r.replaces);
+      }
+    }
+    function rows(range) {
+      const frag = document.createDocumentFragment();
+      for (const event of range.events) {
+        if (event.type === "turn/start" && event.data) frag.append(el("div", { class: "turn-divider" }, "Turn " + event.data.turn));
+        frag.append(eventRow(event, surfaces.get(event.seq) || "log-only", fold, id, query));
+      }
+      return frag;
+    }
+    const total = first.eventCount;
+    let low = first.startSeq;
+    let high = first.startSeq + first.events.length;  // exclusive
+    learn(first);
+    const events = el("section", { class: "events" });
+    events.append(rows(first));
+    const earlier = el("div", { class: "more-row" });
+    const later = el("div", { class: "more-row" });
+    const shown = el("span", {});
+    function controls() {
+      shown.textContent = "showing events " + low + "–" + (high - 1);
+      earlier.replaceChildren();
+      later.replaceChildren();
+      if (low > 0) {
+        const b = el("button", { type: "button", class: "load-earlier" }, "Load " + Math.min(RANGE, low) + " earlier events");
+        b.onclick = () => load(Math.max(0, low - RANGE), low - Math.max(0, low - RANGE), true, b);
+        earlier.append(b);
+      }
+      if (high < total) {
+        const b = el("button", { type: "button", class: "load-later" }, "Load " + Math.min(RANGE, total - high) + " later events (" + (total - high) + " left)");
+        b.onclick = () => load(high, RANGE, false, b);
+        later.append(b);
+      }
+    }
+    async function load(start, limit, before, button) {
+      button.disabled = true;
+      try {
+        const range = await rpc("readEventRange", { sessionId: id, startSeq: start, limit });
+        learn(range);
+        if (before) {
+          const height = document.documentElement.scrollHeight;
+          events.prepend(rows(range));
+          window.scrollBy(0, document.documentElement.scrollHeight - height);
+          low = range.startSeq;
+        } else {
+          events.append(rows(range));
+          high = range.startSeq + range.events.length;
+        }
+        controls();
+      } catch (error) {
+        button.disabled = false;
+        button.after(failure(error));
+      }
+    }
+    const showLogOnly = el("input", { type: "checkbox", id: "show-log-only", checked: true });
+    showLogOnly.onchange = () => events.classList.toggle("hide-log-only", !showLogOnly.checked);
+    controls();
+    show(
+      ...sessionHeading(id, query, first.session, titles.get(id), trace, titles),
+      el("section", { class: "panel surface-summary long-log" },
+        el("h3", {}, "Surface"),
+        el("div", { class: "meta" }, el("span", {}, plural(total, "event")), shown),
+        el("p", { class: "hint" }, "A long log: events load in ranges of " + RANGE + "; each shows its surface and the replacements that touch it.")),
       el("div", { class: "toolbar" }, el("h3", {}, "Events"),
         el("label", { class: "legend" }, showLogOnly, "show log-only events (turn/step markers, streamed chunks)")),
-      events, moreEvents);
-
+      earlier, events, later);
     if (target !== null) {
       const row = document.getElementById("seq-" + target);
       if (row) { row.classList.add("target"); row.scrollIntoView({ block: "center" }); }

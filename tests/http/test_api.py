@@ -33,6 +33,7 @@ CALLS = [
     ("filterEvents", {"sessionId": "root", "filters": [{"kind": "type", "values": ["user/message"]}]}),
     ("readSurface", {"sessionId": "root"}),
     ("readEvent", {"sessionId": "root", "seq": 1}),
+    ("readEventRange", {"sessionId": "root", "startSeq": 2, "limit": 3}),
     ("traceSession", {"sessionId": "kid"}),
     ("traceEvent", {"sessionId": "root", "seq": 6}),
     ("readTitleSnapshots", {"sessionIds": ["root", "kid", "nope"]}),

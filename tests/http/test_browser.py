@@ -10,7 +10,9 @@ by cursor → other matches in one session → session view (every event in orde
 with its surface, the compaction's replacement, the lineage tree) → the child
 through the lineage link → Export (the downloaded ZIP equals the raw logs) →
 back to the results → an unknown session's error → the same walk against a
-server that requires a bearer token (the page takes it from ``#token=``).
+server that requires a bearer token (the page takes it from ``#token=``) → a
+long session read in ranges around a target, with earlier and later ranges on
+demand.
 JavaScript errors and failed requests fail the test.
 
 A PNG of every step goes to ``$SESSIONQ_SCREENSHOTS`` (default: this test's
@@ -322,6 +324,36 @@ def test_search_session_lineage_and_export_in_a_browser(
                     assert archive.read("session.jsonl").decode() == log_text(paths[CHILD])
                 shot("token", full=False)
                 assert httpx.post(guarded + "/api/rpc/status").status_code == 401
+            assert problems == []
+
+            # 7. a long session is read in ranges (readEventRange); the limits are
+            # lowered here so the 43-event demo session counts as long
+            long_view = context.new_page()
+            long_view.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+            long_view.on("response", lambda r: problems.append(f"HTTP {r.status} {r.request.method} {r.url}") if r.status >= 400 else None)
+            long_view.add_init_script("window.SESSIONQ_FULL_LIMIT = 10; window.SESSIONQ_RANGE = 8;")
+            long_view.goto(f"{base}/#session={PARENT}")
+            long_view.wait_for_selector(".long-log")
+            long_rows = long_view.locator(".events .event")
+            in_range = lambda: long_rows.evaluate_all("rows => rows.map(r => [Number(r.dataset.seq), r.dataset.surface])")  # noqa: E731
+            assert in_range() == [[seq, surfaces[seq]] for seq in range(8)]
+            for seq in (s for s in shadowed if s < 8):
+                assert long_view.locator(f"#seq-{seq} .replaced-by a").inner_text() == f"#{replacement}"
+            assert long_view.locator("button.load-earlier").count() == 0
+            long_view.click("button.load-later")
+            long_view.wait_for_function("document.querySelectorAll('.events .event').length === 16")
+            assert in_range() == [[seq, surfaces[seq]] for seq in range(16)]
+            long_view.screenshot(path=str(shots / f"{next(step):02d}-long-session.png"), full_page=False)
+            # opening at the replacement: the range around it, then earlier events on demand
+            long_view.goto(f"{base}/#session={PARENT}&seq={replacement}")
+            long_view.wait_for_selector(f"#seq-{replacement}.target")
+            start = max(0, replacement - 4)
+            assert in_range() == [[seq, surfaces[seq]] for seq in range(start, min(len(log["events"]), start + 8))]
+            assert long_view.locator(f"#seq-{replacement} .badge.replacement a").all_inner_texts() == [f"#{seq}" for seq in shadowed]
+            long_view.click("button.load-earlier")
+            long_view.wait_for_function(f"document.querySelector('.events .event').dataset.seq === '{max(0, start - 8)}'")
+            assert in_range() == [[seq, surfaces[seq]] for seq in range(max(0, start - 8), min(len(log["events"]), start + 8))]
+            long_view.screenshot(path=str(shots / f"{next(step):02d}-long-session-earlier.png"), full_page=False)
             assert problems == []
         finally:
             browser.close()
