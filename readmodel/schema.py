@@ -33,6 +33,8 @@ FTS5 has no SQLAlchemy construct; its DDL is explicit in the migration and in
 
 from __future__ import annotations
 
+import unicodedata
+from functools import lru_cache
 from typing import Final
 
 from sqlalchemy import (
@@ -206,9 +208,13 @@ def id_sort_key(session_id: str) -> bytes:
     each weight is stored as ``weight + 1`` in five big-endian bytes, so a
     shorter level that is a prefix of a longer one sorts first, as tuples do.
     """
-    out = bytearray()
-    for level in locale_compare_key(session_id):
-        for weight in level:
-            out += (weight + 1).to_bytes(_KEY_WIDTH, "big")
-        out += bytes(_KEY_WIDTH)
-    return bytes(out)
+    parts = [_char_key_parts(char) for char in unicodedata.normalize("NFD", session_id)]
+    separator = bytes(_KEY_WIDTH)
+    return separator.join(b"".join(part[level] for part in parts) for level in range(3)) + separator
+
+
+@lru_cache(maxsize=65536)
+def _char_key_parts(char: str) -> tuple[bytes, bytes, bytes]:
+    """One (NFD) character's encoded weights per level: the key is their per-level concatenation."""
+    primaries, secondaries, tertiaries = locale_compare_key(char)
+    return tuple(b"".join((weight + 1).to_bytes(_KEY_WIDTH, "big") for weight in level) for level in (primaries, secondaries, tertiaries))  # type: ignore[return-value]

@@ -6,6 +6,8 @@ import random
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from readmodel.collation import (
     locale_compare,
@@ -13,6 +15,7 @@ from readmodel.collation import (
     sort_records_newest_first,
     sort_records_oldest_first,
 )
+from readmodel.schema import id_sort_key
 from readmodel.vocabulary import SessionRecord
 from tests.corpus import golden
 from tests.projection.surface_builders import record
@@ -130,3 +133,15 @@ class TestRecordOrders:
             shuffled = list(records)
             random.Random(seed).shuffle(shuffled)
             assert [r.header["id"] for r in sort_records_newest_first(shuffled)] == expected
+
+
+@given(st.text(max_size=40))
+def test_the_index_sort_key_encodes_the_collation_key_level_by_level(text: str) -> None:
+    # id_sort_key concatenates cached per-character weights; it must equal the
+    # key built from the whole string's levels (weight + 1, five bytes, zero separators).
+    expected = bytearray()
+    for level in locale_compare_key(text):
+        for weight in level:
+            expected += (weight + 1).to_bytes(5, "big")
+        expected += bytes(5)
+    assert id_sort_key(text) == bytes(expected)
