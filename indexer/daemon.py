@@ -35,6 +35,7 @@ import json
 import logging
 import os
 import signal
+import sqlite3
 import stat
 import sys
 import threading
@@ -404,8 +405,6 @@ class Checkpointer:
             return 0
 
     def _run(self) -> None:
-        import sqlite3
-
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         try:
             conn.execute("PRAGMA busy_timeout = 5000")

@@ -542,8 +542,8 @@ class CursorCodec:
 # --------------------------------------------------------------------------- live overlay
 
 
-# The first prefix tried for a snippet (plus four snippet widths); larger
-# documents are highlighted in growing prefixes first.
+# The first prefix of a document tried for a snippet (plus four snippet widths;
+# the second try is sixteen times as long, then the whole document).
 _SNIPPET_PREFIX_CHARS: Final = 2048
 
 _TEMP_DDL: Final = (
