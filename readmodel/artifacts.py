@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Final
 
 from readmodel.database import sqlite_path
+from readmodel.jsvalues import js_string
 from readmodel.zstdframes import FrameSpan, ZstdFrameError, iter_frame, scan_frames
 
 READ_CHUNK: Final = 1 << 16
@@ -329,18 +330,8 @@ _MISSING: Final = object()
 
 
 def _js_string(value: Any) -> str:
-    """``String(value)`` for JSON values (objects/arrays are not ids in practice)."""
-    if value is _MISSING:
-        return "undefined"
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
+    """``String(value)`` of an attachment id, ``undefined`` when the key is absent."""
+    return "undefined" if value is _MISSING else js_string(value)
 
 
 # --------------------------------------------------------------------------- attachments

@@ -475,11 +475,13 @@
     const target = seq !== undefined && seq !== null && seq !== "" ? Number(seq) : null;
     let first, log, records, trace, titles;
     try {
-      const start = target !== null ? Math.max(0, target - RANGE / 2) : 0;
-      [first, trace] = await Promise.all([
-        rpc("readEventRange", { sessionId: id, startSeq: start, limit: RANGE }), rpc("traceSession", { sessionId: id })]);
+      // A one-event probe tells the length; only a long session is then read in ranges.
+      const probe = rpc("readEventRange", { sessionId: id, startSeq: 0, limit: 1 });
+      [first, trace] = await Promise.all([probe, rpc("traceSession", { sessionId: id })]);
       titles = await titlesFor([id, ...trace.ancestors.map((a) => a.header.id), ...flatten(trace.descendants, [])]);
       if (first.eventCount > FULL_LIMIT) {
+        const start = target !== null ? Math.max(0, target - RANGE / 2) : 0;
+        first = await rpc("readEventRange", { sessionId: id, startSeq: start, limit: RANGE });
         if (my === view) showLongSession(id, query, target, first, trace, titles);
         return;
       }
