@@ -42,6 +42,7 @@ from typing import Any, Final
 
 import msgspec
 
+from . import ftsaux
 from .errors import SessionQueryError
 from .extraction import build_documents
 from .filters import materialize_event_metadata_filters, materialize_session_filters
@@ -66,6 +67,8 @@ _WHITESPACE_RUN: Final = re.compile("[" + "".join(re.escape(char) for char in so
 _CURSOR_VERSION: Final = 1
 RANKED_CACHE_ROWS: Final = 500
 """Rows of a ranking kept per (request, generation) for cheap later pages."""
+RANKED_FIRST_ROWS: Final = 64
+"""Rows a first request ranks (about three default pages)."""
 RANKED_CACHE_SIZE: Final = 32
 _SURROGATES: Final = re.compile("[\ud800-\udfff]")
 
@@ -641,6 +644,49 @@ _PERSISTED_BY_COUNTS: Final = """
 """
 
 
+# With the C accelerator (readmodel/ftsaux.py) every match's span count is one
+# call on FTS5's instance list, and an unfiltered ranking is pruned before
+# anything is joined: per session only the documents with the session's highest
+# count can be its strongest, and a session whose highest count is below the
+# k-th highest of all sessions has k sessions ahead of it, so it cannot reach the
+# first k places.  Only the surviving documents are joined for the remaining
+# keys (length, time, session id, seq).
+_SPANS_OF: Final = 'sessionq_spans("{table}")'
+_MATCH_SPANS: Final = """
+  "matches" AS MATERIALIZED (
+    SELECT "rowid" AS "doc", sessionq_spans("documents_fts") AS "n"
+    FROM "documents_fts" WHERE "documents_fts" MATCH ?{doc_range}
+  )"""
+_PRUNED_SESSIONS: Final = (
+    "WITH"
+    + _MATCH_SPANS.format(doc_range="")
+    + """,
+  "session_best" AS MATERIALIZED (
+    SELECT m."sid", m."best" FROM (SELECT "doc" >> 32 AS "sid", max("n") AS "best" FROM "matches" GROUP BY 1) m
+    JOIN "sessions" s ON s."sid" = m."sid"
+    WHERE s."status" = 'ok' AND NOT EXISTS (SELECT 1 FROM temp."live_sessions" l WHERE l."id" = s."id")
+  ),
+  "cut" AS (SELECT coalesce((SELECT "best" FROM "session_best" ORDER BY "best" DESC LIMIT 1 OFFSET ?), 0) AS "floor"),
+  candidates AS (
+    SELECT {columns}, m."n" AS match_count
+    FROM "matches" m JOIN "documents" d ON d."docid" = m."doc" JOIN "sessions" s ON s."sid" = d."sid"
+    WHERE ("doc" >> 32, "n") IN (SELECT "sid", "best" FROM "session_best" WHERE "best" >= (SELECT "floor" FROM "cut"))
+    UNION ALL {live}
+  )"""
+)
+_PRUNED_EVENTS: Final = (
+    "WITH"
+    + _MATCH_SPANS.format(doc_range=' AND "rowid" BETWEEN ? AND ?')
+    + """,
+  "cut" AS (SELECT coalesce((SELECT "n" FROM "matches" ORDER BY "n" DESC LIMIT 1 OFFSET ?), 0) AS "floor"),
+  candidates AS (
+    SELECT {columns}, m."n" AS match_count
+    FROM "matches" m JOIN "documents" d ON d."docid" = m."doc" JOIN "sessions" s ON s."sid" = d."sid"
+    WHERE m."n" >= (SELECT "floor" FROM "cut") AND s."status" = 'ok'
+  )"""
+)
+
+
 def phrase_spans_from_postings(
     conn: sqlite3.Connection, terms: list[str], phrase: str, doc_range: tuple[int, int] | None = None
 ) -> list[tuple[int, int]] | None:
@@ -732,6 +778,7 @@ class SessionSearch:
         self._conn: sqlite3.Connection | None = None
         self._db_path = db_path
         self._codec: CursorCodec | None = None
+        self._accelerated = False  # whether the connection has readmodel.ftsaux's functions
         self._ranked_rows: OrderedDict[tuple[str, ...], tuple[list[tuple[Any, ...]], bool]] = OrderedDict()
 
     # -- connection -----------------------------------------------------------
@@ -746,6 +793,7 @@ class SessionSearch:
                 conn.execute("PRAGMA busy_timeout = 30000")
                 for ddl in (*_TEMP_DDL, *_TERMS_DDL):
                     conn.execute(ddl)
+                self._accelerated = ftsaux.install(conn)
                 identity = conn.execute('SELECT "identity" FROM "index_meta"').fetchone()[0]
             except sqlite3.Error as exc:
                 raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", f"session-search SQLite index failed to open: {exc}", exc) from exc
@@ -951,6 +999,11 @@ class SessionSearch:
         range_args = list(doc_range) if doc_range is not None else []
         if doc_range is None and scoped:
             persisted, persisted_args = 'SELECT * FROM (SELECT NULL AS session_id) WHERE 0', []
+        elif self._accelerated:
+            clause = ' AND "documents_fts"."rowid" BETWEEN ? AND ?' if doc_range is not None else ""
+            marks = _SPANS_OF.format(table="documents_fts")
+            persisted = _PERSISTED_BY_PHRASE.format(columns=_SESSION_COLUMNS, marks=marks, doc_range=clause)
+            persisted_args = [phrase, *range_args]
         elif len(terms) == 1:
             clause = ' AND "doc" BETWEEN ? AND ?' if doc_range is not None else ""
             persisted = _PERSISTED_BY_TOKEN.format(columns=_SESSION_COLUMNS, doc_range=clause)
@@ -965,30 +1018,43 @@ class SessionSearch:
             persisted_args = [START_MARK, END_MARK, START_MARK, END_MARK, START_MARK, phrase, *range_args]
         if scoped and live_session is None:
             return f"WITH candidates AS ({persisted})", persisted_args
-        live = _LIVE_BRANCH.format(marks=_MARKS.format(h='highlight("live_docs", 0, ?, ?)'), scope=' AND ld."session_id" = ?' if live_session else "")
-        live_args = [START_MARK, END_MARK, START_MARK, END_MARK, START_MARK, phrase, *([live_session] if live_session else [])]
+        live, live_args = self._live_candidates(phrase, live_session)
         if scoped:
             return f"WITH candidates AS ({live})", live_args
         return f"WITH candidates AS ({persisted} UNION ALL {live})", [*persisted_args, *live_args]
 
+    def _live_candidates(self, phrase: str, live_session: str | None = None) -> tuple[str, list[Any]]:
+        """The live overlay's candidate rows (one session's with ``live_session``) and their parameters."""
+        scope = ' AND ld."session_id" = ?' if live_session else ""
+        scope_args = [live_session] if live_session else []
+        if self._accelerated:
+            return _LIVE_BRANCH.format(marks=_SPANS_OF.format(table="live_docs"), scope=scope), [phrase, *scope_args]
+        marks = _MARKS.format(h='highlight("live_docs", 0, ?, ?)')
+        return _LIVE_BRANCH.format(marks=marks, scope=scope), [START_MARK, END_MARK, START_MARK, END_MARK, START_MARK, phrase, *scope_args]
+
     def _ranked(self, key: tuple[str, ...], fetch: Callable[[int, int], list[tuple[Any, ...]]], offset: int, need: int) -> list[_Row]:
         """Rows ``offset .. offset + need`` of a ranking, served from a small cache.
 
-        The ranking of one request over one generation never changes, so the
-        first call keeps its first :data:`RANKED_CACHE_ROWS` rows (only their
-        identity columns) and later pages — a cursor walk, the tools' internal
-        paging — are cut from them instead of ranking every match again.
+        The ranking of one request over one generation never changes, so a
+        call keeps the leading rows it ranked (only their identity columns) and
+        later pages — a cursor walk, the tools' internal paging — are cut from
+        them instead of ranking every match again.  The first call ranks
+        :data:`RANKED_FIRST_ROWS` (a pruned ranking costs less the fewer rows
+        it must produce); each miss doubles that, up to :data:`RANKED_CACHE_ROWS`.
         """
         cached = self._ranked_rows.get(key)
+        held = 0
         if cached is not None:
             self._ranked_rows.move_to_end(key)
             rows, complete = cached
             if complete or offset + need <= len(rows):
                 return [_Row(*row) for row in rows[offset : offset + need]]
+            held = len(rows)
         if offset + need > RANKED_CACHE_ROWS:
             return [_Row(*row) for row in fetch(need, offset)]
-        rows = fetch(RANKED_CACHE_ROWS, 0)
-        self._ranked_rows[key] = (rows, len(rows) < RANKED_CACHE_ROWS)
+        want = min(RANKED_CACHE_ROWS, max(offset + need, 2 * held, RANKED_FIRST_ROWS))
+        rows = fetch(want, 0)
+        self._ranked_rows[key] = (rows, len(rows) < want)
         while len(self._ranked_rows) > RANKED_CACHE_SIZE:
             self._ranked_rows.popitem(last=False)
         return [_Row(*row) for row in rows[offset : offset + need]]
@@ -1008,7 +1074,12 @@ class SessionSearch:
 
         def fetch(limit: int, skip: int) -> list[tuple[Any, ...]]:
             # Built only when the ranking cache cannot answer: building may count phrase spans.
-            cte, args = self._candidates(conn, terms, phrase)
+            if self._accelerated and not where:
+                live, live_args = self._live_candidates(phrase)
+                cte = _PRUNED_SESSIONS.format(columns=_SESSION_COLUMNS, live=live)
+                args = [phrase, limit + skip - 1, *live_args]
+            else:
+                cte, args = self._candidates(conn, terms, phrase)
             sql = (
                 cte
                 + ", filtered AS (SELECT * FROM candidates"
@@ -1041,6 +1112,9 @@ class SessionSearch:
             # Only the target's documents are read (docid ranges and rowid ranges).
             if sid is None:
                 cte, args = self._candidates(conn, terms, phrase, live_session=request.session_id)
+            elif self._accelerated and not where:
+                cte = _PRUNED_EVENTS.format(columns=_SESSION_COLUMNS)
+                args = [phrase, sid << 32, (sid << 32) | 0xFFFFFFFF, limit + skip - 1]
             else:
                 cte, args = self._candidates(conn, terms, phrase, doc_range=(sid << 32, (sid << 32) | 0xFFFFFFFF))
             sql = (
@@ -1059,29 +1133,40 @@ class SessionSearch:
 
         ``highlight()`` tokenises a whole document, which costs milliseconds for
         the largest tool outputs, while the snippet only needs the text up to a
-        little past the first match.  Two prefixes are highlighted in a scratch
-        FTS5 table with the same tokenizer, and the first that provably decides
-        the snippet (:func:`prefix_decides_snippet`) is used; the whole document
-        is the fallback.
+        little past the first match.  With the accelerator, the text before the
+        first span (which holds no markers) is kept as it is and only the text
+        from there on is highlighted; either way two prefixes are highlighted
+        in a scratch FTS5 table with the same tokenizer, and the first that
+        provably decides the snippet (:func:`prefix_decides_snippet`) is used.
+        The whole document is the fallback.
         """
         found = conn.execute('SELECT "text" FROM "documents" WHERE "docid" = ?', (docid,)).fetchone()
         text = found[0] if found else ""
+        head = ""
+        if self._accelerated:
+            sql = 'SELECT sessionq_first_span("documents_fts") FROM "documents_fts" WHERE "documents_fts" MATCH ? AND "rowid" = ?'
+            first_span = conn.execute(sql, (phrase, docid)).fetchone()
+            if first_span is not None and first_span[0] is not None:
+                # A span starts a token, so the rest tokenises as it does in place,
+                # and every phrase instance of the document lies in the rest.
+                head = text.encode()[: first_span[0]].decode() if not text.isascii() else text[: first_span[0]]
+        rest = text[len(head) :]
         first = _SNIPPET_PREFIX_CHARS + 4 * self.config.snippet_chars
         # Two tries, then the whole text: a match deep in a huge document costs
         # little more than highlighting it whole.
         for size in (first, 16 * first):
-            if size >= len(text):
+            if size >= len(rest):
                 break
             conn.execute('INSERT INTO temp."snippet_scratch" ("snippet_scratch") VALUES (\'delete-all\')')
             conn.execute('DELETE FROM temp."snippet_text"')
-            conn.execute('INSERT INTO temp."snippet_text" ("id", "text") VALUES (1, ?)', (text[:size],))
-            conn.execute('INSERT INTO temp."snippet_scratch" ("rowid", "text") VALUES (1, ?)', (text[:size],))
+            conn.execute('INSERT INTO temp."snippet_text" ("id", "text") VALUES (1, ?)', (rest[:size],))
+            conn.execute('INSERT INTO temp."snippet_scratch" ("rowid", "text") VALUES (1, ?)', (rest[:size],))
             marked = conn.execute(
                 'SELECT highlight("snippet_scratch", 0, ?, ?) FROM temp."snippet_scratch" WHERE "snippet_scratch" MATCH ?',
                 (START_MARK, END_MARK, phrase),
             ).fetchone()
-            if marked is not None and prefix_decides_snippet(marked[0], self.config.snippet_chars):
-                return marked[0]
+            if marked is not None and prefix_decides_snippet(head + marked[0], self.config.snippet_chars):
+                return head + marked[0]
         sql = 'SELECT highlight("documents_fts", 0, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ? AND "rowid" = ?'
         whole = conn.execute(sql, (START_MARK, END_MARK, phrase, docid)).fetchone()
         return whole[0] if whole else ""

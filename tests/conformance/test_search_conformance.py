@@ -2,6 +2,9 @@
 error case — through ``sessionq rpc`` in a real subprocess, equals the reference's
 items, order and snippets.
 
+Both span counters answer every case: the C accelerator (``readmodel.ftsaux``)
+and the pure-SQL paths it replaces (``SESSIONQ_FTSAUX=0``).
+
 The synthetic corpus is indexed with the reference's closer wording swapped in
 (read from its own golden output), because closer text takes part in ranking
 and snippets; the real corpus has no closers.
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +25,7 @@ import pytest
 from indexer import repair
 from indexer.layout import Compression
 from indexer.reconcile import Reconciler
+from readmodel import ftsaux
 from readmodel.database import open_writer
 from tests.corpus import REPO, SYNTHETIC_ROOT, ZSTD_ROOT, golden, reference_closer_texts, require_corpus
 
@@ -30,12 +35,13 @@ require_corpus()
 class RpcClient:
     """One ``sessionq rpc`` process, driven request by request."""
 
-    def __init__(self, db: str) -> None:
+    def __init__(self, db: str, accelerated: bool) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "indexer.cli", "rpc", "--db", db],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             cwd=REPO,
+            env={**os.environ, "SESSIONQ_FTSAUX": "1" if accelerated else "0"},
         )
         self.next_id = 0
 
@@ -78,7 +84,7 @@ def build_index(path: Path, root: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def clients(tmp_path_factory: pytest.TempPathFactory) -> Any:
+def indexes(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, str]:
     base = tmp_path_factory.mktemp("search-conformance")
     real = build_index(base / "real.db", ZSTD_ROOT)
     texts = reference_closer_texts()
@@ -86,7 +92,16 @@ def clients(tmp_path_factory: pytest.TempPathFactory) -> Any:
         patch.setattr(repair, "OUTCOME_UNKNOWN_TEXT", texts["TOOL_OUTCOME_UNKNOWN"])
         patch.setattr(repair, "NOT_STARTED_TEXT", texts["TOOL_NOT_STARTED"])
         synthetic = build_index(base / "synthetic.db", SYNTHETIC_ROOT)
-    opened = {False: RpcClient(real), True: RpcClient(synthetic)}
+    return {False: real, True: synthetic}
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["ftsaux", "pure-sql"])
+def clients(request: pytest.FixtureRequest, indexes: dict[bool, str]) -> Any:
+    accelerated = request.param
+    if accelerated and os.environ.get("SESSIONQ_FTSAUX") == "0":
+        pytest.skip("the C accelerator is disabled by SESSIONQ_FTSAUX=0")
+    assert not accelerated or ftsaux.available(), "readmodel._ftsaux is not built: run scripts/bootstrap (needs gcc and libsqlite3-dev)"
+    opened = {synthetic: RpcClient(db, accelerated) for synthetic, db in indexes.items()}
     yield opened
     for client in opened.values():
         assert client.close() == 0

@@ -1,0 +1,150 @@
+"""The C accelerator (``readmodel.ftsaux``) answers exactly as the paths it replaces.
+
+* ``sessionq_spans`` equals the number of spans ``highlight()`` marks, and
+  ``sessionq_first_span`` the UTF-8 offset of its first marker, for arbitrary
+  documents and phrases (overlapping instances, diacritics, CJK, separators);
+* snippets cut from the text after the first span equal whole-document snippets;
+* the pruned rankings (cross-session and within one session, with a live
+  overlay) equal the unpruned pure-SQL rankings, page by page.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sqlite3
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from readmodel import ftsaux
+from readmodel import search as search_module
+from readmodel.live import InMemoryLiveSource
+from readmodel.search import END_MARK, START_MARK, SearchConfig, SessionSearch, make_snippet, match_expression
+from tests.logfactory import header, turn_end, turn_start, user
+from tests.search.test_highlight_shortcuts import _WORDS, _documents, _index_with
+from tests.search.test_search_engine import build
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("SESSIONQ_FTSAUX") == "0", reason="the C accelerator is disabled by SESSIONQ_FTSAUX=0"
+)
+
+
+def test_the_accelerator_is_built() -> None:
+    """scripts/bootstrap builds it (gcc and libsqlite3-dev); CI must not silently lose it."""
+    assert ftsaux.available(), "readmodel._ftsaux is missing: run scripts/bootstrap with gcc and libsqlite3-dev installed"
+
+
+def test_a_closed_connection_is_refused() -> None:
+    conn = sqlite3.connect(":memory:")
+    conn.close()
+    with pytest.raises(ValueError):
+        ftsaux.install(conn)
+    assert ftsaux.install("not a connection") is False  # type: ignore[arg-type]
+
+
+@settings(deadline=None)
+@given(
+    documents=st.lists(_documents(), min_size=1, max_size=8),
+    query=st.lists(st.sampled_from(_WORDS), min_size=1, max_size=4).map(" ".join),
+)
+def test_span_counts_and_first_spans_equal_highlight(documents: list[str], query: str) -> None:
+    conn = _index_with(documents)
+    assert ftsaux.install(conn)
+    rows = conn.execute(
+        'SELECT highlight("documents_fts", 0, ?, ?), sessionq_spans("documents_fts"), sessionq_first_span("documents_fts") '
+        'FROM "documents_fts" WHERE "documents_fts" MATCH ?',
+        (START_MARK, END_MARK, match_expression(query)),
+    ).fetchall()
+    for marked, spans, first_span in rows:
+        assert spans == marked.count(START_MARK) > 0
+        assert first_span == len(marked[: marked.index(START_MARK)].encode())
+
+
+_FILLER = st.lists(st.sampled_from(["x1 ", "日本語 ", "\n\n", "é ", "word-", "  "]), max_size=1500).map("".join)
+
+
+@settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@given(head=_FILLER, body=_documents(), query=st.lists(st.sampled_from(_WORDS), min_size=1, max_size=3).map(" ".join), width=st.integers(1, 60))
+def test_snippets_after_the_first_span_equal_whole_document_snippets(head: str, body: str, query: str, width: int) -> None:
+    search = SessionSearch(None, config=SearchConfig(snippet_chars=width))
+    conn = search._connection()
+    assert search._accelerated
+    text = head + body
+    docid = (1 << 32) | 7
+    conn.execute(
+        'INSERT INTO "documents" ("docid", "sid", "seq", "type", "time", "surface", "length", "text") VALUES (?, 1, 7, ?, 0, 1, ?, ?)',
+        (docid, "user/message", len(text), text),
+    )
+    conn.execute('INSERT INTO "documents_fts" ("rowid", "text") VALUES (?, ?)', (docid, text))
+    phrase = match_expression(query)
+    whole = conn.execute(
+        'SELECT highlight("documents_fts", 0, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ?', (START_MARK, END_MARK, phrase)
+    ).fetchone()
+    if whole is None:
+        return
+    assert make_snippet(search._marked_document(conn, docid, phrase), width) == make_snippet(whole[0], width)
+
+
+# -- pruned rankings ------------------------------------------------------------------------
+
+_VOCABULARY = ["needle", "hay", "needle needle", "hay needle", "stack", "needle hay needle"]
+
+
+@pytest.fixture(scope="module")
+def tie_heavy_index(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Sessions whose strongest events tie on spans and length in many ways."""
+    rng = random.Random(20261130)
+    sessions: dict[str, list[str]] = {}
+    for number in range(40):
+        texts = [" ".join(rng.choices(_VOCABULARY, k=rng.randint(1, 5))) for _ in range(1 + number % 9)]
+        sessions[f"s{number % 7}-{number:02}"] = texts
+    _, db, _ = build(tmp_path_factory.mktemp("pruned"), sessions)
+    return db
+
+
+def _pages(search: SessionSearch, method: str, request: dict[str, Any]) -> list[Any]:
+    pages = []
+    while True:
+        page = getattr(search, method)(request)
+        pages.append(msgspec.to_builtins(page))
+        if page.next_cursor is msgspec.UNSET:
+            return pages
+        request = dict(request, cursor=page.next_cursor)
+
+
+def _pair(db: str, live: InMemoryLiveSource | None = None) -> tuple[SessionSearch, SessionSearch]:
+    fast, plain = SessionSearch(db, live=live), SessionSearch(db, live=live)
+    fast._connection()
+    plain._connection()
+    plain._accelerated = False
+    assert fast._accelerated
+    return fast, plain
+
+
+@settings(deadline=None, max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(query=st.sampled_from(_VOCABULARY + ["hay hay", "stack needle"]), limit=st.integers(1, 12))
+def test_pruned_rankings_equal_unpruned_ones(tie_heavy_index: str, query: str, limit: int) -> None:
+    live = InMemoryLiveSource()
+    shadow = header("s3-03", created_at=5)
+    live.create(shadow, [turn_start(0), user(1, "needle needle needle stack"), turn_end(2)])
+    fresh = header("live-only", created_at=9)
+    live.create(fresh, [turn_start(0), user(1, "hay needle"), turn_end(2)])
+    fast, plain = _pair(tie_heavy_index, live)
+    with pytest.MonkeyPatch.context() as patch:
+        # Rank only what each page needs, so every page prunes at its own cut.
+        patch.setattr(search_module, "RANKED_FIRST_ROWS", 1)
+        request = {"query": query, "limit": limit}
+        assert _pages(fast, "search_sessions", request) == _pages(plain, "search_sessions", request)
+        for session_id in ("s0-00", "s4-11", "s3-03", "s1-29"):
+            events = {"sessionId": session_id, "query": query, "limit": limit}
+            assert _pages(fast, "search_events", events) == _pages(plain, "search_events", events)
+
+
+def test_filtered_rankings_use_the_spans_function_too(tie_heavy_index: str) -> None:
+    fast, plain = _pair(tie_heavy_index)
+    request = {"query": "needle", "limit": 5, "eventFilters": [{"kind": "seq", "from": 1}]}
+    assert _pages(fast, "search_sessions", request) == _pages(plain, "search_sessions", request)
