@@ -4,8 +4,9 @@
  *
  *   sessionq_spans(tbl)        how many highlighted spans highlight(tbl, 0, ...)
  *                              would mark in the current row;
- *   sessionq_first_span(tbl)   the byte offset in column 0 where the first of
- *                              those spans starts (NULL when there is none).
+ *   sessionq_snippet_source(tbl, ...)  the part of highlight()'s output that a
+ *                              snippet can depend on: the text around the first
+ *                              span, with markers (see below).
  *
  * Both follow highlight()'s own rule for grouping phrase instances: instances
  * come in position order, and one that starts at or before the last token of
@@ -25,6 +26,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <sqlite3.h>
+#include <string.h>
 
 /* sqlite3.h carries FTS5's extension API (Fts5ExtensionApi, fts5_api). */
 #define HIGHLIGHT_COLUMN 0
@@ -90,58 +92,144 @@ static void spans_function(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite
     sqlite3_result_int64(ctx, spans);
 }
 
-/* Tokeniser callback state: find the byte offset of token position `target`. */
-typedef struct {
-    int position; /* position of the next non-colocated token */
-    int target;
-    int offset;   /* byte offset found, -1 until then */
-} FirstToken;
+/* ---- sessionq_snippet_source -------------------------------------------------
+ *
+ * sessionq_snippet_source(tbl, open, close, before_chars, after_bytes) returns
+ * the part of highlight(tbl, 0, open, close) a snippet can depend on:
+ *
+ *   flags || head || window
+ *
+ * head is the text just before the first span (at most before_chars code
+ * points; it holds no markers), window is highlight()'s output from the first
+ * span on, for at least after_bytes bytes of the text and then up to the next
+ * token that would start beyond them outside a span.  flags is one character,
+ * '0' + (1 if head is cut short) + (2 if window reaches the end of the text).
+ * head || window is therefore exactly a substring of highlight()'s output, and
+ * its prefix when head is whole.  NULL when the row has no span in column 0.
+ */
 
-static int first_token_callback(void *data, int flags, const char *token, int n_token, int start, int end) {
+typedef struct {
+    SpanWalk walk;
+    const char *text;
+    int size;
+    int position;      /* position of the next non-colocated token */
+    int first;         /* byte offset where the first span starts, -1 until found */
+    int copied;        /* bytes of text already in the window */
+    int open;          /* a span is open in the window */
+    int after_bytes;
+    int cut;           /* byte offset where the window stops, -1: at the end */
+    int rc;
+    sqlite3_str *window;
+    const char *open_mark;
+    const char *close_mark;
+} Window;
+
+static void window_copy(Window *w, int upto) {
+    if (upto > w->copied) sqlite3_str_append(w->window, w->text + w->copied, upto - w->copied);
+    if (upto > w->copied) w->copied = upto;
+}
+
+static int window_callback(void *data, int flags, const char *token, int n_token, int start, int end) {
     (void)token;
     (void)n_token;
-    (void)end;
-    FirstToken *found = (FirstToken *)data;
+    Window *w = (Window *)data;
     if (flags & FTS5_TOKEN_COLOCATED) return SQLITE_OK; /* shares the previous token's position */
-    if (found->position++ == found->target) {
-        found->offset = start;
-        return SQLITE_DONE; /* stop tokenising: the rest of the text cannot matter */
+    int position = w->position++;
+    if (w->walk.start < 0 || position < w->walk.start) {
+        /* Between spans (or after the last one): stop once far enough past the first. */
+        if (w->first >= 0 && !w->open && start - w->first > w->after_bytes) {
+            w->cut = start;
+            return SQLITE_DONE;
+        }
+        return SQLITE_OK;
+    }
+    if (position == w->walk.start) {
+        if (w->first < 0) {
+            w->first = start;
+            w->copied = start;
+        } else if (start - w->first > w->after_bytes) {
+            w->cut = start;
+            return SQLITE_DONE;
+        }
+        window_copy(w, start);
+        sqlite3_str_appendall(w->window, w->open_mark);
+        w->open = 1;
+    }
+    if (position == w->walk.end) {
+        window_copy(w, end);
+        sqlite3_str_appendall(w->window, w->close_mark);
+        w->open = 0;
+        w->rc = span_walk_next(&w->walk);
+        if (w->rc != SQLITE_OK) return w->rc;
     }
     return SQLITE_OK;
 }
 
-static void first_span_function(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-    (void)argc;
-    (void)argv;
-    SpanWalk walk;
-    int rc = span_walk_init(&walk, api, fts);
-    if (rc == SQLITE_OK) rc = span_walk_next(&walk);
+/* Start of the `chars` code points before byte offset `at` (UTF-8). */
+static int chars_before(const char *text, int at, int chars) {
+    int i = at;
+    while (i > 0 && chars > 0) {
+        i--;
+        if (((unsigned char)text[i] & 0xC0) != 0x80) chars--;
+    }
+    while (i > 0 && ((unsigned char)text[i] & 0xC0) == 0x80) i--; /* never start inside a character */
+    return i;
+}
+
+static void snippet_source_function(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    if (argc != 4) {
+        sqlite3_result_error(ctx, "sessionq_snippet_source(tbl, open, close, before_chars, after_bytes)", -1);
+        return;
+    }
+    Window w;
+    memset(&w, 0, sizeof w);
+    w.first = -1;
+    w.cut = -1;
+    w.open_mark = (const char *)sqlite3_value_text(argv[0]);
+    w.close_mark = (const char *)sqlite3_value_text(argv[1]);
+    int before_chars = sqlite3_value_int(argv[2]);
+    w.after_bytes = sqlite3_value_int(argv[3]);
+    if (w.open_mark == NULL) w.open_mark = "";
+    if (w.close_mark == NULL) w.close_mark = "";
+    int rc = span_walk_init(&w.walk, api, fts);
+    if (rc == SQLITE_OK) rc = span_walk_next(&w.walk);
+    if (rc == SQLITE_OK && w.walk.start < 0) {
+        sqlite3_result_null(ctx);
+        return;
+    }
+    if (rc == SQLITE_OK) rc = api->xColumnText(fts, HIGHLIGHT_COLUMN, &w.text, &w.size);
     if (rc != SQLITE_OK) {
         sqlite3_result_error_code(ctx, rc);
         return;
     }
-    if (walk.start < 0) {
-        sqlite3_result_null(ctx);
+    w.window = sqlite3_str_new(NULL);
+    rc = api->xTokenize(fts, w.text, w.size, &w, window_callback);
+    if (rc == SQLITE_DONE) rc = SQLITE_OK;
+    if (rc == SQLITE_OK) rc = w.rc;
+    if (rc != SQLITE_OK || w.first < 0) {
+        sqlite3_free(sqlite3_str_finish(w.window));
+        if (rc != SQLITE_OK) sqlite3_result_error_code(ctx, rc);
+        else sqlite3_result_null(ctx);
         return;
     }
-    const char *text = NULL;
-    int size = 0;
-    rc = api->xColumnText(fts, HIGHLIGHT_COLUMN, &text, &size);
-    if (rc != SQLITE_OK) {
-        sqlite3_result_error_code(ctx, rc);
+    window_copy(&w, w.cut < 0 ? w.size : w.cut);
+    int head = chars_before(w.text, w.first, before_chars);
+    sqlite3_str *out = sqlite3_str_new(NULL);
+    sqlite3_str_appendchar(out, 1, (char)('0' + (head > 0 ? 1 : 0) + (w.cut < 0 ? 2 : 0)));
+    sqlite3_str_append(out, w.text + head, w.first - head);
+    int window_size = sqlite3_str_length(w.window);
+    char *window = sqlite3_str_finish(w.window);
+    if (window != NULL) sqlite3_str_append(out, window, window_size);
+    sqlite3_free(window);
+    rc = sqlite3_str_errcode(out);
+    int size = sqlite3_str_length(out);
+    char *result = sqlite3_str_finish(out);
+    if (rc != SQLITE_OK || result == NULL) {
+        sqlite3_free(result);
+        sqlite3_result_error_nomem(ctx);
         return;
     }
-    FirstToken found = {0, walk.start, -1};
-    rc = api->xTokenize(fts, text, size, &found, first_token_callback);
-    if (rc != SQLITE_OK && rc != SQLITE_DONE) {
-        sqlite3_result_error_code(ctx, rc);
-        return;
-    }
-    if (found.offset < 0) {
-        sqlite3_result_null(ctx);
-        return;
-    }
-    sqlite3_result_int(ctx, found.offset);
+    sqlite3_result_text(ctx, result, size, sqlite3_free);
 }
 
 /* ---- registration --------------------------------------------------------- */
@@ -175,7 +263,7 @@ static PyObject *register_functions(PyObject *module, PyObject *connection) {
         return NULL;
     }
     if (api->xCreateFunction(api, "sessionq_spans", NULL, spans_function, NULL) != SQLITE_OK ||
-        api->xCreateFunction(api, "sessionq_first_span", NULL, first_span_function, NULL) != SQLITE_OK) {
+        api->xCreateFunction(api, "sessionq_snippet_source", NULL, snippet_source_function, NULL) != SQLITE_OK) {
         PyErr_SetString(PyExc_RuntimeError, "registering the FTS5 functions failed");
         return NULL;
     }
@@ -190,7 +278,7 @@ static PyObject *library_version(PyObject *module, PyObject *unused) {
 
 static PyMethodDef methods[] = {
     {"register", register_functions, METH_O,
-     "register(connection): add sessionq_spans() and sessionq_first_span() to a sqlite3.Connection."},
+     "register(connection): add sessionq_spans() and sessionq_snippet_source() to a sqlite3.Connection."},
     {"library_version", library_version, METH_NOARGS,
      "The SQLITE_VERSION_NUMBER of the SQLite library this module is linked with."},
     {NULL, NULL, 0, NULL},

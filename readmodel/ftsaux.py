@@ -4,8 +4,9 @@
 
 * ``sessionq_spans(tbl)``: the number of highlighted spans ``highlight(tbl, 0, …)``
   would mark in the current row (the ranking's first key);
-* ``sessionq_first_span(tbl)``: the UTF-8 byte offset in column 0 where the
-  first such span starts, or NULL (where a snippet's window is anchored).
+* ``sessionq_snippet_source(tbl, open, close, before_chars, after_bytes)``: the
+  part of ``highlight()``'s output around the first span that a snippet can
+  depend on (see ``readmodel.search.snippet_source_decides``).
 
 They read FTS5's instance list instead of tokenising and copying whole
 documents, so ranking a common word over a million events no longer costs a
@@ -25,9 +26,6 @@ import sqlite3
 import sys
 from types import ModuleType
 from typing import Final
-
-SPANS: Final = "sessionq_spans"
-FIRST_SPAN: Final = "sessionq_first_span"
 
 # CPython releases whose sqlite3.Connection keeps its sqlite3* handle right
 # after the object header (the extension reads it from there).

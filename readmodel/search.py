@@ -391,17 +391,51 @@ def _head_before_match(head: str, keep: int) -> tuple[list[str], int]:
     and past that every quantity the snippet computes is a difference of
     offsets, so the kept characters may be placed at offset 0.
     """
-    width = 4 * (keep + 1)
-    while width < len(head):
-        window = _WHITESPACE_RUN.sub(" ", head[-width:])
-        if len(window) > keep:
-            return list(window[-keep:]), 0
-        width *= 4
+    window = _head_window(head, keep)
+    if window is not None:
+        return list(window[-keep:]), 0
     whole = _WHITESPACE_RUN.sub(" ", head)
     if whole.startswith(" "):
         whole = whole[1:]
     base = max(0, len(whole) - keep)
     return list(whole[base:]), base
+
+
+def _head_window(head: str, keep: int) -> str | None:
+    """A collapsed suffix window of ``head`` with more than ``keep`` characters, or
+    ``None`` when none of the growing windows short of the whole head has them.
+
+    Only the suffix the window covers is read, so a head cut short at its start
+    gives the whole head's answer whenever this is not ``None``.
+    """
+    width = 4 * (keep + 1)
+    while width < len(head):
+        window = _WHITESPACE_RUN.sub(" ", head[-width:])
+        if len(window) > keep:
+            return window
+        width *= 4
+    return None
+
+
+def snippet_source_decides(source: str, max_chars: int) -> str | None:
+    """The marked text to cut a snippet from, given ``sessionq_snippet_source()``'s answer.
+
+    ``source`` is a flags character, then text before the first span (possibly
+    cut short at its start), then ``highlight()``'s output from the first span
+    on (possibly cut short at its end).  Returns ``head + window`` when it
+    provably yields the whole document's snippet: a short head must still
+    decide the collapsed text before the match (:func:`_head_window` — beyond
+    that point :func:`make_snippet` never looks), and a short window must
+    decide the snippet window (:func:`prefix_decides_snippet`).  ``None``
+    otherwise.
+    """
+    flags = ord(source[0]) - ord("0")
+    marked = source[1:]
+    if flags & 1 and _head_window(marked[: marked.find(START_MARK)], max_chars + 2) is None:
+        return None
+    if not flags & 2 and not prefix_decides_snippet(marked, max_chars):
+        return None
+    return marked
 
 
 def prefix_decides_snippet(marked_prefix: str, max_chars: int) -> bool:
@@ -650,7 +684,10 @@ _PERSISTED_BY_COUNTS: Final = """
 # count can be its strongest, and a session whose highest count is below the
 # k-th highest of all sessions has k sessions ahead of it, so it cannot reach the
 # first k places.  Only the surviving documents are joined for the remaining
-# keys (length, time, session id, seq).
+# keys (length, time, session id, seq).  The cut is taken without reading
+# session rows (wide: their header JSON comes first): a session whose log failed
+# keeps no documents (the reconciler deletes them in the transaction that
+# records the failure), and the status is still checked on the survivors.
 _SPANS_OF: Final = 'sessionq_spans("{table}")'
 _MATCH_SPANS: Final = """
   "matches" AS MATERIALIZED (
@@ -662,15 +699,16 @@ _PRUNED_SESSIONS: Final = (
     + _MATCH_SPANS.format(doc_range="")
     + """,
   "session_best" AS MATERIALIZED (
-    SELECT m."sid", m."best" FROM (SELECT "doc" >> 32 AS "sid", max("n") AS "best" FROM "matches" GROUP BY 1) m
-    JOIN "sessions" s ON s."sid" = m."sid"
-    WHERE s."status" = 'ok' AND NOT EXISTS (SELECT 1 FROM temp."live_sessions" l WHERE l."id" = s."id")
+    SELECT "doc" >> 32 AS "sid", max("n") AS "best" FROM "matches"
+    WHERE "doc" >> 32 NOT IN (SELECT s."sid" FROM temp."live_sessions" l JOIN "sessions" s ON s."id" = l."id")
+    GROUP BY 1
   ),
   "cut" AS (SELECT coalesce((SELECT "best" FROM "session_best" ORDER BY "best" DESC LIMIT 1 OFFSET ?), 0) AS "floor"),
   candidates AS (
     SELECT {columns}, m."n" AS match_count
     FROM "matches" m JOIN "documents" d ON d."docid" = m."doc" JOIN "sessions" s ON s."sid" = d."sid"
     WHERE ("doc" >> 32, "n") IN (SELECT "sid", "best" FROM "session_best" WHERE "best" >= (SELECT "floor" FROM "cut"))
+      AND s."status" = 'ok'
     UNION ALL {live}
   )"""
 )
@@ -1132,41 +1170,48 @@ class SessionSearch:
         """The highlighted text the snippet of one stored document needs.
 
         ``highlight()`` tokenises a whole document, which costs milliseconds for
-        the largest tool outputs, while the snippet only needs the text up to a
-        little past the first match.  With the accelerator, the text before the
-        first span (which holds no markers) is kept as it is and only the text
-        from there on is highlighted; either way two prefixes are highlighted
-        in a scratch FTS5 table with the same tokenizer, and the first that
-        provably decides the snippet (:func:`prefix_decides_snippet`) is used.
-        The whole document is the fallback.
+        the largest tool outputs, while the snippet only needs the text around
+        the first match.  With the accelerator, ``sessionq_snippet_source()``
+        returns just that part of ``highlight()``'s output, grown once if it
+        does not provably decide the snippet (:func:`snippet_source_decides`).
+        Without it, two prefixes are highlighted in a scratch FTS5 table with
+        the same tokenizer, and the first that provably decides the snippet
+        (:func:`prefix_decides_snippet`) is used.  The whole document is the
+        fallback of both.
         """
-        found = conn.execute('SELECT "text" FROM "documents" WHERE "docid" = ?', (docid,)).fetchone()
-        text = found[0] if found else ""
-        head = ""
+        width = self.config.snippet_chars
+        first = _SNIPPET_PREFIX_CHARS + 4 * width
         if self._accelerated:
-            sql = 'SELECT sessionq_first_span("documents_fts") FROM "documents_fts" WHERE "documents_fts" MATCH ? AND "rowid" = ?'
-            first_span = conn.execute(sql, (phrase, docid)).fetchone()
-            if first_span is not None and first_span[0] is not None:
-                # A span starts a token, so the rest tokenises as it does in place,
-                # and every phrase instance of the document lies in the rest.
-                head = text.encode()[: first_span[0]].decode() if not text.isascii() else text[: first_span[0]]
-        rest = text[len(head) :]
-        first = _SNIPPET_PREFIX_CHARS + 4 * self.config.snippet_chars
-        # Two tries, then the whole text: a match deep in a huge document costs
-        # little more than highlighting it whole.
-        for size in (first, 16 * first):
-            if size >= len(rest):
-                break
-            conn.execute('INSERT INTO temp."snippet_scratch" ("snippet_scratch") VALUES (\'delete-all\')')
-            conn.execute('DELETE FROM temp."snippet_text"')
-            conn.execute('INSERT INTO temp."snippet_text" ("id", "text") VALUES (1, ?)', (rest[:size],))
-            conn.execute('INSERT INTO temp."snippet_scratch" ("rowid", "text") VALUES (1, ?)', (rest[:size],))
-            marked = conn.execute(
-                'SELECT highlight("snippet_scratch", 0, ?, ?) FROM temp."snippet_scratch" WHERE "snippet_scratch" MATCH ?',
-                (START_MARK, END_MARK, phrase),
-            ).fetchone()
-            if marked is not None and prefix_decides_snippet(head + marked[0], self.config.snippet_chars):
-                return head + marked[0]
+            sql = (
+                'SELECT sessionq_snippet_source("documents_fts", ?, ?, ?, ?) FROM "documents_fts" '
+                'WHERE "documents_fts" MATCH ? AND "rowid" = ?'
+            )
+            for scale in (1, 16):
+                before = 16 * (width + 3) * scale  # _head_window tries 4 * (width + 3) first
+                source = conn.execute(sql, (START_MARK, END_MARK, before, first * scale, phrase, docid)).fetchone()
+                if source is None or source[0] is None:
+                    break
+                marked = snippet_source_decides(source[0], width)
+                if marked is not None:
+                    return marked
+        else:
+            found = conn.execute('SELECT "text" FROM "documents" WHERE "docid" = ?', (docid,)).fetchone()
+            text = found[0] if found else ""
+            # Two tries, then the whole text: a match deep in a huge document costs
+            # little more than highlighting it whole.
+            for size in (first, 16 * first):
+                if size >= len(text):
+                    break
+                conn.execute('INSERT INTO temp."snippet_scratch" ("snippet_scratch") VALUES (\'delete-all\')')
+                conn.execute('DELETE FROM temp."snippet_text"')
+                conn.execute('INSERT INTO temp."snippet_text" ("id", "text") VALUES (1, ?)', (text[:size],))
+                conn.execute('INSERT INTO temp."snippet_scratch" ("rowid", "text") VALUES (1, ?)', (text[:size],))
+                marked_prefix = conn.execute(
+                    'SELECT highlight("snippet_scratch", 0, ?, ?) FROM temp."snippet_scratch" WHERE "snippet_scratch" MATCH ?',
+                    (START_MARK, END_MARK, phrase),
+                ).fetchone()
+                if marked_prefix is not None and prefix_decides_snippet(marked_prefix[0], width):
+                    return marked_prefix[0]
         sql = 'SELECT highlight("documents_fts", 0, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ? AND "rowid" = ?'
         whole = conn.execute(sql, (START_MARK, END_MARK, phrase, docid)).fetchone()
         return whole[0] if whole else ""

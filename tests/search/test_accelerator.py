@@ -50,18 +50,31 @@ def test_a_closed_connection_is_refused() -> None:
 @given(
     documents=st.lists(_documents(), min_size=1, max_size=8),
     query=st.lists(st.sampled_from(_WORDS), min_size=1, max_size=4).map(" ".join),
+    before=st.integers(0, 40),
+    after=st.integers(0, 80),
 )
-def test_span_counts_and_first_spans_equal_highlight(documents: list[str], query: str) -> None:
+def test_span_counts_and_snippet_sources_equal_highlight(documents: list[str], query: str, before: int, after: int) -> None:
     conn = _index_with(documents)
     assert ftsaux.install(conn)
     rows = conn.execute(
-        'SELECT highlight("documents_fts", 0, ?, ?), sessionq_spans("documents_fts"), sessionq_first_span("documents_fts") '
-        'FROM "documents_fts" WHERE "documents_fts" MATCH ?',
-        (START_MARK, END_MARK, match_expression(query)),
+        'SELECT highlight("documents_fts", 0, ?, ?), sessionq_spans("documents_fts"), '
+        'sessionq_snippet_source("documents_fts", ?, ?, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ?',
+        (START_MARK, END_MARK, START_MARK, END_MARK, before, after, match_expression(query)),
     ).fetchall()
-    for marked, spans, first_span in rows:
-        assert spans == marked.count(START_MARK) > 0
-        assert first_span == len(marked[: marked.index(START_MARK)].encode())
+    for whole, spans, source in rows:
+        assert spans == whole.count(START_MARK) > 0
+        # flags, then the text before the first span (cut to `before` characters), then
+        # highlight()'s output from the first span on, for at least `after` bytes of text.
+        flags, body = ord(source[0]) - ord("0"), source[1:]
+        first = whole.index(START_MARK)
+        head = body[: body.index(START_MARK)]
+        assert whole[first - len(head) : first] == head and len(head) == min(before, first)
+        assert bool(flags & 1) == (len(head) < first)
+        window = body[len(head) :]
+        assert whole[first:].startswith(window) and window.count(START_MARK) == window.count(END_MARK)
+        assert bool(flags & 2) == (window == whole[first:])
+        plain = window.replace(START_MARK, "").replace(END_MARK, "")
+        assert flags & 2 or len(plain.encode()) > after
 
 
 _FILLER = st.lists(st.sampled_from(["x1 ", "日本語 ", "\n\n", "é ", "word-", "  "]), max_size=1500).map("".join)
