@@ -679,39 +679,30 @@ _PERSISTED_BY_COUNTS: Final = """
 
 
 # With the C accelerator (readmodel/ftsaux.py) every match's span count is one
-# call on FTS5's instance list, and an unfiltered ranking is pruned before
-# anything is joined: per session only the documents with the session's highest
-# count can be its strongest, and a session whose highest count is below the
-# k-th highest of all sessions has k sessions ahead of it, so it cannot reach the
-# first k places.  Only the surviving documents are joined for the remaining
-# keys (length, time, session id, seq).  The cut is taken without reading
-# session rows (wide: their header JSON comes first): a session whose log failed
-# keeps no documents (the reconciler deletes them in the transaction that
-# records the failure), and the status is still checked on the survivors.
+# call on FTS5's position list, and an unfiltered cross-session ranking is
+# pruned before anything is joined: per session only the documents with the
+# session's highest count can be its strongest, and a session whose highest
+# count is below the k-th highest of all sessions has k sessions ahead of it,
+# so it cannot reach the first k places.  The aggregate sessionq_leaders() does
+# that grouping in one pass over the matches (they come in docid order, so in
+# session order); only the surviving documents are joined for the remaining
+# keys (length, time, session id, seq).  Sessions shadowed by the live overlay
+# are dropped from the matches first, so they cannot raise the cut.
 _SPANS_OF: Final = 'sessionq_spans("{table}")'
 _MATCH_SPANS: Final = """
   "matches" AS MATERIALIZED (
     SELECT "rowid" AS "doc", sessionq_spans("documents_fts") AS "n"
     FROM "documents_fts" WHERE "documents_fts" MATCH ?{doc_range}
   )"""
-_PRUNED_SESSIONS: Final = (
-    "WITH"
-    + _MATCH_SPANS.format(doc_range="")
-    + """,
-  "session_best" AS MATERIALIZED (
-    SELECT "doc" >> 32 AS "sid", max("n") AS "best" FROM "matches"
-    WHERE "doc" >> 32 NOT IN (SELECT s."sid" FROM temp."live_sessions" l JOIN "sessions" s ON s."id" = l."id")
-    GROUP BY 1
-  ),
-  "cut" AS (SELECT coalesce((SELECT "best" FROM "session_best" ORDER BY "best" DESC LIMIT 1 OFFSET ?), 0) AS "floor"),
+_NOT_SHADOWED: Final = ' AND "rowid" >> 32 NOT IN (SELECT s."sid" FROM temp."live_sessions" l JOIN "sessions" s ON s."id" = l."id")'
+_LEADING_SESSIONS: Final = """WITH{matches},
   candidates AS (
-    SELECT {columns}, m."n" AS match_count
-    FROM "matches" m JOIN "documents" d ON d."docid" = m."doc" JOIN "sessions" s ON s."sid" = d."sid"
-    WHERE ("doc" >> 32, "n") IN (SELECT "sid", "best" FROM "session_best" WHERE "best" >= (SELECT "floor" FROM "cut"))
-      AND s."status" = 'ok'
+    SELECT {columns}, json_extract(j."value", '$[1]') AS match_count
+    FROM json_each((SELECT sessionq_leaders("doc", "n", ?) FROM "matches")) j
+    JOIN "documents" d ON d."docid" = json_extract(j."value", '$[0]') JOIN "sessions" s ON s."sid" = d."sid"
+    WHERE s."status" = 'ok'
     UNION ALL {live}
   )"""
-)
 _PRUNED_EVENTS: Final = (
     "WITH"
     + _MATCH_SPANS.format(doc_range=' AND "rowid" BETWEEN ? AND ?')
@@ -1114,8 +1105,9 @@ class SessionSearch:
             # Built only when the ranking cache cannot answer: building may count phrase spans.
             if self._accelerated and not where:
                 live, live_args = self._live_candidates(phrase)
-                cte = _PRUNED_SESSIONS.format(columns=_SESSION_COLUMNS, live=live)
-                args = [phrase, limit + skip - 1, *live_args]
+                matches = _MATCH_SPANS.format(doc_range=_NOT_SHADOWED if self._live_state.fingerprints else "")
+                cte = _LEADING_SESSIONS.format(matches=matches, columns=_SESSION_COLUMNS, live=live)
+                args = [phrase, limit + skip, *live_args]
             else:
                 cte, args = self._candidates(conn, terms, phrase)
             sql = (

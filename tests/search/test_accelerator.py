@@ -139,13 +139,15 @@ def _pair(db: str, live: InMemoryLiveSource | None = None) -> tuple[SessionSearc
 
 
 @settings(deadline=None, max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(query=st.sampled_from(_VOCABULARY + ["hay hay", "stack needle"]), limit=st.integers(1, 12))
-def test_pruned_rankings_equal_unpruned_ones(tie_heavy_index: str, query: str, limit: int) -> None:
-    live = InMemoryLiveSource()
-    shadow = header("s3-03", created_at=5)
-    live.create(shadow, [turn_start(0), user(1, "needle needle needle stack"), turn_end(2)])
-    fresh = header("live-only", created_at=9)
-    live.create(fresh, [turn_start(0), user(1, "hay needle"), turn_end(2)])
+@given(query=st.sampled_from(_VOCABULARY + ["hay hay", "stack needle"]), limit=st.integers(1, 12), overlay=st.booleans())
+def test_pruned_rankings_equal_unpruned_ones(tie_heavy_index: str, query: str, limit: int, overlay: bool) -> None:
+    live = None
+    if overlay:  # a live session shadowing a persisted one, and a live-only one
+        live = InMemoryLiveSource()
+        shadow = header("s3-03", created_at=5)
+        live.create(shadow, [turn_start(0), user(1, "needle needle needle stack"), turn_end(2)])
+        fresh = header("live-only", created_at=9)
+        live.create(fresh, [turn_start(0), user(1, "hay needle"), turn_end(2)])
     fast, plain = _pair(tie_heavy_index, live)
     with pytest.MonkeyPatch.context() as patch:
         # Rank only what each page needs, so every page prunes at its own cut.
@@ -161,3 +163,22 @@ def test_filtered_rankings_use_the_spans_function_too(tie_heavy_index: str) -> N
     fast, plain = _pair(tie_heavy_index)
     request = {"query": "needle", "limit": 5, "eventFilters": [{"kind": "seq", "from": 1}]}
     assert _pages(fast, "search_sessions", request) == _pages(plain, "search_sessions", request)
+
+
+def test_leaders_keep_each_sessions_best_documents_above_the_cut() -> None:
+    conn = sqlite3.connect(":memory:")
+    assert ftsaux.install(conn)
+
+    def leaders(rows: list[tuple[int, int]], k: int) -> list[list[int]]:
+        values = ", ".join(f"({doc}, {n})" for doc, n in rows)
+        sql = f"WITH m(doc, n) AS (VALUES {values}) SELECT sessionq_leaders(doc, n, ?) FROM m"
+        return msgspec.json.decode(conn.execute(sql, (k,)).fetchone()[0])
+
+    session = lambda sid, seq: (sid << 32) | seq  # noqa: E731
+    rows = [(session(1, 0), 2), (session(1, 1), 5), (session(1, 2), 5), (session(2, 0), 3), (session(3, 4), 4), (session(3, 9), 1)]
+    assert leaders(rows, 1) == [[session(1, 1), 5], [session(1, 2), 5]]
+    assert leaders(rows, 2) == [[session(1, 1), 5], [session(1, 2), 5], [session(3, 4), 4]]
+    assert leaders(rows, 3) == leaders(rows, 9) == [[session(1, 1), 5], [session(1, 2), 5], [session(2, 0), 3], [session(3, 4), 4]]
+    # Out of docid order, nothing is pruned (the ranking SQL still groups exactly).
+    assert leaders(list(reversed(rows)), 1) == [[doc, n] for doc, n in reversed(rows)]
+    assert conn.execute("SELECT sessionq_leaders(1, 1, 1) WHERE 0").fetchone()[0] == "[]"
