@@ -33,6 +33,19 @@
 /* sqlite3.h carries FTS5's extension API (Fts5ExtensionApi, fts5_api). */
 #define HIGHLIGHT_COLUMN 0
 
+/* Hands a built string to SQLite as the function's result (and frees the builder). */
+static void result_text(sqlite3_context *ctx, sqlite3_str *out) {
+    int rc = sqlite3_str_errcode(out);
+    int size = sqlite3_str_length(out);
+    char *text = sqlite3_str_finish(out);
+    if (rc != SQLITE_OK || text == NULL) {
+        sqlite3_free(text);
+        sqlite3_result_error_nomem(ctx);
+        return;
+    }
+    sqlite3_result_text(ctx, text, size, sqlite3_free);
+}
+
 /* Walks the instances of one column as highlight() groups them into spans. */
 typedef struct {
     const Fts5ExtensionApi *api;
@@ -245,15 +258,7 @@ static void snippet_source_function(const Fts5ExtensionApi *api, Fts5Context *ft
     char *window = sqlite3_str_finish(w.window);
     if (window != NULL) sqlite3_str_append(out, window, window_size);
     sqlite3_free(window);
-    rc = sqlite3_str_errcode(out);
-    int size = sqlite3_str_length(out);
-    char *result = sqlite3_str_finish(out);
-    if (rc != SQLITE_OK || result == NULL) {
-        sqlite3_free(result);
-        sqlite3_result_error_nomem(ctx);
-        return;
-    }
-    sqlite3_result_text(ctx, result, size, sqlite3_free);
+    result_text(ctx, out);
 }
 
 /* ---- sessionq_leaders ------------------------------------------------------
@@ -377,15 +382,7 @@ static void leaders_final(sqlite3_context *ctx) {
     sqlite3_str_appendchar(out, 1, ']');
     sqlite3_free(state->pairs);
     sqlite3_free(state->groups);
-    int rc = sqlite3_str_errcode(out);
-    int size = sqlite3_str_length(out);
-    char *json = sqlite3_str_finish(out);
-    if (rc != SQLITE_OK || json == NULL) {
-        sqlite3_free(json);
-        sqlite3_result_error_nomem(ctx);
-        return;
-    }
-    sqlite3_result_text(ctx, json, size, sqlite3_free);
+    result_text(ctx, out);
 }
 
 /* ---- registration --------------------------------------------------------- */

@@ -707,7 +707,7 @@ _PRUNED_EVENTS: Final = (
     "WITH"
     + _MATCH_SPANS.format(doc_range=' AND "rowid" BETWEEN ? AND ?')
     + """,
-  "cut" AS (SELECT coalesce((SELECT "n" FROM "matches" ORDER BY "n" DESC LIMIT 1 OFFSET ?), 0) AS "floor"),
+  "cut" AS MATERIALIZED (SELECT coalesce((SELECT "n" FROM "matches" ORDER BY "n" DESC LIMIT 1 OFFSET ?), 0) AS "floor"),
   candidates AS (
     SELECT {columns}, m."n" AS match_count
     FROM "matches" m JOIN "documents" d ON d."docid" = m."doc" JOIN "sessions" s ON s."sid" = d."sid"
@@ -820,6 +820,9 @@ class SessionSearch:
                 else:
                     conn = sqlite3.connect(f"file:{self._db_path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
                 conn.execute("PRAGMA busy_timeout = 30000")
+                # As every sessionq connection: the doclist of one common word alone
+                # outgrows SQLite's default 2 MB page cache.
+                conn.execute("PRAGMA cache_size = -65536")
                 for ddl in (*_TEMP_DDL, *_TERMS_DDL):
                     conn.execute(ddl)
                 self._accelerated = ftsaux.install(conn)
