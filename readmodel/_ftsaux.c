@@ -28,6 +28,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <sqlite3.h>
+#include <limits.h>
 #include <string.h>
 
 /* sqlite3.h carries FTS5's extension API (Fts5ExtensionApi, fts5_api). */
@@ -213,6 +214,12 @@ static int chars_before(const char *text, int at, int chars) {
     return i;
 }
 
+/* An argument as a non-negative int (a larger window is the whole text anyway). */
+static int clamped_int(sqlite3_value *value) {
+    sqlite3_int64 wide = sqlite3_value_int64(value);
+    return wide < 0 ? 0 : wide > INT_MAX ? INT_MAX : (int)wide;
+}
+
 static void snippet_source_function(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     if (argc != 4) {
         sqlite3_result_error(ctx, "sessionq_snippet_source(tbl, open, close, before_chars, after_bytes)", -1);
@@ -224,8 +231,8 @@ static void snippet_source_function(const Fts5ExtensionApi *api, Fts5Context *ft
     w.cut = -1;
     w.open_mark = (const char *)sqlite3_value_text(argv[0]);
     w.close_mark = (const char *)sqlite3_value_text(argv[1]);
-    int before_chars = sqlite3_value_int(argv[2]);
-    w.after_bytes = sqlite3_value_int(argv[3]);
+    int before_chars = clamped_int(argv[2]);
+    w.after_bytes = clamped_int(argv[3]);
     if (w.open_mark == NULL) w.open_mark = "";
     if (w.close_mark == NULL) w.close_mark = "";
     int rc = span_walk_init(&w.walk, api, fts);

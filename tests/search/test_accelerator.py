@@ -102,6 +102,26 @@ def test_snippets_after_the_first_span_equal_whole_document_snippets(head: str, 
     assert make_snippet(search._marked_document(conn, docid, phrase), width) == make_snippet(whole[0], width)
 
 
+def test_huge_snippet_widths_take_the_whole_text() -> None:
+    """Windows wider than a C int are clamped: the whole text, never a wrapped-around cut."""
+    width = 3 * 2**31
+    search = SessionSearch(None, config=SearchConfig(snippet_chars=width))
+    conn = search._connection()
+    text = "lead " * 50 + "needle " + "tail " * 50
+    docid = (1 << 32) | 1
+    conn.execute(
+        'INSERT INTO "documents" ("docid", "sid", "seq", "type", "time", "surface", "length", "text") VALUES (?, 1, 1, ?, 0, 1, ?, ?)',
+        (docid, "user/message", len(text), text),
+    )
+    conn.execute('INSERT INTO "documents_fts" ("rowid", "text") VALUES (?, ?)', (docid, text))
+    source = conn.execute(
+        'SELECT sessionq_snippet_source("documents_fts", ?, ?, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ?',
+        (START_MARK, END_MARK, width, width, match_expression("needle")),
+    ).fetchone()[0]
+    assert source == "2" + text.replace("needle", START_MARK + "needle" + END_MARK)
+    assert make_snippet(search._marked_document(conn, docid, match_expression("needle")), width) == text.strip()
+
+
 # -- pruned rankings ------------------------------------------------------------------------
 
 _VOCABULARY = ["needle", "hay", "needle needle", "hay needle", "stack", "needle hay needle"]
