@@ -689,13 +689,39 @@ _PERSISTED_BY_COUNTS: Final = """
 # keys (length, time, session id, seq).  Sessions shadowed by the live overlay
 # are dropped from the matches first, so they cannot raise the cut.
 _SPANS_OF: Final = 'sessionq_spans("{table}")'
-_MATCH_SPANS: Final = """
+_MATCHES: Final = """
   "matches" AS MATERIALIZED (
-    SELECT "rowid" AS "doc", sessionq_spans("documents_fts") AS "n"
-    FROM "documents_fts" WHERE "documents_fts" MATCH ?{doc_range}
+    SELECT "documents_fts"."rowid" AS "doc", sessionq_spans("documents_fts") AS "n"
+    FROM "documents_fts" WHERE "documents_fts" MATCH ?{conditions}
   )"""
-_NOT_SHADOWED: Final = ' AND "rowid" >> 32 NOT IN (SELECT s."sid" FROM temp."live_sessions" l JOIN "sessions" s ON s."id" = l."id")'
-_LEADING_SESSIONS: Final = """WITH{matches},
+# With event filters each match is joined to its document row first (the filters
+# read its columns); FTS5 stays the outer loop, so the order is still docid order.
+_FILTERED_MATCHES: Final = """
+  "scored" AS MATERIALIZED (
+    SELECT "documents_fts"."rowid" AS "doc", sessionq_spans("documents_fts") AS "n", d."seq" AS seq, d."type" AS type,
+           d."time" AS time, CASE d."surface" WHEN 1 THEN 'current' WHEN 2 THEN 'shadowed' ELSE 'log-only' END AS surface
+    FROM "documents_fts" JOIN "documents" d ON d."docid" = "documents_fts"."rowid"
+    WHERE "documents_fts" MATCH ?{conditions}
+  ),
+  "matches" AS MATERIALIZED (SELECT "doc", "n" FROM "scored" WHERE {event_where})"""
+# Session filters select the eligible sessions once, under the candidate column names.
+_ELIGIBLE: Final = """
+  "eligible" AS MATERIALIZED (
+    SELECT "sid" FROM (
+      SELECT s."sid" AS "sid", s."id" AS session_id, s."cwd" AS cwd, s."parent_session" AS parent_session,
+             s."created_at" AS created_at, 0 AS live, 1 AS persisted
+      FROM "sessions" s WHERE s."status" = 'ok'
+    ) WHERE {session_where}
+  ),"""
+_IN_RANGE: Final = ' AND "documents_fts"."rowid" BETWEEN ? AND ?'
+_IN_ELIGIBLE: Final = ' AND "documents_fts"."rowid" >> 32 IN (SELECT "sid" FROM "eligible")'
+_NOT_SHADOWED: Final = (
+    ' AND "documents_fts"."rowid" >> 32 NOT IN (SELECT s."sid" FROM temp."live_sessions" l JOIN "sessions" s ON s."id" = l."id")'
+)
+# Filters bind their values twice on the pruned paths (once to prune, once for
+# the live rows); past this many the unpruned path keeps well inside SQLite's limit.
+PRUNED_FILTER_BINDINGS: Final = 4_000
+_LEADING_SESSIONS: Final = """
   candidates AS (
     SELECT {columns}, json_extract(j."value", '$[1]') AS match_count
     FROM json_each((SELECT sessionq_leaders("doc", "n", ?) FROM "matches")) j
@@ -703,17 +729,13 @@ _LEADING_SESSIONS: Final = """WITH{matches},
     WHERE s."status" = 'ok'
     UNION ALL {live}
   )"""
-_PRUNED_EVENTS: Final = (
-    "WITH"
-    + _MATCH_SPANS.format(doc_range=' AND "rowid" BETWEEN ? AND ?')
-    + """,
+_LEADING_EVENTS: Final = """
   "cut" AS MATERIALIZED (SELECT coalesce((SELECT "n" FROM "matches" ORDER BY "n" DESC LIMIT 1 OFFSET ?), 0) AS "floor"),
   candidates AS (
     SELECT {columns}, m."n" AS match_count
     FROM "matches" m JOIN "documents" d ON d."docid" = m."doc" JOIN "sessions" s ON s."sid" = d."sid"
     WHERE m."n" >= (SELECT "floor" FROM "cut") AND s."status" = 'ok'
   )"""
-)
 
 
 def phrase_spans_from_postings(
@@ -1055,6 +1077,27 @@ class SessionSearch:
             return f"WITH candidates AS ({live})", live_args
         return f"WITH candidates AS ({persisted} UNION ALL {live})", [*persisted_args, *live_args]
 
+    def _matches(
+        self, phrase: str, *, doc_range: tuple[int, int] | None = None, sessions: _Where | None = None, events: _Where | None = None
+    ) -> tuple[str, list[Any]]:
+        """The ``matches`` CTE (preceded by what it needs) and its parameters: the
+        docid and span count of every persisted match that passes the filters,
+        in docid order, without sessions the live overlay shadows."""
+        prefix, args, conditions = "", [], ""
+        if sessions is not None and sessions.fragments:
+            prefix = _ELIGIBLE.format(session_where=sessions.sql())
+            args += sessions.params
+            conditions += _IN_ELIGIBLE
+        args.append(phrase)
+        if doc_range is not None:
+            conditions += _IN_RANGE
+            args += list(doc_range)
+        if self._live_state.fingerprints:
+            conditions += _NOT_SHADOWED
+        if events is not None and events.fragments:
+            return prefix + _FILTERED_MATCHES.format(conditions=conditions, event_where=events.sql()), [*args, *events.params]
+        return prefix + _MATCHES.format(conditions=conditions), args
+
     def _live_candidates(self, phrase: str, live_session: str | None = None) -> tuple[str, list[Any]]:
         """The live overlay's candidate rows (one session's with ``live_session``) and their parameters."""
         scope = ' AND ld."session_id" = ?' if live_session else ""
@@ -1106,11 +1149,11 @@ class SessionSearch:
 
         def fetch(limit: int, skip: int) -> list[tuple[Any, ...]]:
             # Built only when the ranking cache cannot answer: building may count phrase spans.
-            if self._accelerated and not where:
+            if self._accelerated and len(filters) <= PRUNED_FILTER_BINDINGS:
+                matches, args = self._matches(phrase, sessions=sessions, events=events)
                 live, live_args = self._live_candidates(phrase)
-                matches = _MATCH_SPANS.format(doc_range=_NOT_SHADOWED if self._live_state.fingerprints else "")
-                cte = _LEADING_SESSIONS.format(matches=matches, columns=_SESSION_COLUMNS, live=live)
-                args = [phrase, limit + skip, *live_args]
+                cte = "WITH" + matches + "," + _LEADING_SESSIONS.format(columns=_SESSION_COLUMNS, live=live)
+                args += [limit + skip, *live_args]
             else:
                 cte, args = self._candidates(conn, terms, phrase)
             sql = (
@@ -1145,9 +1188,10 @@ class SessionSearch:
             # Only the target's documents are read (docid ranges and rowid ranges).
             if sid is None:
                 cte, args = self._candidates(conn, terms, phrase, live_session=request.session_id)
-            elif self._accelerated and not where:
-                cte = _PRUNED_EVENTS.format(columns=_SESSION_COLUMNS)
-                args = [phrase, sid << 32, (sid << 32) | 0xFFFFFFFF, limit + skip - 1]
+            elif self._accelerated and len(events.params) <= PRUNED_FILTER_BINDINGS:
+                matches, args = self._matches(phrase, doc_range=(sid << 32, (sid << 32) | 0xFFFFFFFF), events=events)
+                cte = "WITH" + matches + "," + _LEADING_EVENTS.format(columns=_SESSION_COLUMNS)
+                args += [limit + skip - 1]
             else:
                 cte, args = self._candidates(conn, terms, phrase, doc_range=(sid << 32, (sid << 32) | 0xFFFFFFFF))
             sql = (

@@ -26,7 +26,10 @@ from readmodel.live import InMemoryLiveSource
 from readmodel.search import END_MARK, START_MARK, SearchConfig, SessionSearch, make_snippet, match_expression
 from tests.logfactory import header, turn_end, turn_start, user
 from tests.search.test_highlight_shortcuts import _WORDS, _documents, _index_with
-from tests.search.test_search_engine import build
+from indexer.layout import Compression
+from indexer.reconcile import Reconciler
+from readmodel.database import open_writer
+from tests.search.test_search_engine import write
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("SESSIONQ_FTSAUX") == "0", reason="the C accelerator is disabled by SESSIONQ_FTSAUX=0"
@@ -129,13 +132,18 @@ _VOCABULARY = ["needle", "hay", "needle needle", "hay needle", "stack", "needle 
 
 @pytest.fixture(scope="module")
 def tie_heavy_index(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """Sessions whose strongest events tie on spans and length in many ways."""
+    """Sessions whose strongest events tie on spans and length in many ways, in three
+    workspaces (one session without a cwd), with several event types."""
     rng = random.Random(20261130)
-    sessions: dict[str, list[str]] = {}
+    base = tmp_path_factory.mktemp("pruned")
+    root = base / "root"
+    root.mkdir()
     for number in range(40):
         texts = [" ".join(rng.choices(_VOCABULARY, k=rng.randint(1, 5))) for _ in range(1 + number % 9)]
-        sessions[f"s{number % 7}-{number:02}"] = texts
-    _, db, _ = build(tmp_path_factory.mktemp("pruned"), sessions)
+        cwd = None if number == 7 else f"/work/w{number % 3}"
+        write(root, f"s{number % 7}-{number:02}", texts, created=1 + number % 6, cwd=cwd)
+    db = str(base / "index.db")
+    Reconciler(open_writer(db), root, Compression.ZSTD, settle_seconds=0).reconcile()
     return db
 
 
@@ -179,10 +187,49 @@ def test_pruned_rankings_equal_unpruned_ones(tie_heavy_index: str, query: str, l
             assert _pages(fast, "search_events", events) == _pages(plain, "search_events", events)
 
 
-def test_filtered_rankings_use_the_spans_function_too(tie_heavy_index: str) -> None:
-    fast, plain = _pair(tie_heavy_index)
-    request = {"query": "needle", "limit": 5, "eventFilters": [{"kind": "seq", "from": 1}]}
-    assert _pages(fast, "search_sessions", request) == _pages(plain, "search_sessions", request)
+_SESSION_FILTERS = st.lists(
+    st.one_of(
+        st.builds(lambda values: {"kind": "cwd", "values": values}, st.lists(st.sampled_from(["/work/w0", "/work/w1", None]), max_size=2)),
+        st.builds(lambda values: {"kind": "id", "values": values}, st.lists(st.sampled_from(["s0-00", "s3-03", "s1-29", "s4-11", "live-only"]), min_size=1, max_size=3)),
+        st.builds(lambda low: {"kind": "created-at", "from": low}, st.integers(1, 6)),
+        st.builds(lambda values: {"kind": "availability", "values": values}, st.sampled_from([["live"], ["persisted"], ["live", "persisted"]])),
+    ),
+    max_size=2,
+)
+_EVENT_FILTERS = st.lists(
+    st.one_of(
+        st.builds(lambda low: {"kind": "seq", "from": low}, st.integers(0, 6)),
+        st.builds(lambda high: {"kind": "seq", "to": high}, st.integers(0, 6)),
+        st.builds(lambda values: {"kind": "type", "values": values}, st.lists(st.sampled_from(["user/message", "turn/start"]), min_size=1, max_size=2)),
+        st.builds(lambda values: {"kind": "surface", "values": values}, st.lists(st.sampled_from(["current", "log-only"]), min_size=1, max_size=2)),
+    ),
+    max_size=2,
+)
+
+
+@settings(deadline=None, max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    query=st.sampled_from(["needle", "hay needle", "stack"]),
+    limit=st.integers(1, 8),
+    session_filters=_SESSION_FILTERS,
+    event_filters=_EVENT_FILTERS,
+    overlay=st.booleans(),
+)
+def test_filtered_pruned_rankings_equal_unpruned_ones(
+    tie_heavy_index: str, query: str, limit: int, session_filters: list[Any], event_filters: list[Any], overlay: bool
+) -> None:
+    live = None
+    if overlay:
+        live = InMemoryLiveSource()
+        live.create(header("s3-03", created_at=5, cwd="/work/w0"), [turn_start(0), user(1, "needle needle stack"), turn_end(2)])
+        live.create(header("live-only", created_at=2, cwd="/work/w1"), [turn_start(0), user(1, "hay needle"), turn_end(2)])
+    fast, plain = _pair(tie_heavy_index, live)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(search_module, "RANKED_FIRST_ROWS", 1)
+        request = {"query": query, "limit": limit, "sessionFilters": session_filters, "eventFilters": event_filters}
+        assert _pages(fast, "search_sessions", request) == _pages(plain, "search_sessions", request)
+        events = {"sessionId": "s4-11", "query": query, "limit": limit, "filters": event_filters}
+        assert _pages(fast, "search_events", events) == _pages(plain, "search_events", events)
 
 
 def test_leaders_keep_each_sessions_best_documents_above_the_cut() -> None:
