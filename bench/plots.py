@@ -163,8 +163,8 @@ def plot_search(results: list[dict[str, Any]], out: Path) -> Path | None:
     if not points or "sessions_first_p50_ms" not in points[0]:
         return None
     r = points[0]
-    scopes = [s for s in ("sessions", "events", "events_long") if f"{s}_first_n" in r or f"{s}_first_p50_ms" in r]
-    names = {"sessions": "cross-session", "events": "within largest session", "events_long": "within long log"}
+    scopes = [s for s in ("sessions", "sessions_workspace", "events", "events_long") if f"{s}_first_n" in r or f"{s}_first_p50_ms" in r]
+    names = {"sessions": "cross-session", "sessions_workspace": "cross-session, one workspace", "events": "within largest session", "events_long": "within long log"}
     groups = [f"{names[s]}\n{page} page" for s in scopes for page in ("first", "deep")]
     series = {
         stat: [r.get(f"{s}_{page}_{stat}_ms") for s in scopes for page in ("first", "deep")]

@@ -5,6 +5,8 @@ phrases, CJK and Korean, no-hit, FTS5 operators sent as data), each run in both
 scopes:
 
 * ``sessions``: cross-session search (``search_sessions``), over the whole index;
+* ``sessions_workspace``: the same with a ``cwd`` session filter naming the
+  workspace that holds most sessions, as every model tool search has;
 * ``events``: within-session search (``search_events``) in the index's largest
   session, and, with ``--events-db``, ``events_long`` in the largest session of
   a second index (the single long log of ``bench.build --single-sizes``).
@@ -62,6 +64,16 @@ def _largest_session(db: str) -> tuple[str, int]:
     return row[0], row[1]
 
 
+def _largest_workspace(db: str) -> tuple[str | None, int]:
+    """The cwd holding most sessions (the model tools scope every search to one)."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        row = conn.execute('SELECT "cwd", count(*) FROM "sessions" GROUP BY "cwd" ORDER BY 2 DESC LIMIT 1').fetchone()
+    finally:
+        conn.close()
+    return row[0], row[1]
+
+
 def _counts(db: str) -> tuple[int, int]:
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
@@ -99,6 +111,9 @@ def run(db: str, repeat: int = 3, depth: int = 3, events_db: str | None = None) 
     scopes: list[tuple[str, SessionSearch, Any, dict[str, Any]]] = []
     search = SessionSearch(db)
     scopes.append(("sessions", search, search.search_sessions, {"sessions": sessions, "events": events}))
+    workspace, workspace_sessions = _largest_workspace(db)
+    scoped = [{"kind": "cwd", "values": [workspace]}]
+    scopes.append(("sessions_workspace", search, lambda r: search.search_sessions({**r, "sessionFilters": scoped}), {"sessions": workspace_sessions}))
     big, big_events = _largest_session(db)
     scopes.append(("events", search, lambda r: search.search_events({"sessionId": big, **r}), {"session_events": big_events}))
     long_search = None
