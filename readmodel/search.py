@@ -623,10 +623,11 @@ class _LiveState:
 
 # The candidate set: one row per matching document, persisted rows shadowed by
 # live rows of the same session.  ``match_count`` is the number of highlighted
-# spans FTS5's highlight() would produce.  For a one-token phrase every token
-# instance is its own span, so the count comes straight from the posting list
-# (fts5vocab), which is far cheaper than highlighting every matching document;
-# longer phrases count the markers of highlight() itself.
+# spans FTS5's highlight() would produce.  Without the C accelerator (below):
+# for a one-token phrase every token instance is its own span, so the count
+# comes straight from the posting list (fts5vocab), which is far cheaper than
+# highlighting every matching document; phrases of rarer tokens are counted from
+# the posting lists too, and the rest by the markers of highlight() itself.
 _SESSION_COLUMNS: Final = """s."id" AS session_id, s."sid" AS header_json, s."created_at" AS created_at, s."cwd" AS cwd,
          s."parent_session" AS parent_session, 0 AS live, 1 AS persisted, d."docid" AS docid, d."seq" AS seq,
          d."type" AS type, d."time" AS time,
@@ -679,15 +680,16 @@ _PERSISTED_BY_COUNTS: Final = """
 
 
 # With the C accelerator (readmodel/ftsaux.py) every match's span count is one
-# call on FTS5's position list, and an unfiltered cross-session ranking is
-# pruned before anything is joined: per session only the documents with the
+# call on FTS5's position list, and a ranking is pruned before anything but
+# the filters' own columns is joined: per session only the documents with the
 # session's highest count can be its strongest, and a session whose highest
 # count is below the k-th highest of all sessions has k sessions ahead of it,
 # so it cannot reach the first k places.  The aggregate sessionq_leaders() does
 # that grouping in one pass over the matches (they come in docid order, so in
 # session order); only the surviving documents are joined for the remaining
-# keys (length, time, session id, seq).  Sessions shadowed by the live overlay
-# are dropped from the matches first, so they cannot raise the cut.
+# keys (length, time, session id, seq).  Filters and the live overlay's
+# shadowing apply to the matches first, so nothing they exclude can raise the
+# cut.  Within one session the cut is the k-th highest count itself.
 _SPANS_OF: Final = 'sessionq_spans("{table}")'
 _MATCHES: Final = """
   "matches" AS MATERIALIZED (
