@@ -78,7 +78,8 @@ def _counts(db: str) -> tuple[int, int]:
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         sessions = conn.execute('SELECT count(*) FROM "sessions"').fetchone()[0]
-        events = conn.execute('SELECT count(*) FROM "events"').fetchone()[0]
+        # Not count(*) of "events": runs of log-only events are one row each.
+        events = conn.execute('SELECT coalesce(sum("event_count"), 0) FROM "sessions"').fetchone()[0]
     finally:
         conn.close()
     return sessions, events
