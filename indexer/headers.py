@@ -65,7 +65,7 @@ def project_header(value: dict[str, Any]) -> dict[str, Any]:
 
 def _plain(value: Any) -> Any:
     # -0 only matters for validation; once accepted it reads back as 0.
-    return 0 if is_negative_zero(value) else value
+    return 0 if type(value) is float and is_negative_zero(value) else value
 
 
 def parse_header_line(line: bytes, *, path: str = "", check_version: bool = True) -> dict[str, Any]:

@@ -14,6 +14,8 @@ from readmodel.eventmodel import EventShapeError
 from readmodel.jsvalues import is_non_negative_safe_integer, is_number, is_record, is_safe_integer, js_string
 
 _SIMPLE_REASONS: Final = frozenset({"completed", "blocked", "max-tokens", "interrupted"})
+_TURN_END_KEYS: Final = frozenset({"turn", "reason"})
+_KIND_ONLY: Final = frozenset({"kind"})
 _FAILURE_OPTIONAL: Final = {"status": is_number, "providerRetryAfterMs": is_number, "requestId": lambda v: type(v) is str}
 
 
@@ -76,21 +78,21 @@ def _upgrade_turn_end(event: dict[str, Any]) -> dict[str, Any]:
     if not is_record(data):
         return event
     reason = data.get("reason")
-    if data.keys() != {"turn", "reason"} or not _positive_turn(data["turn"]) or not is_record(reason) or type(reason.get("kind")) is not str:
+    if data.keys() != _TURN_END_KEYS or not _positive_turn(data["turn"]) or not is_record(reason) or type(reason.get("kind")) is not str:
         raise _malformed(event, "turn/end")
     kind = reason["kind"]
     if kind in _SIMPLE_REASONS:
-        if reason.keys() != {"kind"}:
+        if reason.keys() != _KIND_ONLY:
             raise _malformed(event, "turn/end reason")
         return event
     if kind == "aborted":
         if "reason" in reason:
             return event
-        if reason.keys() != {"kind"}:
+        if reason.keys() != _KIND_ONLY:
             raise _malformed(event, "turn/end reason")
         upgraded: dict[str, Any] = {"kind": "aborted", "reason": {"kind": "legacy"}}
     elif kind == "disposed":
-        if reason.keys() != {"kind"}:
+        if reason.keys() != _KIND_ONLY:
             raise _malformed(event, "turn/end reason")
         upgraded = {"kind": "aborted", "reason": {"kind": "disposed"}}
     elif kind == "error":

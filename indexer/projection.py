@@ -1,10 +1,20 @@
 """Projecting decoded events into index rows, in bounded batches.
 
 :class:`SessionProjector` receives one session's events as the reader streams
-them and writes, inside the caller's open transaction: event rows, raw event
-JSON in compressed blocks, provenance links, and semantic documents with their
-FTS5 entries.  It buffers at most ``flush_events`` events, so memory stays
-bounded whatever the size of the log.
+them and writes, inside the caller's open transaction: event rows (runs of
+plain events as one ``event_runs`` row each), raw event JSON in compressed
+blocks, provenance links (as spans of consecutive sources), and semantic
+documents with their FTS5 entries.  It buffers at most ``flush_events``
+events, so memory stays bounded whatever the size of the log.
+
+Cost model (why the code is shaped as it is): a cold build spends most of its
+time per event, so the common event — a plain one (chunk, step, request
+header) — costs a few dict lookups and two list appends here, and its raw
+line is encoded with the rest of its batch in one call.  Rows are written with
+``executemany`` per flush; the columns a row leaves empty are NULL literals
+of its statement rather than bound ``None`` values, and blobs are bound as
+``bytearray``: the ``sqlite3`` module binds ``None`` and ``bytes`` through its
+adapter lookup, several times slower than integers, text or ``bytearray``.
 """
 
 from __future__ import annotations
@@ -13,13 +23,17 @@ import logging
 import re
 import sqlite3
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from operator import itemgetter
 from typing import Any, Final
 
 import msgspec
+import zstandard
 
-from readmodel.blocks import BLOCK_BYTES, BLOCK_EVENTS, compress_block, decompress_block, encode_event
-from readmodel.extraction import extract_event_text
-from readmodel.schema import SURFACE_CODES, docid
+from readmodel.blocks import BLOCK_BYTES, BLOCK_EVENTS, compress_payload, encode_events, pack_run_times, pack_run_types, unpack_run_times, unpack_run_types
+from readmodel.extraction import TEXT_EVENT_TYPES, extract_event_text
+from readmodel.jsvalues import MAX_SAFE_INTEGER
+from readmodel.schema import MAX_LINK_SPAN, SURFACE_CODES, docid
 from readmodel.surface import SURFACE_EVENT_TYPES, tool_result_fingerprint
 
 log = logging.getLogger("sessionq.indexer")
@@ -30,8 +44,20 @@ _SHADOWED: Final = SURFACE_CODES["shadowed"]
 _LOG_ONLY: Final = SURFACE_CODES["log-only"]
 _SANITIZE: Final = str.maketrans({"\x00": "\ufffd", "\ufdd0": "\ufffd", "\ufdd1": "\ufffd"})
 
-_encode: Final = msgspec.json.Encoder().encode
-_pack: Final = msgspec.msgpack.Encoder().encode
+_decompressor: Final = zstandard.ZstdDecompressor()
+_pack_into: Final = msgspec.msgpack.Encoder().encode_into
+
+
+def _blob(value: Any) -> bytearray:
+    """``value`` in msgpack, as a ``bytearray``.
+
+    The ``sqlite3`` module binds ``bytes`` (and ``None``) through its adapter
+    lookup, which costs microseconds per value; a ``bytearray`` is bound
+    directly, as the same BLOB.
+    """
+    out = bytearray()
+    _pack_into(value, out)
+    return out
 
 
 _SURROGATES: Final = re.compile("[\ud800-\udfff]")
@@ -42,30 +68,97 @@ def sanitize_document(text: str) -> str:
 
     Lone surrogates cannot be stored as UTF-8 text; they become U+FFFD too.
     """
-    text = text.translate(_SANITIZE)
-    if not text.isascii():
+    # ``in`` scans are memchr-fast, while ``str.translate`` with a mapping costs
+    # microseconds per character on non-ASCII text: translate only when needed.
+    if text.isascii():
+        return text.translate(_SANITIZE) if "\x00" in text else text
+    if "\x00" in text or "\ufdd0" in text or "\ufdd1" in text:
+        text = text.translate(_SANITIZE)
+    try:
+        text.encode("utf-8")  # fails exactly when a lone surrogate is present
+    except UnicodeEncodeError:
         text = _SURROGATES.sub("\ufffd", text)
     return text
 
 
-class SessionProjector:
-    """Writes one session's events; ``add`` is the reader's sink."""
+class DeferredFts:
+    """FTS5 rows held back until the end of the caller's transaction.
 
-    def __init__(self, cursor: sqlite3.Cursor, sid: int, first_seq: int, *, synthetic: bool = False, flush_events: int = FLUSH_EVENTS) -> None:
+    FTS5 flushes its pending terms to a new segment at every ``SAVEPOINT`` and
+    ``RELEASE`` once it has been written in a transaction, and the reconciler
+    wraps each session in a savepoint: inserting as we go would write one
+    small segment per session (and merge them again).  Buffering the rows and
+    inserting them with :meth:`write` just before ``COMMIT`` builds one segment
+    per transaction.
+
+    Contract: rows are ``(docid, text)`` of documents already inserted into
+    ``documents`` in the same transaction; :meth:`rollback` must accompany
+    every ``ROLLBACK TO`` of a savepoint taken at :meth:`mark`, so the buffer
+    never indexes a document the rollback removed.
+    """
+
+    __slots__ = ("rows",)
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[int, str]] = []
+
+    def mark(self) -> int:
+        """A position to :meth:`rollback` to (taken with a savepoint)."""
+        return len(self.rows)
+
+    def rollback(self, mark: int) -> None:
+        """Forget the rows added since ``mark``."""
+        del self.rows[mark:]
+
+    def write(self, cur: sqlite3.Cursor) -> None:
+        """Index the buffered rows (in docid order, which FTS5 appends fastest) and empty the buffer."""
+        if self.rows:
+            self.rows.sort()
+            cur.executemany('INSERT INTO "documents_fts" ("rowid", "text") VALUES (?, ?)', self.rows)
+            self.rows = []
+
+
+class SessionProjector:
+    """Writes one session's events; ``add`` is the reader's sink.
+
+    With ``fts`` the session's FTS5 rows go to that buffer (the caller writes
+    it before committing); without it they are inserted at each flush.  A
+    synthetic projector (a settled tail's inspect view, replaced whenever the
+    writer continues) keeps one ``events`` row per event: its rows are few and
+    short-lived, and per-event rows keep their deletion trivial.
+    """
+
+    def __init__(
+        self,
+        cursor: sqlite3.Cursor,
+        sid: int,
+        first_seq: int,
+        *,
+        synthetic: bool = False,
+        flush_events: int = FLUSH_EVENTS,
+        fts: DeferredFts | None = None,
+    ) -> None:
         self.cur = cursor
+        self.fts = fts
         self.sid = sid
         self.next_seq = first_seq
         self.synthetic = 1 if synthetic else 0
+        self.use_runs = not synthetic
         self.flush_events = flush_events
         self.rows: list[list[Any]] = []  # pending event rows (mutable for same-batch shadowing)
-        self.plain_rows: list[tuple[Any, ...]] = []  # pending rows of plain log-only events
+        self.plain_rows: list[tuple[Any, ...]] = []  # pending per-event rows of plain events outside runs
+        self.runs: list[list[Any]] = []  # pending runs: [first_seq, types, times]; the last may be open
+        self.open_run: list[Any] | None = None  # the run the next plain event of its type extends
+        self.pending = 0  # events buffered since the last flush
         self.row_index: dict[int, int] = {}  # seq -> position in rows
-        self.raw: list[bytes] = []
         self.docs: list[list[Any]] = []
         self.doc_index: dict[int, int] = {}
-        self.links: list[tuple[int, int, int]] = []
+        self.links: list[tuple[int, int, int, int]] = []  # (sid, first source, citing seq, span)
+        # The open raw block: LF-terminated pieces of lines, how many lines, and
+        # their bytes without the LFs (what BLOCK_BYTES limits).
         self.block_first: int | None = None
-        self.block_lines: list[bytes] = []
+        self.block_pieces: list[bytes] = []
+        self.block_count = 0
         self.block_bytes = 0
         self.pending_shadow: list[tuple[int, int]] = []  # (seq, replaced_by) already in the database
         self.title_seq: int | None = None
@@ -84,45 +177,107 @@ class SessionProjector:
         ).fetchone()
         if row is None or row[1] >= BLOCK_EVENTS or row[0] + row[1] != self.next_seq:
             return
-        lines = decompress_block(row[2])
+        payload = _decompressor.decompress(row[2])
         self.cur.execute('DELETE FROM "event_blocks" WHERE "sid" = ? AND "first_seq" = ?', (self.sid, row[0]))
         self.block_first = row[0]
-        self.block_lines = lines
-        self.block_bytes = sum(len(line) for line in lines)
+        self.block_pieces = [payload + b"\n"]
+        self.block_count = row[1]
+        self.block_bytes = len(payload) - (row[1] - 1)
 
     # -- sinks ----------------------------------------------------------------
     def add(self, events: Iterable[dict[str, Any]]) -> None:
-        plain = self.plain_rows
-        sid, synthetic = self.sid, self.synthetic
+        """Project a run of consecutive events (the reader's sink).
+
+        Contract: ``events`` continue the session's seqs without a gap, and a
+        replacement's :meth:`replacement` call comes after the ``add`` of every
+        node it shadows and before the ``add`` of the replacement itself.
+        """
+        if type(events) is not list:
+            events = list(events)
+        if not events:
+            return
+        # Locals: this loop runs once per event of the log.
+        runs = self.runs
+        run = self.open_run
+        run_types, run_times = (run[1], run[2]) if run is not None else ([], [])
+        use_runs = self.use_runs
+        rich_types, extras, min_time, max_time = SURFACE_EVENT_TYPES, _LOG_ONLY_EXTRAS, _MIN_TIME, _MAX_TIME
         for event in events:
             etype = event["type"]
-            if etype not in _PLAIN_TYPES or "sourceEventSeqs" in event:
+            if etype in rich_types or "sourceEventSeqs" in event:
+                run = None
                 self._add(event)
                 continue
-            # The bulk of a log (chunks, steps, requests): log-only, no text, no
-            # links, never shadowed, so no position to remember, and a short row
-            # (binding six values instead of eleven halves the insert's cost).
-            seq = event["seq"]
-            plain.append((sid, seq, etype, event.get("time"), _LOG_ONLY, synthetic))
-            self._block_append(seq, event)
-        if len(self.rows) + len(plain) >= self.flush_events:
+            # The bulk of a log (chunks, steps, requests, tool calls, ...):
+            # log-only and never shadowed, so consecutive ones share a row.
+            time = event.get("time")
+            if type(time) is int and min_time <= time <= max_time and use_runs:
+                if run is None:
+                    run_types, run_times = [etype], [time]
+                    run = [event["seq"], run_types, run_times]
+                    runs.append(run)
+                else:
+                    run_types.append(etype)
+                    run_times.append(time)
+            else:
+                # A time a run cannot hold (or a synthetic tail): a row of its own.
+                run = None
+                self.plain_rows.append((self.sid, event["seq"], etype, time, _LOG_ONLY, self.synthetic))
+            if etype in extras:
+                self._log_only_extras(event, etype)
+        self.open_run = run
+        self._block_extend(events[0]["seq"], encode_events(events), len(events))
+        self.pending += len(events)
+        if self.pending >= self.flush_events:
             self.flush()
 
-    def _block_append(self, seq: int, event: dict[str, Any]) -> None:
-        line = encode_event(event)
+    def _block_extend(self, first_seq: int, piece: bytes, count: int) -> None:
+        """Append ``count`` consecutive events' LF-terminated lines to the open
+        block, closing every block that reaches :data:`BLOCK_EVENTS` lines or
+        :data:`BLOCK_BYTES` (exactly where appending line by line would)."""
         if self.block_first is None:
-            self.block_first = seq
-        self.block_lines.append(line)
-        self.block_bytes += len(line)
-        if len(self.block_lines) >= BLOCK_EVENTS or self.block_bytes >= BLOCK_BYTES:
-            self._close_block()
+            self.block_first = first_seq
+        size = len(piece) - count
+        if self.block_count + count < BLOCK_EVENTS and self.block_bytes + size < BLOCK_BYTES:
+            # No prefix of the piece reaches a limit either: keep it whole.
+            self.block_pieces.append(piece)
+            self.block_count += count
+            self.block_bytes += size
+            return
+        self.block_pieces.append(piece)
+        self._split_blocks()
+
+    def _split_blocks(self) -> None:
+        """Close full blocks off the front of the open one (the long-session case)."""
+        lines = b"".join(self.block_pieces).split(b"\n")
+        lines.pop()  # the empty piece after the final LF
+        first = self.block_first
+        assert first is not None
+        start = size = 0
+        for index, line in enumerate(lines):
+            size += len(line)
+            if index + 1 - start >= BLOCK_EVENTS or size >= BLOCK_BYTES:
+                self._insert_block(first + start, b"\n".join(lines[start : index + 1]), index + 1 - start)
+                start, size = index + 1, 0
+        rest = lines[start:]
+        self.block_pieces = [b"\n".join(rest) + b"\n"] if rest else []
+        self.block_count = len(rest)
+        self.block_bytes = size
+        self.block_first = first + start if rest else None
+
+    def _log_only_extras(self, event: dict[str, Any], etype: str) -> None:
+        """The title pointer or the document of a plain event (no row of its own)."""
+        if etype == "session/title":
+            self.title_seq = event["seq"]
+        else:
+            self._document(event, event["seq"], etype, _LOG_ONLY)
 
     def _add(self, event: dict[str, Any]) -> None:
         seq = event["seq"]
         etype = event["type"]
         surface = _CURRENT if etype in SURFACE_EVENT_TYPES else _LOG_ONLY
         sources = event.get("sourceEventSeqs")
-        packed_sources = _pack(sources) if type(sources) is list else None
+        packed_sources = _blob(sources) if type(sources) is list else None
         self.row_index[seq] = len(self.rows)
         replaced = self.replaced_lists.pop(seq, None) if self.replaced_lists else None
         key = None
@@ -133,16 +288,18 @@ class SessionProjector:
             source = self.key_sources.pop(seq, None)
             key = seq if source is None else self._surface_key(source)
             if etype == "tool/result":
-                digest = tool_result_fingerprint(event.get("data"))
+                digest = bytearray(tool_result_fingerprint(event.get("data")))
         self.rows.append([self.sid, seq, etype, event.get("time"), surface, None, packed_sources, replaced, self.synthetic, key, digest])
-        if type(sources) is list:
+        if type(sources) is list and sources:
             sid = self.sid
-            self.links.extend((sid, source, seq) for source in sources)
+            self.links.extend((sid, first, seq, span) for first, span in link_spans(sources))
         if etype == "session/title":
             self.title_seq = seq
-        self._block_append(seq, event)
-        if etype in _NO_TEXT_TYPES:
-            return
+        if etype in TEXT_EVENT_TYPES:
+            self._document(event, seq, etype, surface)
+
+    def _document(self, event: dict[str, Any], seq: int, etype: str, surface: int) -> None:
+        """Buffer the semantic document of an event of a type that may have text."""
         try:
             text = extract_event_text(event)
         except TypeError as exc:
@@ -158,7 +315,7 @@ class SessionProjector:
         """A replacement at ``seq`` removed ``shadowed`` from the surface."""
         # The reader folds an event before handing it to ``add``; keep the list
         # until the replacement's own row is built.
-        self.replaced_lists[seq] = _pack(list(shadowed))
+        self.replaced_lists[seq] = _blob(list(shadowed))
         self.key_sources[seq] = shadowed[0]
         for node in shadowed:
             position = self.row_index.get(node)
@@ -182,25 +339,30 @@ class SessionProjector:
         return int(row[0])
 
     # -- writing --------------------------------------------------------------
-    def _close_block(self) -> None:
-        if not self.block_lines:
-            return
+    def _insert_block(self, first_seq: int, payload: bytes, count: int) -> None:
+        """Store ``count`` events' LF-joined lines as one compressed block."""
         self.cur.execute(
             'INSERT INTO "event_blocks" ("sid", "first_seq", "count", "synthetic", "data") VALUES (?, ?, ?, ?, ?)',
-            (self.sid, self.block_first, len(self.block_lines), self.synthetic, compress_block(self.block_lines)),
+            (self.sid, first_seq, count, self.synthetic, bytearray(compress_payload(payload))),
         )
+
+    def _close_block(self) -> None:
+        if not self.block_count:
+            return
+        assert self.block_first is not None
+        pieces = self.block_pieces
+        payload = pieces[0][:-1] if len(pieces) == 1 else b"".join(pieces)[:-1]
+        self._insert_block(self.block_first, payload, self.block_count)
         self.block_first = None
-        self.block_lines = []
+        self.block_pieces = []
+        self.block_count = 0
         self.block_bytes = 0
 
     def flush(self) -> None:
+        """Write every buffered row (the open raw block stays open)."""
         cur = self.cur
         if self.rows:
-            cur.executemany(
-                'INSERT INTO "events" ("sid", "seq", "type", "time", "surface", "replaced_by", "sources", "replaced", "synthetic", '
-                '"surface_key", "digest") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-                self.rows,
-            )
+            insert_event_rows(cur, self.rows)
             self.written += len(self.rows)
         if self.plain_rows:
             cur.executemany(
@@ -208,14 +370,25 @@ class SessionProjector:
                 self.plain_rows,
             )
             self.written += len(self.plain_rows)
+        if self.runs:
+            sid = self.sid
+            cur.executemany(
+                'INSERT INTO "event_runs" ("sid", "first_seq", "count", "types", "times", "synthetic") VALUES (?, ?, ?, ?, ?, 0)',
+                [(sid, first, len(times), pack_run_types(types), pack_run_times(times)) for first, types, times in self.runs],
+            )
+            self.written += sum(len(run[2]) for run in self.runs)
         if self.links:
-            cur.executemany('INSERT OR IGNORE INTO "event_links" ("sid", "source_seq", "seq") VALUES (?, ?, ?)', self.links)
+            cur.executemany('INSERT OR IGNORE INTO "event_links" ("sid", "source_seq", "seq", "span") VALUES (?, ?, ?, ?)', self.links)
         if self.docs:
             cur.executemany(
                 'INSERT INTO "documents" ("docid", "sid", "seq", "type", "time", "surface", "length", "text") VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
                 self.docs,
             )
-            cur.executemany('INSERT INTO "documents_fts" ("rowid", "text") VALUES (?, ?)', [(d[0], d[7]) for d in self.docs])
+            fts_rows = [(d[0], d[7]) for d in self.docs]
+            if self.fts is not None:
+                self.fts.rows.extend(fts_rows)
+            else:
+                cur.executemany('INSERT INTO "documents_fts" ("rowid", "text") VALUES (?, ?)', fts_rows)
         if self.pending_shadow:
             cur.executemany(
                 'UPDATE "events" SET "surface" = ?, "replaced_by" = ? WHERE "sid" = ? AND "seq" = ?',
@@ -226,7 +399,7 @@ class SessionProjector:
                 [(_SHADOWED, docid(self.sid, node)) for node, _ in self.pending_shadow],
             )
         self.rows, self.row_index, self.links, self.docs, self.doc_index, self.pending_shadow = [], {}, [], [], {}, []
-        self.plain_rows = []
+        self.plain_rows, self.runs, self.open_run, self.pending = [], [], None, 0
 
     def finish(self) -> None:
         """Write everything still buffered, including the open raw block."""
@@ -234,14 +407,77 @@ class SessionProjector:
         self._close_block()
 
 
-# Types whose semantic text is always empty (query-spec §4.3): skip extraction.
-_NO_TEXT_TYPES: Final = frozenset(
-    {"assistant/chunk", "turn/start", "step/start", "step/end", "request/header", "request/context", "session/title", "session/end-seed"}
-)
+# Plain (log-only, provenance-free) events that still need more than a row:
+# a document (tool calls, turn ends, todos) or the session's title pointer.
+_LOG_ONLY_EXTRAS: Final = (TEXT_EVENT_TYPES - SURFACE_EVENT_TYPES) | {"session/title"}
+
+# Times a run stores (see pack_run_times); any other time gets an ``events`` row.
+_MIN_TIME: Final = -MAX_SAFE_INTEGER
+_MAX_TIME: Final = MAX_SAFE_INTEGER
+
+# ``events`` columns in row order; a full row (``_add``) has all of them.
+_EVENT_COLUMNS: Final = ("sid", "seq", "type", "time", "surface", "replaced_by", "sources", "replaced", "synthetic", "surface_key", "digest")
+# Columns that are often NULL: a row is written by the statement for its pattern of NULLs.
+_NULLABLE: Final = (3, 5, 6, 7, 9, 10)
+_null_pattern: Final = itemgetter(*_NULLABLE)
 
 
-# Log-only types without text that need no more than an event row and raw JSON.
-_PLAIN_TYPES: Final = _NO_TEXT_TYPES - SURFACE_EVENT_TYPES - {"session/title"}
+@lru_cache(maxsize=64)
+def _event_statement(nulls: tuple[bool, ...]) -> tuple[str, Any]:
+    """The INSERT for rows with NULL exactly in the nullable columns flagged in
+    ``nulls``, and a getter of the values it binds from a full row."""
+    null_columns = {column for column, null in zip(_NULLABLE, nulls) if null}
+    bound = [index for index in range(len(_EVENT_COLUMNS)) if index not in null_columns]
+    names = ", ".join(f'"{column}"' for column in _EVENT_COLUMNS)
+    values = ", ".join("NULL" if index in null_columns else "?" for index in range(len(_EVENT_COLUMNS)))
+    return f'INSERT INTO "events" ({names}) VALUES ({values})', itemgetter(*bound)
+
+
+def insert_event_rows(cur: sqlite3.Cursor, rows: Sequence[Sequence[Any]]) -> None:
+    """Insert full ``events`` rows (values in :data:`_EVENT_COLUMNS` order).
+
+    Equivalent to one ``executemany`` binding every column; rows are grouped
+    by which nullable columns are ``None`` so those become NULL literals.
+    """
+    groups: dict[tuple[Any, ...], list[Sequence[Any]]] = {}
+    for row in rows:
+        nulls = tuple(value is None for value in _null_pattern(row))
+        group = groups.get(nulls)
+        if group is None:
+            groups[nulls] = [row]
+        else:
+            group.append(row)
+    for nulls, group in groups.items():
+        sql, bound = _event_statement(nulls)
+        cur.executemany(sql, map(bound, group))
+
+
+_INT_ONLY: Final = {int}
+
+
+def link_spans(sources: Sequence[Any]) -> list[tuple[Any, int]]:
+    """The ``(first source, span)`` rows of one event's ``sourceEventSeqs``.
+
+    Integer sources become maximal runs of consecutive distinct seqs, each at
+    most :data:`MAX_LINK_SPAN` long, ascending; they cover exactly the set of
+    cited seqs.  Anything else (never seen after validation) keeps one row
+    per distinct value, as the one-row-per-link layout stored it.
+    """
+    if set(map(type, sources)) != _INT_ONLY:
+        return [(source, 1) for source in dict.fromkeys(sources)]
+    seqs = sorted(set(sources))
+    first, last = seqs[0], seqs[-1]
+    if last - first + 1 == len(seqs) and len(seqs) <= MAX_LINK_SPAN:
+        return [(first, len(seqs))]  # the common case: one contiguous run of chunks
+    spans: list[tuple[Any, int]] = []
+    start = previous = first
+    for seq in seqs[1:]:
+        if seq != previous + 1 or seq - start >= MAX_LINK_SPAN:
+            spans.append((start, previous - start + 1))
+            start = seq
+        previous = seq
+    spans.append((start, previous - start + 1))
+    return spans
 
 
 def delete_session_rows(cur: sqlite3.Cursor, sid: int, from_seq: int = 0, synthetic_only: bool = False) -> None:
@@ -254,11 +490,36 @@ def delete_session_rows(cur: sqlite3.Cursor, sid: int, from_seq: int = 0, synthe
     )
     cur.execute('DELETE FROM "documents" WHERE "docid" BETWEEN ? AND ?', (low, high))
     cur.execute('DELETE FROM "events" WHERE "sid" = ? AND "seq" >= ?', (sid, from_seq))
+    if from_seq > 0:
+        _truncate_run(cur, sid, from_seq)
+    cur.execute('DELETE FROM "event_runs" WHERE "sid" = ? AND "first_seq" >= ?', (sid, from_seq))
     cur.execute('DELETE FROM "event_links" WHERE "sid" = ? AND "seq" >= ?', (sid, from_seq))
     if synthetic_only:
         cur.execute('DELETE FROM "event_blocks" WHERE "sid" = ? AND "synthetic" = 1', (sid,))
     else:
         cur.execute('DELETE FROM "event_blocks" WHERE "sid" = ? AND "first_seq" >= ?', (sid, from_seq))
+
+
+def _truncate_run(cur: sqlite3.Cursor, sid: int, from_seq: int) -> None:
+    """Cut the run that straddles ``from_seq``, if any, back to its members before it.
+
+    Runs never cross a projector's first seq, and deletions start at one, so
+    this is a safety net for callers that delete from elsewhere.
+    """
+    row = cur.execute(
+        'SELECT "first_seq", "count", "types", "times" FROM "event_runs" WHERE "sid" = ? AND "first_seq" < ? '
+        'ORDER BY "first_seq" DESC LIMIT 1',
+        (sid, from_seq),
+    ).fetchone()
+    if row is None or row[0] + row[1] <= from_seq:
+        return
+    keep = from_seq - row[0]
+    types = unpack_run_types(row[2])[:keep]
+    times = unpack_run_times(row[3])[:keep]
+    cur.execute(
+        'UPDATE "event_runs" SET "count" = ?, "types" = ?, "times" = ? WHERE "sid" = ? AND "first_seq" = ?',
+        (keep, pack_run_types(types), pack_run_times(times), sid, row[0]),
+    )
 
 
 def load_surface(cur: sqlite3.Cursor, sid: int, before_seq: int) -> tuple[list[int], dict[int, bytes]]:

@@ -18,7 +18,9 @@ bytes.
 
 from __future__ import annotations
 
+import io
 import os
+import stat
 from collections.abc import Callable
 from typing import Any, BinaryIO, Final
 
@@ -26,6 +28,7 @@ import msgspec
 
 from readmodel.eventmodel import (
     KNOWN_EVENT_TYPES,
+    REJECTED_EVENT_TYPES,
     SURFACE_EVENT_TYPES,
     EventShapeError,
     check_envelope,
@@ -41,14 +44,17 @@ from readmodel.surface import SurfaceBase, SurfaceFold, SurfaceFoldError
 from .headers import NotAHeader, parse_header_line
 from .layout import Compression, LayoutError, expected_transcript_path, locate, revision_token, same_file
 from .legacy import is_legacy_tool_result_replacement, upgrade_event
-from .records import LineScanner, LogFormatError, deliver_per_line
-from .repair import CloserState, closers_for
+from .records import ROW_TAGS, LineScanner, LogFormatError, RecordError, accept_values, deliver_per_line, expand_row
+from .repair import WALK_STEPS, CloserState, closers_for
 from .zstdframes import (
     DEFAULT_MAX_FRAME_PLAINTEXT,
     FrameSpan,
     TornFrame,
     decode_frame,
+    decode_frame_at_once,
     decode_torn_frame,
+    first_frame,
+    iter_region,
     scan_frames,
 )
 
@@ -62,6 +68,9 @@ _CORE_ENVELOPE: Final = frozenset({"type", "seq", "time", "data"})
 _STEP_TYPES: Final = frozenset({"step/start", "step/end"})
 _RAW_CHUNK: Final = 1 << 20
 _STABLE_READ_ATTEMPTS: Final = 5
+# A zstd log up to this size is read into memory in one call: scanning its
+# frames then costs no system calls, and frames decode from a memoryview.
+_IN_MEMORY_MAX: Final = 16 << 20
 
 
 class ResumeMismatch(Exception):
@@ -164,58 +173,170 @@ class _Pipeline:
         if out and self.error is None:
             self.sink(out)
 
-    def accept_region(self, items: list[Any]) -> None:
-        """A block of lines from the scanner's fast path (``LineScanner.region_sink``).
+    def consume_region(self, values: list[Any], expected: int) -> tuple[int, int]:
+        """A block of decoded lines from the scanner's fast path (see :data:`RegionConsumer`).
 
-        While no stage has failed, packed rows and plain log-only events (a
-        known inert type with exactly the four core envelope keys and a safe
-        integer time) only advance the fold, in runs; every other event takes
-        :meth:`_process`.  The sink sees the events in log order, and rows
-        buffered before a surface event are handed over before it is folded, so
-        a replacement's callback never precedes the rows it shadows.
+        Accepts lines exactly as :func:`accept_values` does, checking and
+        processing each in the same pass.  While no stage has failed, packed
+        rows and plain log-only events (see :data:`_RUN_KINDS`; exactly the
+        four core envelope keys and a safe integer time) only advance the fold,
+        in runs, and the closer walk where it looks at them; every other event
+        takes :meth:`_process_clean`.  The sink sees the events in log order,
+        and rows buffered before a surface event are handed over before it is
+        folded, so a replacement's callback never precedes the rows it shadows.
         """
         if self.error_rank != _NO_ERROR or self.defer_restore:
+            items, accepted, expected = accept_values(values, 0, expected)
             self._accept_items(items)
-            return
+            return accepted, expected
         out: list[Event] = []
         run_seq = run_len = 0
-        for index, item in enumerate(items):
-            if type(item) is list:
+        line_kinds = _LINE_KINDS
+        walk_steps, closers = WALK_STEPS, self.closers
+        lowest, highest = -MAX_SAFE_INTEGER, MAX_SAFE_INTEGER
+        for index, value in enumerate(values):
+            # The acceptance rule first (accept_values, inlined).
+            if type(value) is not dict:
+                break
+            etype = value.get("type")
+            kind = line_kinds.get(etype)
+            if kind is _ROW:
+                try:
+                    members = expand_row(value)
+                except RecordError:
+                    break
+                if members[0]["seq"] != expected:
+                    break
+                # Row members are inert, valid and log-only by construction: part of the run.
                 if not run_len:
-                    run_seq = item[0]["seq"]
-                run_len += len(item)
-                out.extend(item)
+                    run_seq = expected
+                count = len(members)
+                expected += count
+                run_len += count
+                out.extend(members)
                 continue
-            etype = item.get("type")
-            if (etype in _INERT_TYPES or etype in _STEP_TYPES) and item.keys() == _CORE_ENVELOPE:
-                time = item["time"]
-                if type(time) is int and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER:
-                    if etype in _STEP_TYPES:
-                        # No upgrade or shape rule applies to steps; only the closer walk sees them.
-                        self.closers.observe(item)
-                    if not run_len:
-                        run_seq = item["seq"]
-                    run_len += 1
-                    out.append(item)
-                    continue
+            seq = value.get("seq")
+            if seq != expected or type(seq) is not int:
+                break
+            expected += 1
+            if kind is not None and len(value) == 4 and "data" in value:
+                # With type, seq and data present, an int time makes the keys exactly the core four.
+                time = value.get("time")
+                if type(time) is int and lowest <= time <= highest:
+                    plain = kind is _INERT
+                    if not plain:
+                        if kind is _WALKED:
+                            # No rule but the closer walk applies to steps and tool calls.
+                            walk_steps[etype](closers, value)
+                            plain = True
+                        else:
+                            plain = self._plain_checked(value, kind)
+                    if plain:
+                        if not run_len:
+                            run_seq = seq
+                        run_len += 1
+                        out.append(value)
+                        continue
             if run_len:
                 self._skip_run(run_seq, run_len)
                 run_len = 0
             if out and etype in SURFACE_EVENT_TYPES and self.error is None:
                 self.sink(out)
                 out = []
-            event = self._process(item)
+            event = self._process_clean(value, etype)
             if self.error_rank != _NO_ERROR:
-                self._accept_items(items[index + 1 :])
-                return
+                items, accepted, expected = accept_values(values, index + 1, expected)
+                self._accept_items(items)
+                return accepted, expected
             if event is not None:
                 out.append(event)
+        else:
+            index = len(values)
         if run_len:
             self._skip_run(run_seq, run_len)
         if out and self.error is None:
             last = out[-1]
             self.last_seq, self.last_time = last["seq"], last["time"]
             self.sink(out)
+        return index, expected
+
+    def _plain_checked(self, event: Event, kind: str) -> bool:
+        """Apply the rules of a plain turn event or request header; False (nothing changed) to take the full path.
+
+        A turn event passes the legacy upgrade, which must leave it as it is
+        (a current shape) for the event to count as plain, then the closer
+        walk; a request header must pass its own checks.
+        """
+        if kind is _REQUEST:
+            # The retired-vocabulary rule and the request-header checks, both pure.
+            try:
+                check_not_rejected_vocabulary(event)
+                check_request_header(event)
+            except EventShapeError:
+                return False
+            return True
+        if kind is _TURN:
+            try:
+                if upgrade_event(event, self.session_id, self.tool_result_ids) is not event:
+                    return False
+            except EventShapeError:
+                return False
+        WALK_STEPS[event["type"]](self.closers, event)
+        return True
+
+    def _process_clean(self, raw: Event, etype: Any) -> Event | None:
+        """:meth:`_process` for an event of (hashable) type ``etype`` while no stage has failed.
+
+        The same stages in the same order, with the same failures; a stage is
+        skipped only where its check is a no-op for the event's type (each
+        check function looks at the type first).
+        """
+        if etype in SURFACE_EVENT_TYPES and self._appended_surface(raw, etype):
+            return raw
+        if etype in _VOCABULARY_CHECKED:
+            try:
+                check_not_rejected_vocabulary(raw)
+            except EventShapeError as exc:
+                self.fail("retired", str(exc))
+                return None
+        event = raw
+        if etype in _UPGRADED_TYPES:
+            if self.resuming and etype == "tool/result" and is_legacy_tool_result_replacement(raw):
+                # The ids of earlier tool results are not kept across resumes.
+                self.needs_history = True
+            try:
+                event = upgrade_event(raw, self.session_id, self.tool_result_ids)
+            except EventShapeError as exc:
+                self.fail("upgrade", str(exc))
+                return None
+            etype = event["type"]  # steering/message becomes user/message
+        if etype in SURFACE_EVENT_TYPES:
+            try:
+                check_message_shape(event)
+            except EventShapeError as exc:
+                self.fail("message", str(exc))
+                return None
+            if etype == "tool/result":
+                self._remember_tool_result(event)
+        elif etype not in KNOWN_EVENT_TYPES:
+            try:
+                _gate(event)
+            except EventShapeError as exc:
+                self.fail("gate", str(exc), "unsupported")
+                return None
+        if etype in _CLOSER_TYPES:
+            self.closers.observe(event)
+        self.last_seq, self.last_time = event["seq"], event.get("time")
+        try:
+            check_envelope(event)
+            if etype == "request/header":
+                check_request_header(event)
+            replacement = self.fold.apply(event)
+            if replacement is not None:
+                self.on_replacement(replacement.seq, tuple(replacement.shadowed_seqs))
+        except (EventShapeError, SurfaceFoldError) as exc:
+            self.fail("restore", str(exc))
+        return event
 
     def _accept_items(self, items: list[Any]) -> None:
         deliver_per_line(items, self.accept)
@@ -318,6 +439,42 @@ class _Pipeline:
         except SurfaceFoldError as exc:
             self.fail("restore", str(exc))
 
+    def _appended_surface(self, event: Event, etype: str) -> bool:
+        """Fast path for a current-shape surface event appended to the surface.
+
+        Handles the event and returns True only when every coordinator stage
+        passes (a message of the right shape makes the legacy upgrade the
+        identity) and the envelope is valid; the fold may still refuse it, a
+        restore failure as on the full path.  Otherwise changes nothing and
+        returns False.
+        """
+        op = event.get("surfaceOp")
+        time = event.get("time")
+        if not (
+            type(op) is str
+            and op == "append"
+            and type(time) is int
+            and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER
+            and event["seq"] <= MAX_SAFE_INTEGER  # an int >= 0, the fold's next: the scanner checked it
+            and "data" in event
+            and event.keys() <= _APPEND_ENVELOPE
+        ):
+            return False
+        try:
+            check_message_shape(event)
+        except EventShapeError:
+            return False
+        if etype == "tool/result":
+            self._remember_tool_result(event)
+        if etype != "user/message":
+            WALK_STEPS[etype](self.closers, event)
+        self.last_seq, self.last_time = event["seq"], time
+        try:
+            self.fold.append(event)
+        except SurfaceFoldError as exc:
+            self.fail("restore", str(exc))
+        return True
+
     def _remember_tool_result(self, event: Event) -> None:
         if event.get("type") == "tool/result":
             data = event.get("data")
@@ -336,6 +493,33 @@ _INERT_TYPES: Final = KNOWN_EVENT_TYPES - SURFACE_EVENT_TYPES - {
     "tool/call",
     "request/header",
 }
+
+
+# Dispatch sets of :meth:`_Pipeline._process_clean` (which checks apply to a type).
+_VOCABULARY_CHECKED: Final = REJECTED_EVENT_TYPES | {"request/header"}
+_UPGRADED_TYPES: Final = frozenset({"turn/start", "turn/end", "steering/message"}) | SURFACE_EVENT_TYPES
+_CLOSER_TYPES: Final = frozenset(WALK_STEPS)
+
+# Types whose plain events (core envelope, safe integer time) need only the fold,
+# in runs: inert ones, those only the closer walk also looks at (turn events
+# once the legacy upgrade has left them as they are), and request headers
+# that pass their checks.
+_INERT: Final = "inert"
+_WALKED: Final = "walked"
+_TURN: Final = "turn"
+_REQUEST: Final = "request"
+_RUN_KINDS: Final = {
+    "request/header": _REQUEST,
+    **{etype: _INERT for etype in _INERT_TYPES},
+    **{etype: _WALKED for etype in (*_STEP_TYPES, "tool/call")},
+    "turn/start": _TURN,
+    "turn/end": _TURN,
+}
+# The fast path's dispatch on a line's "type": packed rows, and the run kinds.
+_ROW: Final = "row"
+_LINE_KINDS: Final = {**_RUN_KINDS, **{tag: _ROW for tag in ROW_TAGS}}
+# Envelope keys of a surface event appended without a replacement.
+_APPEND_ENVELOPE: Final = _CORE_ENVELOPE | {"surfaceOp", "sourceEventSeqs"}
 
 
 def _gate(event: Any) -> None:
@@ -381,9 +565,15 @@ class LogReader:
     def read(self, resume: ResumePoint | None = None) -> DecodedLog:
         """Decode the file (from ``resume`` when given), retrying while it is replaced mid-read."""
         for _ in range(_STABLE_READ_ATTEMPTS):
-            with open(self.path, "rb") as fh:
-                before = os.fstat(fh.fileno())
-                result = self._read_open(fh, before, resume)
+            snapshot = _snapshot(self.path) if self.compression is Compression.ZSTD else None
+            if snapshot is not None:
+                # Every later read sees this snapshot of the first st_size bytes.
+                before, data = snapshot
+                result = self._read_open(io.BytesIO(data), before, resume, data)
+            else:
+                with open(self.path, "rb") as fh:
+                    before = os.fstat(fh.fileno())
+                    result = self._read_open(fh, before, resume, None)
             after = os.stat(self.path)
             if (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino) and after.st_size >= before.st_size:
                 return result
@@ -391,7 +581,8 @@ class LogReader:
 
     # -- internals --------------------------------------------------------------
 
-    def _read_open(self, fh: BinaryIO, st: os.stat_result, resume: ResumePoint | None) -> DecodedLog:
+    def _read_open(self, fh: BinaryIO, st: os.stat_result, resume: ResumePoint | None, data: bytes | None) -> DecodedLog:
+        """Decode from ``fh`` (``data``, when given, holds the same first ``st.st_size`` bytes)."""
         size = st.st_size
         collected: list[Event] = []
         sink = self.sink or collected.extend
@@ -404,10 +595,10 @@ class LogReader:
             pipeline = _Pipeline(header["id"], fold, resume.closer_state.copy(), sink, resume.next_seq)
             pipeline.last_seq, pipeline.last_time = resume.last_seq, resume.last_time
             scanner = LineScanner(
-                pipeline.accept, next_seq=resume.next_seq, offset=resume.offset, line_no=resume.line_no, region_sink=pipeline.accept_region
+                pipeline.accept, next_seq=resume.next_seq, offset=resume.offset, line_no=resume.line_no, region_consumer=pipeline.consume_region
             )
         else:
-            header, start = self._read_header(fh, size)
+            header, start = self._read_header(fh, size, data)
             session_id = self.session_id if self.session_id is not None else header["id"]
             pipeline = _Pipeline(session_id, SurfaceFold(track_history=False), CloserState(), sink, 0)
             self._identity(header, session_id, pipeline)
@@ -415,11 +606,11 @@ class LogReader:
                 self._header_restore(header, session_id, pipeline)
             else:
                 pipeline.skip_restore()
-            scanner = LineScanner(pipeline.accept, offset=start, line_no=1, region_sink=pipeline.accept_region)
+            scanner = LineScanner(pipeline.accept, offset=start, line_no=1, region_consumer=pipeline.consume_region)
         if self.on_replacement is not None:
             pipeline.on_replacement = self.on_replacement
         if self.compression is Compression.ZSTD:
-            torn, recovered, resume_point = self._zstd_region(fh, size, scanner, pipeline, header)
+            torn, recovered, resume_point = self._zstd_region(fh, size, scanner, pipeline, header, data)
         else:
             torn, recovered, resume_point = self._raw_region(fh, size, scanner, pipeline, header)
         if pipeline.error is not None:
@@ -457,8 +648,14 @@ class LogReader:
             return None
         return {"seq": pipeline.last_seq, "time": pipeline.last_time}
 
-    def _resume_point(self, fh: BinaryIO, offset: int, scanner: LineScanner, pipeline: _Pipeline, header: dict[str, Any]) -> ResumePoint:
-        """Capture the walk states at a clean boundary (no defect, no partial line)."""
+    def _resume_point(
+        self, fh: BinaryIO, offset: int, scanner: LineScanner, pipeline: _Pipeline, header: dict[str, Any], final: bool = False
+    ) -> ResumePoint:
+        """Capture the walk states at a clean boundary (no defect, no partial line).
+
+        ``final``: no event is observed after this point, so the closer walk's
+        state can be shared instead of copied.
+        """
         return ResumePoint(
             compression=self.compression.value,
             offset=offset,
@@ -468,7 +665,7 @@ class LogReader:
             line_no=scanner.line_no,
             last_seq=pipeline.last_seq,
             last_time=pipeline.last_time,
-            closer_state=pipeline.closers.copy(),
+            closer_state=pipeline.closers if final else pipeline.closers.copy(),
             fold_generation=pipeline.fold.generation,
         )
 
@@ -499,14 +696,12 @@ class LogReader:
         except HeaderValidationError as exc:
             pipeline.fail("header", exc.message)
 
-    def _read_header(self, fh: BinaryIO, size: int) -> tuple[dict[str, Any], int]:
+    def _read_header(self, fh: BinaryIO, size: int, data: bytes | None) -> tuple[dict[str, Any], int]:
         if self.compression is Compression.ZSTD:
-            first = next(scan_frames(fh, 0, size), None)
+            first = first_frame(fh, size, data)
             if not isinstance(first, FrameSpan):
                 raise LogFormatError("empty or header-less Zstandard session log")
-            parts: list[bytes] = []
-            decode_frame(fh, first, parts.append, self.max_frame_plaintext)
-            plaintext = b"".join(parts)
+            plaintext = _decode_header_frame(fh, first, self.max_frame_plaintext, data)
             if not plaintext.endswith(b"\n") or plaintext.count(b"\n") != 1:
                 raise LogFormatError("first frame is not exactly one header line")
             line, end = plaintext[:-1], first.end
@@ -520,22 +715,24 @@ class LogReader:
             raise LogFormatError(exc.message) from None
 
     def _zstd_region(
-        self, fh: BinaryIO, size: int, scanner: LineScanner, pipeline: _Pipeline, header: dict[str, Any]
+        self, fh: BinaryIO, size: int, scanner: LineScanner, pipeline: _Pipeline, header: dict[str, Any], data: bytes | None
     ) -> tuple[TornTail | None, list[Event], ResumePoint | None]:
         # Plaintext offsets are irrelevant in zstd mode; the region restarts at 0.
         start = scanner.consumed
         scanner.committed = scanner.consumed = 0
         torn_frame: TornFrame | None = None
         last_end = start
-        for item in scan_frames(fh, start, size):
+        feed = scanner.feed
+        for item in iter_region(fh, start, size, self.max_frame_plaintext, data):
             if isinstance(item, TornFrame):
                 torn_frame = item
                 break
-            decode_frame(fh, item, scanner.feed, self.max_frame_plaintext)
-            last_end = item.end
+            plaintext, last_end = item
+            feed(plaintext)
         if scanner.issue is not None or scanner.committed != scanner.consumed:
             raise LogFormatError(f"complete frame contains a torn JSONL record ({scanner.issue or 'partial final line'})")
-        resume_point = self._resume_point(fh, last_end, scanner, pipeline, header) if pipeline.error is None else None
+        final = torn_frame is None
+        resume_point = self._resume_point(fh, last_end, scanner, pipeline, header, final) if pipeline.error is None else None
         if torn_frame is None:
             return None, [], resume_point
         recovered: list[Event] = []
@@ -565,7 +762,43 @@ class LogReader:
             # After a tolerated defect nothing can be appended meaningfully: reload next time.
             return torn, [], None
         # Resume at the last committed LF; a held-back fragment is re-read next time.
-        return torn, [], self._resume_point(fh, scanner.committed, scanner, pipeline, header)
+        return torn, [], self._resume_point(fh, scanner.committed, scanner, pipeline, header, final=True)
+
+
+def _snapshot(path: str) -> tuple[os.stat_result, bytes] | None:
+    """The file's status and first ``st_size`` bytes, read in one go; ``None``
+    when it is not a regular file or too large to hold in memory.
+
+    Plain ``os`` calls: a Python file object costs more than the read itself
+    for the typical small log.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > _IN_MEMORY_MAX:
+            return None
+        parts: list[bytes] = []
+        remaining = st.st_size
+        while remaining > 0:
+            piece = os.read(fd, remaining)
+            if not piece:
+                break  # truncated meanwhile: the frames see the end of what is there
+            parts.append(piece)
+            remaining -= len(piece)
+    finally:
+        os.close(fd)
+    return st, parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _decode_header_frame(fh: BinaryIO, first: FrameSpan, max_plaintext: int, data: bytes | None) -> bytes:
+    """The plaintext of the header frame (decoded at once from ``data`` when possible)."""
+    if data is not None:
+        plaintext = decode_frame_at_once(memoryview(data)[first.start : first.end], max_plaintext)
+        if plaintext is not None:
+            return plaintext
+    parts: list[bytes] = []
+    decode_frame(fh, first, parts.append, max_plaintext)
+    return b"".join(parts)
 
 
 def _fingerprint_before(fh: BinaryIO, offset: int) -> str:

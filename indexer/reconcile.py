@@ -28,7 +28,7 @@ from readmodel.jsvalues import is_number
 
 from .failures import as_query_error
 from .layout import Compression, LayoutProblem, discover, expected_transcript_path, revision_token, same_file
-from .projection import SessionProjector, delete_session_rows, load_surface, unshadow_from
+from .projection import DeferredFts, SessionProjector, delete_session_rows, load_surface, unshadow_from
 from .reader import LogReader, ResumeMismatch, ResumePoint, read_listing_header
 from .records import LogFormatError
 
@@ -92,6 +92,7 @@ class Reconciler:
         self.clock = clock
         self.progress = progress
         self._held = 0  # tails held back by the session being indexed (reported per pass)
+        self._fts = DeferredFts()  # the open transaction's FTS5 rows, written before COMMIT
 
     # -- passes ----------------------------------------------------------------
 
@@ -218,6 +219,7 @@ class Reconciler:
                         changed = True
                         if self.progress is not None:
                             self.progress(index, total, report.events)
+                    self._fts.write(cur)
                     if changed:
                         cur.execute(
                             'UPDATE "index_meta" SET "global_generation" = ?, "last_reconcile_at" = ?',
@@ -228,6 +230,7 @@ class Reconciler:
                     cur.execute("COMMIT")
                     report.transactions += 1
                 except BaseException:
+                    self._fts.rollback(0)
                     cur.execute("ROLLBACK")
                     raise
 
@@ -262,6 +265,7 @@ class Reconciler:
             sid = _insert_session(cur, item, header, generation, now)
         savepoint = f"s{sid}"
         cur.execute(f'SAVEPOINT "{savepoint}"')
+        fts_mark = self._fts.mark()
         try:
             if resume is not None:
                 try:
@@ -269,15 +273,17 @@ class Reconciler:
                     report.appended += 1
                 except ResumeMismatch:
                     cur.execute(f'ROLLBACK TO "{savepoint}"')
+                    self._fts.rollback(fts_mark)
                     resume = None
             if resume is None:
                 if not fresh:
                     delete_session_rows(cur, sid)
-                written = self._decode(cur, sid, item, None, settled, None, generation, now)
+                written = self._decode(cur, sid, item, None, settled, None, generation, now, header_stored=fresh)
                 report.reloaded += 1
         except (LogFormatError, OSError, ValueError, TypeError, sqlite3.DataError) as exc:
             # Whatever goes wrong with one log stays with that log.
             cur.execute(f'ROLLBACK TO "{savepoint}"')
+            self._fts.rollback(fts_mark)
             delete_session_rows(cur, sid)
             error = as_query_error(exc, header["id"])
             status = "unsupported" if isinstance(exc, LogFormatError) and exc.kind == "unsupported" else "corrupt" if isinstance(exc, LogFormatError) else "error"
@@ -302,8 +308,15 @@ class Reconciler:
         row: tuple[Any, ...] | None,
         generation: int,
         now: float,
+        *,
+        header_stored: bool = False,
     ) -> int:
-        """Decode (from ``resume`` when given) and project; returns rows written."""
+        """Decode (from ``resume`` when given) and project; returns rows written.
+
+        ``header_stored`` says the session row already holds this header's JSON
+        (it was just inserted), so the update leaves ``header_json`` — and the
+        listing index that covers it — alone.
+        """
         header = item.header
         assert header is not None and item.stat is not None
         first_seq = resume.next_seq if resume is not None else 0
@@ -311,7 +324,7 @@ class Reconciler:
             # Synthetic tail rows of an earlier settled view: the writer moved on.
             unshadow_from(cur, sid, row[7])
             delete_session_rows(cur, sid, row[7], synthetic_only=True)
-        projector = SessionProjector(cur, sid, first_seq)
+        projector = SessionProjector(cur, sid, first_seq, fts=self._fts)
         if resume is not None:
             projector.continue_last_block()
         reader = LogReader(
@@ -333,7 +346,7 @@ class Reconciler:
         tail_state = "clean"
         title_seq = projector.title_seq if projector.title_seq is not None else (row[8] if row is not None else None)
         if has_tail and settled:
-            tail = SessionProjector(cur, sid, stored_count, synthetic=True)
+            tail = SessionProjector(cur, sid, stored_count, synthetic=True, fts=self._fts)
             for seq, shadowed in log_.tail_replacements:
                 tail.replacement(seq, shadowed)
             tail.add([*log_.recovered, *log_.closers])
@@ -350,26 +363,31 @@ class Reconciler:
                 self._held += 1
             event_count = stored_count
             written = projector.written
-        cur.execute(
-            'UPDATE "sessions" SET "revision" = ?, "size" = ?, "resume" = ?, "event_count" = ?, "stored_count" = ?, '
-            '"synthetic_from" = ?, "tail_state" = ?, "surface_nodes" = NULL, "title_seq" = ?, "status" = \'ok\', '
-            '"error_code" = NULL, "error_message" = NULL, "generation" = ?, "indexed_at" = ?, "header_json" = ? WHERE "sid" = ?',
-            (
-                log_.revision,
-                log_.size,
-                _pack(log_.resume) if log_.resume is not None else None,
-                event_count,
-                stored_count,
-                synthetic_from,
-                tail_state,
-                title_seq,
-                generation,
-                now,
-                _encode_json(header),
-                sid,
-            ),
+        values = (
+            log_.revision,
+            log_.size,
+            bytearray(_pack(log_.resume)) if log_.resume is not None else None,
+            event_count,
+            stored_count,
+            synthetic_from,
+            tail_state,
+            title_seq,
+            generation,
+            now,
         )
+        if header_stored:
+            cur.execute(_UPDATE_INDEXED + ' WHERE "sid" = ?', (*values, sid))
+        else:
+            cur.execute(_UPDATE_INDEXED + ', "header_json" = ? WHERE "sid" = ?', (*values, bytearray(_encode_json(header)), sid))
         return written
+
+
+_UPDATE_INDEXED: Final = (
+    'UPDATE "sessions" SET "revision" = ?, "size" = ?, "resume" = ?, "event_count" = ?, "stored_count" = ?, '
+    '"synthetic_from" = ?, "tail_state" = ?, "surface_nodes" = NULL, "title_seq" = ?, "status" = \'ok\', '
+    '"error_code" = NULL, "error_message" = NULL, "generation" = ?, "indexed_at" = ?'
+)
+"""The session row after a successful read (its values, then optionally ``header_json``, then the sid)."""
 
 
 _SELECT_SESSIONS: Final = (
@@ -396,7 +414,17 @@ def _insert_session(cur: sqlite3.Cursor, item: _Observed, header: dict[str, Any]
         'INSERT INTO "sessions" ("id", "path", "header_json", "created_at", "id_key", "cwd", "parent_session", "revision", "size", '
         '"event_count", "stored_count", "tail_state", "status", "generation", "indexed_at") '
         "VALUES (?, ?, ?, ?, ?, ?, ?, '', 0, 0, 0, 'clean', 'ok', ?, ?)",
-        (header["id"], item.path, columns["header_json"], columns["created_at"], columns["id_key"], columns["cwd"], columns["parent_session"], generation, now),
+        (
+            header["id"],
+            item.path,
+            bytearray(columns["header_json"]),
+            columns["created_at"],
+            bytearray(columns["id_key"]),
+            columns["cwd"],
+            columns["parent_session"],
+            generation,
+            now,
+        ),
     )
     return int(cur.lastrowid)
 

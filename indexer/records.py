@@ -11,13 +11,14 @@ and the log is corrupt if a dropped line holds a ``turn/end``.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from itertools import accumulate
 from typing import Any, Final
 
 import msgspec
 
-from readmodel.jsvalues import MAX_SAFE_INTEGER, is_non_negative_safe_integer, is_number, is_record, is_safe_integer
+from readmodel.jsvalues import MAX_SAFE_INTEGER, is_non_negative_safe_integer, is_safe_integer
 
 ROW_TAGS: Final = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
 _ROW_ENVELOPE_KEYS: Final = frozenset({"type", "seq0", "time0", "data"})
@@ -81,8 +82,20 @@ def decode_json(line: bytes) -> Any:
         raise RecordError(str(exc)) from None
 
 
+# A number starting "-0" (at the start or after a structural character and
+# JSON whitespace); "-0" inside strings (uuids) does not match.
+_NEGATIVE_ZERO_TOKEN: Final = re.compile(rb"(?:^|[:,\[])[ \t\n\r]*-0")
+
+
 def decode_json_exact(line: bytes) -> Any:
     """Like :func:`decode_json` but keeps JSON ``-0`` as negative zero (for headers)."""
+    if b"-0" not in line or _NEGATIVE_ZERO_TOKEN.search(line) is None:
+        # Without a -0 number msgspec's value is the standard library's (its
+        # only other differences are the inputs it refuses, handled below).
+        try:
+            return _decode_fast(line)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            pass
     text = line.decode("utf-8", "replace")
     try:
         return json.loads(text, parse_constant=_reject_constant, parse_int=_parse_int)
@@ -90,73 +103,105 @@ def decode_json_exact(line: bytes) -> Any:
         raise RecordError(str(exc)) from None
 
 
-def _is_string_list(value: Any) -> bool:
-    return type(value) is list and len(value) > 0 and all(type(item) is str for item in value)
+# Exact types (bool is not a number here, a str subclass is not str); the set
+# of an array's item types is one C-level pass.
+_STR_ONLY: Final = frozenset({str})
+_INT_ONLY: Final = frozenset({int})
+_NUMBER_TYPES: Final = frozenset({int, float})
+
+
+def _malformed_row(tag: str) -> RecordError:
+    return RecordError(f"malformed {tag} storage row")
 
 
 def expand_row(row: dict[str, Any]) -> list[dict[str, Any]]:
-    """Validate a packed chunk row and expand it into its ``assistant/chunk`` events."""
+    """Validate a packed chunk row and expand it into its ``assistant/chunk`` events.
+
+    Raises :class:`RecordError` for any malformed row.  Each member is a fresh
+    ``{type, seq, time, data: {turn, step, chunk}}`` dict (key order as the
+    harness builds it); members share no mutable objects.
+    """
     tag = row["type"]
     if row.keys() != _ROW_ENVELOPE_KEYS:
-        raise RecordError(f"malformed {tag} storage row")
+        raise _malformed_row(tag)
     seq0, time0, data = row["seq0"], row["time0"], row["data"]
-    if not is_non_negative_safe_integer(seq0) or not is_safe_integer(time0) or not is_record(data):
-        raise RecordError(f"malformed {tag} storage row")
+    # Each check tries the common exact-int case inline before the general predicate.
+    if not (type(seq0) is int and 0 <= seq0 <= MAX_SAFE_INTEGER or is_non_negative_safe_integer(seq0)):
+        raise _malformed_row(tag)
+    if not (type(time0) is int and -MAX_SAFE_INTEGER <= time0 <= MAX_SAFE_INTEGER or is_safe_integer(time0)):
+        raise _malformed_row(tag)
+    if type(data) is not dict:
+        raise _malformed_row(tag)
     keys = data.keys()
-    if tag == "tool-call-chunks":
+    tool = tag == "tool-call-chunks"
+    if tool:
         if not (keys == _TOOL_ROW_KEYS or keys == _TOOL_ROW_KEYS_NAMED):
-            raise RecordError(f"malformed {tag} storage row")
+            raise _malformed_row(tag)
         if type(data["id"]) is not str or ("name" in data and type(data["name"]) is not str):
-            raise RecordError(f"malformed {tag} storage row")
+            raise _malformed_row(tag)
         fragments = data["args"]
     else:
         if keys != _TEXT_ROW_KEYS:
-            raise RecordError(f"malformed {tag} storage row")
+            raise _malformed_row(tag)
         fragments = data["texts"]
     turn, step, index, gaps = data["turn"], data["step"], data["index"], data["dt"]
-    if not (is_number(turn) and is_number(step) and is_number(index)):
-        raise RecordError(f"malformed {tag} storage row")
-    if not _is_string_list(fragments):
-        raise RecordError(f"malformed {tag} storage row")
-    if type(gaps) is not list or len(gaps) != len(fragments) - 1:
-        raise RecordError(f"malformed {tag} storage row")
-    if not is_safe_integer(seq0 + len(fragments) - 1):
-        raise RecordError(f"malformed {tag} storage row")
+    if not (type(turn) in _NUMBER_TYPES and type(step) in _NUMBER_TYPES and type(index) in _NUMBER_TYPES):
+        raise _malformed_row(tag)
+    if not (type(fragments) is list and fragments and set(map(type, fragments)) == _STR_ONLY):
+        raise _malformed_row(tag)
+    count = len(fragments)
+    if type(gaps) is not list or len(gaps) != count - 1:
+        raise _malformed_row(tag)
+    last_seq = seq0 + count - 1
+    if not (type(last_seq) is int and last_seq <= MAX_SAFE_INTEGER or is_safe_integer(last_seq)):
+        raise _malformed_row(tag)
     times = _row_times(tag, time0, gaps)
     seq0 = int(seq0)
-    turn_step = (data["turn"], data["step"])
-    if tag == "tool-call-chunks":
-        call_id = data["id"]
-        if "name" in data:
-            name = data["name"]
-            chunks = [{"type": "tool-call-delta", "index": index, "id": call_id, "name": name, "argumentsDelta": f} for f in fragments]
-        else:
-            chunks = [{"type": "tool-call-delta", "index": index, "id": call_id, "argumentsDelta": f} for f in fragments]
-    else:
+    seqs = range(seq0, seq0 + count)
+    if not tool:
         kind = "text-delta" if tag == "text-chunks" else "reasoning-delta"
-        chunks = [{"type": kind, "index": index, "text": f} for f in fragments]
-    turn, step = turn_step
+        return [
+            {"type": "assistant/chunk", "seq": seq, "time": time, "data": {"turn": turn, "step": step, "chunk": {"type": kind, "index": index, "text": text}}}
+            for seq, time, text in zip(seqs, times, fragments)
+        ]
+    call_id = data["id"]
+    if "name" in data:
+        name = data["name"]
+        return [
+            {
+                "type": "assistant/chunk",
+                "seq": seq,
+                "time": time,
+                "data": {"turn": turn, "step": step, "chunk": {"type": "tool-call-delta", "index": index, "id": call_id, "name": name, "argumentsDelta": args}},
+            }
+            for seq, time, args in zip(seqs, times, fragments)
+        ]
     return [
-        {"type": "assistant/chunk", "seq": seq0 + k, "time": times[k], "data": {"turn": turn, "step": step, "chunk": chunk}}
-        for k, chunk in enumerate(chunks)
+        {
+            "type": "assistant/chunk",
+            "seq": seq,
+            "time": time,
+            "data": {"turn": turn, "step": step, "chunk": {"type": "tool-call-delta", "index": index, "id": call_id, "argumentsDelta": args}},
+        }
+        for seq, time, args in zip(seqs, times, fragments)
     ]
 
 
 def _row_times(tag: str, time0: Any, gaps: list[Any]) -> list[Any]:
     """Member times: ``time0`` plus each running sum of the gaps, all safe integers."""
-    if all(type(gap) is int for gap in gaps):
+    if type(time0) is int and (not gaps or set(map(type, gaps)) == _INT_ONLY):
         times = list(accumulate(gaps, initial=time0))
-        if type(time0) is int and -MAX_SAFE_INTEGER <= min(times) and max(times) <= MAX_SAFE_INTEGER:
+        if -MAX_SAFE_INTEGER <= min(times) and max(times) <= MAX_SAFE_INTEGER:
             return times
     # Rare: float-typed integral values (1.0), or a sum leaving the safe range.
     if not all(is_safe_integer(gap) for gap in gaps):
-        raise RecordError(f"malformed {tag} storage row")
+        raise _malformed_row(tag)
     times = [time0]
     now = time0
     for gap in gaps:
         now = now + gap
         if not is_safe_integer(now):
-            raise RecordError(f"malformed {tag} storage row")
+            raise _malformed_row(tag)
         times.append(now)
     return times
 
@@ -188,6 +233,49 @@ EventSink = Callable[[list[dict[str, Any]], bool], None]
 RegionSink = Callable[[list[Any]], None]
 """Receives a block of accepted lines: a dict per single-event line, a list per packed row."""
 
+RegionConsumer = Callable[[list[Any], int], tuple[int, int]]
+"""Takes a block's decoded line values and the seq its first event must carry.
+
+It must accept exactly the prefix :func:`accept_values` accepts (processing
+those lines, and only those, in order) and return how many values that is and
+the seq the next line must carry.  Doing the acceptance walk itself lets a
+consumer check and process each line in one pass.
+"""
+
+
+def accept_values(values: list[Any], start: int, expected: int) -> tuple[list[Any], int, int]:
+    """The fast path's acceptance rule over ``values[start:]``, ``expected`` being the next seq.
+
+    Accepts values up to the first defect: a value that is not an object, a
+    packed row that is malformed or does not continue the seqs, a single
+    event whose seq is not the exact int ``expected``.  Returns the items (a
+    dict per single event, a packed row's members as a list), the index after
+    the last accepted value and the seq the next line must carry.
+    """
+    items: list[Any] = []
+    append = items.append
+    index = start
+    for value in values[start:] if start else values:
+        if type(value) is not dict:
+            break
+        if value.get("type") in ROW_TAGS:
+            try:
+                members = expand_row(value)
+            except RecordError:
+                break
+            if members[0]["seq"] != expected:
+                break
+            expected += len(members)
+            append(members)
+        else:
+            seq = value.get("seq")
+            if seq != expected or type(seq) is not int:
+                break
+            expected += 1
+            append(value)
+        index += 1
+    return items, index, expected
+
 
 def deliver_per_line(items: list[Any], sink: EventSink) -> None:
     """Hand a region's items (see :class:`LineScanner`) to a per-line ``sink``."""
@@ -210,11 +298,13 @@ class LineScanner:
     Lines accepted on the fast path (a whole block that decodes cleanly, up to
     its first defect) go to ``region_sink`` in one call per block: each item is
     a single event (a dict) or a packed row's expanded members (a list).
-    Without a ``region_sink`` they go to ``sink`` line by line.  Lines the slow
-    path handles always go to ``sink``, after the block's items.
+    Without a ``region_sink`` they go to ``sink`` line by line.  With a
+    ``region_consumer`` (see :data:`RegionConsumer`) the block's decoded
+    values go to it instead, and it accepts them itself.  Lines the slow path
+    handles always go to ``sink``, after the block's items.
     """
 
-    __slots__ = ("sink", "region_sink", "next_seq", "committed", "consumed", "issue", "line_no", "_carry")
+    __slots__ = ("sink", "region_sink", "region_consumer", "next_seq", "committed", "consumed", "issue", "line_no", "_carry")
 
     def __init__(
         self,
@@ -224,9 +314,11 @@ class LineScanner:
         offset: int = 0,
         line_no: int = 1,
         region_sink: RegionSink | None = None,
+        region_consumer: RegionConsumer | None = None,
     ) -> None:
         self.sink = sink
         self.region_sink = region_sink if region_sink is not None else self._per_line
+        self.region_consumer = region_consumer
         self.next_seq = next_seq
         self.committed = offset
         self.consumed = offset
@@ -248,7 +340,11 @@ class LineScanner:
             self._carry += data
             self.consumed += len(data)
             return
-        region = self._carry + data[: last_newline + 1] if self._carry else data[: last_newline + 1]
+        if self._carry:
+            region = self._carry + data[: last_newline + 1]
+        else:
+            # Writers end every batch with a line feed: then the region is the data itself, uncopied.
+            region = data if last_newline == len(data) - 1 else data[: last_newline + 1]
         offset = self.consumed - len(self._carry)  # region offset of the first line
         self._carry = data[last_newline + 1 :]
         self.consumed += len(data)
@@ -286,33 +382,14 @@ class LineScanner:
         deliver_per_line(items, self.sink)
 
     def _fast_region(self, values: list[Any]) -> int:
-        """The fast path with one ``region_sink`` call for the accepted prefix."""
-        items: list[Any] = []
-        append = items.append
-        expected = self.next_seq
-        for value in values:
-            if type(value) is not dict:
-                break
-            if value.get("type") in ROW_TAGS:
-                try:
-                    members = expand_row(value)
-                except RecordError:
-                    break
-                if members[0]["seq"] != expected:
-                    break
-                expected += len(members)
-                append(members)
-                continue
-            seq = value.get("seq")
-            if seq != expected or type(seq) is not int:
-                break
-            expected += 1
-            append(value)
-        accepted = len(items)
+        """Accept the block's values up to the first defect; returns how many were accepted."""
+        if self.region_consumer is not None:
+            accepted, self.next_seq = self.region_consumer(values, self.next_seq)
+        else:
+            items, accepted, self.next_seq = accept_values(values, 0, self.next_seq)
+            if items:
+                self.region_sink(items)
         self.line_no += accepted
-        self.next_seq = expected
-        if items:
-            self.region_sink(items)
         return accepted
 
     def _line(self, line: bytes, end_offset: int) -> None:

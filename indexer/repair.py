@@ -14,7 +14,6 @@ from typing import Any, Final
 
 import msgspec
 
-from readmodel.jsvalues import is_record
 
 OUTCOME_UNKNOWN_TEXT: Final = (
     "sessionq note: this tool call was recorded as started, but the session stopped before its "
@@ -43,48 +42,77 @@ class CloserState(msgspec.Struct):
     def observe(self, event: dict[str, Any]) -> None:
         """Advance the walk over one normalised event."""
         etype = event.get("type")
+        if type(etype) is str:
+            step = WALK_STEPS.get(etype)
+            if step is not None:
+                step(self, event)
+
+    def _turn_start(self, event: dict[str, Any]) -> None:
         data = event.get("data")
-        if etype == "turn/start":
-            self.open_turn = data.get("turn") if is_record(data) else None
-            self.turn_open = True
-            self.open_step, self.step_open = None, False
-            self.pending.clear()
-        elif etype == "turn/end":
-            self.open_turn, self.turn_open = None, False
-            self.open_step, self.step_open = None, False
-            self.pending.clear()
-        elif etype == "step/start":
-            self.open_step = data.get("step") if is_record(data) else None
-            self.step_open = True
-        elif etype == "step/end":
-            self.pending.clear()
-            self.open_step, self.step_open = None, False
-        elif etype == "assistant/message":
-            message = data.get("message") if is_record(data) else None
-            content = message.get("content") if is_record(message) else None
-            if type(content) is list:
-                step = data.get("step")
-                for block in content:
-                    if is_record(block) and block.get("type") == "tool-call":
-                        call_id = block.get("id")
-                        entry = self.pending.get(call_id)
-                        if entry is None:
-                            self.pending[call_id] = [step, None]
-                        else:
-                            entry[0], entry[1] = step, None
-        elif etype == "tool/call":
-            call_id = data.get("callId") if is_record(data) else None
-            entry = self.pending.get(call_id)
-            if entry is not None:
-                entry[1] = event.get("seq")
-        elif etype == "tool/result":
-            message = data.get("message") if is_record(data) else None
-            source = message.get("source") if is_record(message) else None
-            if is_record(source):
-                self.pending.pop(source.get("callId"), None)
+        self.open_turn = data.get("turn") if type(data) is dict else None
+        self.turn_open = True
+        self.open_step, self.step_open = None, False
+        self.pending.clear()
+
+    def _turn_end(self, event: dict[str, Any]) -> None:
+        self.open_turn, self.turn_open = None, False
+        self.open_step, self.step_open = None, False
+        self.pending.clear()
+
+    def _step_start(self, event: dict[str, Any]) -> None:
+        data = event.get("data")
+        self.open_step = data.get("step") if type(data) is dict else None
+        self.step_open = True
+
+    def _step_end(self, event: dict[str, Any]) -> None:
+        self.pending.clear()
+        self.open_step, self.step_open = None, False
+
+    def _assistant_message(self, event: dict[str, Any]) -> None:
+        data = event.get("data")
+        message = data.get("message") if type(data) is dict else None
+        content = message.get("content") if type(message) is dict else None
+        if type(content) is list:
+            step = data.get("step")
+            pending = self.pending
+            for block in content:
+                if type(block) is dict and block.get("type") == "tool-call":
+                    call_id = block.get("id")
+                    entry = pending.get(call_id)
+                    if entry is None:
+                        pending[call_id] = [step, None]
+                    else:
+                        entry[0], entry[1] = step, None
+
+    def _tool_call(self, event: dict[str, Any]) -> None:
+        data = event.get("data")
+        call_id = data.get("callId") if type(data) is dict else None
+        entry = self.pending.get(call_id)
+        if entry is not None:
+            entry[1] = event.get("seq")
+
+    def _tool_result(self, event: dict[str, Any]) -> None:
+        data = event.get("data")
+        message = data.get("message") if type(data) is dict else None
+        source = message.get("source") if type(message) is dict else None
+        if type(source) is dict:
+            self.pending.pop(source.get("callId"), None)
 
     def copy(self) -> "CloserState":
         return CloserState(self.open_turn, self.open_step, self.turn_open, self.step_open, {k: list(v) for k, v in self.pending.items()})
+
+
+# The walk step of each event type that moves it (every other type leaves it as it
+# is): ``WALK_STEPS[etype](state, event)`` is ``state.observe(event)`` for those types.
+WALK_STEPS: Final = {
+    "turn/start": CloserState._turn_start,
+    "turn/end": CloserState._turn_end,
+    "step/start": CloserState._step_start,
+    "step/end": CloserState._step_end,
+    "assistant/message": CloserState._assistant_message,
+    "tool/call": CloserState._tool_call,
+    "tool/result": CloserState._tool_result,
+}
 
 
 def _tool_result_closer(turn: Any, call_id: Any, step: Any, call_seq: Any, seq: int, time: Any) -> dict[str, Any]:

@@ -2,12 +2,23 @@
 
 The scanner itself is shared with the export (``readmodel.zstdframes``); here its
 damage errors become the reader's corrupt-log errors.
+
+:func:`iter_region` is the reader's hot path: it decodes a log held in memory
+frame by frame with one reused decompression context, and hands plaintext
+over in batches of whole frames.  Any frame that is not plainly fine (a
+decoder error, an incomplete or over-long frame, stray bytes after its end,
+an unusually large compressed size) takes the exact streaming path of
+:func:`decode_frame` instead, so errors, and the plaintext delivered before
+them, are the same as frame-by-frame streaming.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
-from typing import BinaryIO
+from typing import BinaryIO, Final
+
+import zstandard
 
 from readmodel import zstdframes as _frames
 from readmodel.zstdframes import DEFAULT_MAX_FRAME_PLAINTEXT, ZSTD_MAGIC, FrameSpan, TornFrame, ZstdFrameError
@@ -21,9 +32,23 @@ __all__ = [
     "FrameTooLarge",
     "TornFrame",
     "decode_frame",
+    "decode_frame_at_once",
     "decode_torn_frame",
+    "first_frame",
+    "frame_end",
+    "iter_region",
     "scan_frames",
 ]
+
+# A frame decoded in one call materialises its whole plaintext at once; the
+# streaming path feeds the decoder 1 MiB of compressed bytes at a time, so a
+# frame no larger than that costs no more memory either way.
+_ONE_SHOT_MAX_COMPRESSED: Final = 1 << 20
+
+# Plaintext handed to the consumer per batch (whole frames; a larger frame goes alone).
+REGION_BATCH_BYTES: Final = 1 << 20
+
+_local = threading.local()
 
 
 class FrameTooLarge(LogFormatError):
@@ -53,3 +78,187 @@ def decode_frame(fh: BinaryIO, span: FrameSpan, sink: Callable[[bytes], None], m
 
 
 decode_torn_frame = _frames.decode_torn_frame
+
+
+def _decompressor() -> zstandard.ZstdDecompressor:
+    """This thread's decompressor.
+
+    Creating one allocates a decompression context; reusing it across frames
+    (each ``decompressobj()`` resets it) saves that per frame.  Decompressors
+    are not thread-safe, hence one per thread.
+    """
+    dctx = getattr(_local, "dctx", None)
+    if dctx is None:
+        dctx = _local.dctx = zstandard.ZstdDecompressor()
+    return dctx
+
+
+def decode_frame_at_once(frame: bytes | memoryview, max_plaintext: int) -> bytes | None:
+    """The plaintext of ``frame`` (the bytes of one complete frame) in one call.
+
+    ``None`` when the frame is not plainly fine (a decoder error, not exactly
+    one complete frame, plaintext over ``max_plaintext``): the caller then
+    takes the streaming path, which reports the failure exactly.
+    """
+    decoder = _decompressor().decompressobj()
+    try:
+        out = decoder.decompress(frame)
+    except zstandard.ZstdError:
+        return None
+    if not decoder.eof or decoder.unused_data or len(out) > max_plaintext:
+        return None
+    return out
+
+
+def _stream_frame(fh: BinaryIO, span: FrameSpan, max_plaintext: int) -> Iterator[bytes]:
+    """:func:`readmodel.zstdframes.iter_frame` with failures as corrupt-log errors."""
+    try:
+        yield from _frames.iter_frame(fh, span, max_plaintext)
+    except ZstdFrameError as exc:
+        raise _as_log_error(exc) from None
+
+
+def frame_end(data: bytes, pos: int, size: int) -> int:
+    """End offset of the frame starting at ``pos`` in ``data[:size]``, or -1 when it is torn.
+
+    The in-memory twin of :func:`readmodel.zstdframes.scan_frames` (same
+    structural walk, same damage errors, raised as :class:`LogFormatError`);
+    ``len(data)`` must be ``size``.
+    """
+    frame_start = pos
+    if size - pos < 4:
+        return -1
+    if data[pos : pos + 4] != ZSTD_MAGIC:
+        raise LogFormatError(f"invalid frame magic at byte {frame_start}")
+    if size - pos < 5:
+        return -1
+    descriptor = data[pos + 4]
+    if descriptor & 0x18:
+        raise LogFormatError(f"reserved frame header bits set at byte {frame_start}")
+    fcs_flag = descriptor >> 6
+    single_segment = (descriptor >> 5) & 1
+    fcs_bytes = (1 if single_segment else 0) if fcs_flag == 0 else (2, 4, 8)[fcs_flag - 1]
+    pos += 5 + (0 if single_segment else 1) + (0, 1, 2, 4)[descriptor & 3] + fcs_bytes
+    if pos > size:
+        return -1
+    while True:
+        if size - pos < 3:
+            return -1
+        block = data[pos] | (data[pos + 1] << 8) | (data[pos + 2] << 16)
+        block_type = (block >> 1) & 3
+        if block_type == 3:
+            raise LogFormatError(f"reserved block type in frame at byte {frame_start}")
+        pos += 4 if block_type == 1 else 3 + (block >> 3)
+        if pos > size:
+            return -1
+        if block & 1:
+            break
+    if descriptor & 4:  # content checksum
+        pos += 4
+        if pos > size:
+            return -1
+    return pos
+
+
+def first_frame(fh: BinaryIO, size: int, data: bytes | None = None) -> FrameSpan | TornFrame | None:
+    """The first frame of the file (``None`` for an empty one); damage raises :class:`LogFormatError`."""
+    if data is not None and len(data) == size:
+        if size == 0:
+            return None
+        end = frame_end(data, 0, size)
+        return FrameSpan(0, end) if end >= 0 else TornFrame(0)
+    return next(scan_frames(fh, 0, size), None)
+
+
+def iter_region(
+    fh: BinaryIO, start: int, size: int, max_plaintext: int = DEFAULT_MAX_FRAME_PLAINTEXT, data: bytes | None = None
+) -> Iterator[tuple[bytes, int] | TornFrame]:
+    """The plaintext of every complete frame from ``start``, then the torn frame if any.
+
+    ``data``, when given, is the file's first ``size`` bytes (``fh`` reads the
+    same bytes).  Yields ``(plaintext, end)`` pairs, ``end`` being the file
+    offset after the last complete frame whose plaintext has been yielded (the
+    final pair always carries the end of the last complete frame), and finally
+    at most one :class:`TornFrame`.  Concatenated, the plaintext is exactly
+    what :func:`decode_frame` delivers frame after frame; an error (bad frame
+    structure or content) is raised only after the plaintext of every frame
+    before the damaged one, and whatever streaming delivers of the damaged
+    frame itself, has been yielded.  Plaintext is batched up to
+    :data:`REGION_BATCH_BYTES` (whole frames; a larger frame goes alone).
+    """
+    if data is None or len(data) != size:
+        yield from _iter_region_from_file(fh, start, size, max_plaintext)
+        return
+    view = memoryview(data)
+    batch: list[bytes] = []
+    batch_bytes = 0
+    pos = yielded_end = start
+    while pos < size:
+        try:
+            end = frame_end(data, pos, size)
+        except LogFormatError:
+            if batch:
+                yield b"".join(batch), pos
+            raise
+        if end < 0:
+            break
+        out = decode_frame_at_once(view[pos:end], max_plaintext) if end - pos <= _ONE_SHOT_MAX_COMPRESSED else None
+        if out is None:
+            # The exact streaming path: whatever it delivers before failing goes out first.
+            if batch:
+                yield b"".join(batch), pos
+                batch, batch_bytes, yielded_end = [], 0, pos
+            for piece in _stream_frame(fh, FrameSpan(pos, end), max_plaintext):
+                yield piece, pos
+            out = b""
+        pos = end
+        if out:
+            batch.append(out)
+            batch_bytes += len(out)
+            if batch_bytes >= REGION_BATCH_BYTES:
+                yield b"".join(batch) if len(batch) > 1 else batch[0], pos
+                batch, batch_bytes, yielded_end = [], 0, pos
+    if batch or pos != yielded_end:
+        yield (b"".join(batch) if len(batch) != 1 else batch[0]), pos
+    if pos < size:
+        yield TornFrame(pos)
+
+
+def _iter_region_from_file(fh: BinaryIO, start: int, size: int, max_plaintext: int) -> Iterator[tuple[bytes, int] | TornFrame]:
+    """:func:`iter_region` reading frames from ``fh`` (logs too large to hold in memory)."""
+    batch: list[bytes] = []
+    batch_bytes = 0
+    end = yielded_end = start
+    frames = scan_frames(fh, start, size)
+    while True:
+        try:
+            item = next(frames, None)
+        except LogFormatError:
+            if batch:
+                yield b"".join(batch), end
+            raise
+        if item is None or isinstance(item, TornFrame):
+            break
+        out = None
+        if item.end - item.start <= _ONE_SHOT_MAX_COMPRESSED:
+            fh.seek(item.start)
+            out = decode_frame_at_once(fh.read(item.end - item.start), max_plaintext)
+        if out is None:
+            # The exact streaming path: whatever it delivers before failing goes out first.
+            if batch:
+                yield b"".join(batch), end
+                batch, batch_bytes, yielded_end = [], 0, end
+            for piece in _stream_frame(fh, item, max_plaintext):
+                yield piece, end
+            out = b""
+        end = item.end
+        if out:
+            batch.append(out)
+            batch_bytes += len(out)
+            if batch_bytes >= REGION_BATCH_BYTES:
+                yield b"".join(batch), end
+                batch, batch_bytes, yielded_end = [], 0, end
+    if batch or end != yielded_end:
+        yield b"".join(batch), end
+    if item is not None:
+        yield item

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from itertools import accumulate, groupby
 from typing import Any, Final
 
 import msgspec
@@ -27,6 +28,11 @@ _decompressor = zstandard.ZstdDecompressor()
 def compress_block(lines: Sequence[bytes]) -> bytes:
     """One raw block from the events' compact JSON lines."""
     return _compressor.compress(b"\n".join(lines))
+
+
+def compress_payload(payload: bytes) -> bytes:
+    """One raw block from its lines already LF-joined (``compress_block`` of ``payload.split(b"\\n")``)."""
+    return _compressor.compress(payload)
 
 
 def decompress_block(data: bytes) -> list[bytes]:
@@ -50,6 +56,22 @@ def encode_event(event: Any) -> bytes:
         return json.dumps(event, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
+_encode_lines = msgspec.json.Encoder().encode_lines
+
+
+def encode_events(events: Sequence[Any]) -> bytes:
+    """``b"".join(encode_event(e) + b"\\n" for e in events)``: one LF-terminated
+    line per event, in one encoder call in the common case.
+
+    Compact JSON never holds a raw LF (string escapes cover it), so the
+    result splits back into exactly one line per event.
+    """
+    try:
+        return _encode_lines(events)
+    except UnicodeEncodeError:
+        return b"".join(encode_event(event) + b"\n" for event in events)
+
+
 def decode_events(data: bytes) -> list[Any]:
     """Every event of one raw block, in seq order (one decoder call in the common case)."""
     lines = decompress_block(data)
@@ -59,3 +81,51 @@ def decode_events(data: bytes) -> list[Any]:
         return _decode_array(b"[" + b",".join(lines) + b"]")
     except (msgspec.DecodeError, msgspec.ValidationError):
         return [json.loads(line) for line in lines]
+
+
+# -- run members (``event_runs.types`` and ``event_runs.times``) -----------------------
+
+_pack_into = msgspec.msgpack.Encoder().encode_into
+_unpack_ints = msgspec.msgpack.Decoder(list[int]).decode
+
+
+def pack_run_times(times: Sequence[int]) -> bytearray:
+    """The members' times of one run: msgpack ``[t0, t1 - t0, t2 - t1, ...]``.
+
+    Contract: ``times`` is non-empty and holds safe integers (|t| < 2**53), so
+    every delta fits msgpack's integer range.  Chunk times are milliseconds
+    apart, so most deltas take one byte.  A ``bytearray`` because the
+    ``sqlite3`` module binds it several times faster than ``bytes``.
+    """
+    deltas = [times[0]]
+    deltas += [later - earlier for earlier, later in zip(times, times[1:])]
+    out = bytearray()
+    _pack_into(deltas, out)
+    return out
+
+
+def unpack_run_times(data: bytes) -> list[int]:
+    """The times :func:`pack_run_times` packed, in member order."""
+    return list(accumulate(_unpack_ints(data)))
+
+
+_unpack_list = msgspec.msgpack.Decoder(list[Any]).decode
+
+
+def pack_run_types(types: Sequence[str]) -> bytearray:
+    """The members' types of one run, run-length coded: msgpack ``[type, repeat, type, repeat, ...]``."""
+    coded: list[Any] = []
+    for etype, group in groupby(types):
+        coded += (etype, len(list(group)))
+    out = bytearray()
+    _pack_into(coded, out)
+    return out
+
+
+def unpack_run_types(data: bytes) -> list[str]:
+    """The types :func:`pack_run_types` packed, one per member."""
+    coded = _unpack_list(data)
+    types: list[str] = []
+    for index in range(0, len(coded), 2):
+        types += [coded[index]] * coded[index + 1]
+    return types

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from .jsvalues import is_non_negative_safe_integer, is_record, is_safe_integer
+from .jsvalues import MAX_SAFE_INTEGER, is_non_negative_safe_integer, is_record, is_safe_integer
 
 CORE_EVENT_TYPES: Final = frozenset(
     {
@@ -112,31 +112,38 @@ def check_message_shape(event: dict[str, Any]) -> None:
     if etype not in SURFACE_EVENT_TYPES:
         return
     seq = event.get("seq")
-    message = message_of(event)
-    if not is_record(message) or not _non_empty_string(message.get("id")):
+    # message_of(), inlined: this runs for every surface event.
+    data = event.get("data")
+    if etype == "user/message":
+        message = data
+    else:
+        message = data.get("message") if type(data) is dict else None
+    if type(message) is not dict:
+        raise EventShapeError(f"{etype} event {seq} carries no identified message")
+    message_id = message.get("id")
+    if type(message_id) is not str or message_id == "":
         raise EventShapeError(f"{etype} event {seq} carries no identified message")
     expected_role = "assistant" if etype == "assistant/message" else "user"
     if message.get("role") != expected_role:
         raise EventShapeError(f"{etype} event {seq} must carry a message with role {expected_role!r}")
     source = message.get("source")
-    if not is_record(source) or not _non_empty_string(source.get("kind")):
+    kind = source.get("kind") if type(source) is dict else None
+    if type(kind) is not str or kind == "":
         raise EventShapeError(f"{etype} event {seq} has a message without a source kind")
     content = message.get("content")
     if type(content) is not list:
         raise EventShapeError(f"{etype} event {seq} has a message whose content is not an array")
     if etype == "assistant/message":
-        if source.get("kind") != "model" or not (
-            _non_empty_string(source.get("provider")) and _non_empty_string(source.get("model"))
-        ):
+        if kind != "model" or not (_non_empty_string(source.get("provider")) and _non_empty_string(source.get("model"))):
             raise EventShapeError(f"assistant/message event {seq} must name its model provider and model")
     elif etype == "tool/result":
         call_id = source.get("callId")
-        if source.get("kind") != "tool" or not _non_empty_string(call_id):
+        if kind != "tool" or not _non_empty_string(call_id):
             raise EventShapeError(f"tool/result event {seq} must name the tool call it answers")
         if len(content) != 1:
             raise EventShapeError(f"tool/result event {seq} must hold exactly one tool-result block")
         block = content[0]
-        if not is_record(block) or block.get("type") != "tool-result" or type(block.get("content")) is not list:
+        if type(block) is not dict or block.get("type") != "tool-result" or type(block.get("content")) is not list:
             raise EventShapeError(f"tool/result event {seq} must hold exactly one tool-result block")
         if block.get("toolCallId") != call_id:
             raise EventShapeError(f"tool/result event {seq} answers a different call than its source names")
@@ -144,6 +151,26 @@ def check_message_shape(event: dict[str, Any]) -> None:
 
 def check_envelope(event: Any) -> None:
     """Validate the event envelope (format-spec §5.1).  Raises :class:`EventShapeError`."""
+    if type(event) is dict:
+        # Common case first: int seq and time, every rule met; anything else
+        # takes the rule-by-rule path below, which reports the first failure.
+        seq = event.get("seq")
+        time = event.get("time")
+        if (
+            type(seq) is int
+            and type(time) is int
+            and 0 <= seq <= MAX_SAFE_INTEGER
+            and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER
+            and type(event.get("type")) is str
+            and "data" in event
+            and event.keys() <= ENVELOPE_KEYS
+            and event.get("ignorable", True) is True
+        ):
+            return
+    _check_envelope_rules(event)
+
+
+def _check_envelope_rules(event: Any) -> None:
     if not is_record(event):
         raise EventShapeError("invalid event envelope: an event must be a JSON object")
     if not event.keys() <= ENVELOPE_KEYS:

@@ -249,6 +249,10 @@ _HANDLERS: Final[dict[str, Callable[[Any], str]]] = {
 }
 
 
+TEXT_EVENT_TYPES: Final = frozenset(_HANDLERS)
+"""The only event types whose semantic text can be non-empty; every other type's is ``""``."""
+
+
 def extract_event_text(event: Event) -> str:
     """``extractSessionEventText`` (query-spec §4.3): the semantic text of one event.
 

@@ -12,14 +12,23 @@ The index is a projection of the logs, rebuilt from them at will.  Its tables:
     resumable walk states), the final surface order, the title event, the
     session's own generation, and an error code for a log that cannot be read.
 ``events``
-    One row per event: type, time, surface, replacement and provenance links,
+    One row per event (but see ``event_runs``): type, time, surface, replacement and provenance links,
     the surface order key (an appended node's seq; a replacement inherits the
     key of the first node it removed) and, for tool results, the digest the
     rewrite rule compares.  Current nodes ordered by key are the surface.
     The raw event JSON lives in ``event_blocks`` (zstd-compressed runs of
     consecutive events), so the index stays close to the size of the logs.
+``event_runs``
+    The bulk of a log in compact form: a run of consecutive *plain* events
+    (log-only, without provenance, with an integer time — chunks, steps,
+    request headers, tool calls, turn ends, ...) is one row with its first
+    seq, count, and the members' types and times.  Each event is in exactly
+    one of ``events`` and ``event_runs``; the read side merges them.
 ``event_links``
-    Reverse provenance: which later events cite an event as a source.
+    Reverse provenance: which later events cite an event as a source.  A row
+    covers the ``span`` consecutive sources ``source_seq`` …
+    ``source_seq + span - 1`` cited by ``seq``, with ``span`` at most
+    :data:`MAX_LINK_SPAN` so a lookup scans a bounded key range.
 ``documents`` + ``documents_fts``
     Semantic documents (the text each event contributes) and an external-content
     FTS5 index (``unicode61``) over them; surface updates touch only the
@@ -56,7 +65,7 @@ from .collation import locale_compare_key
 APPLICATION_ID: Final = 0x53515849  # "SQXI"
 """``PRAGMA application_id`` of a sessionq index; any other non-zero id is foreign."""
 
-SCHEMA_REVISION: Final = "0003"
+SCHEMA_REVISION: Final = "0004"
 """The Alembic head revision this code reads and writes."""
 
 SURFACE_CODES: Final = {"log-only": 0, "current": 1, "shadowed": 2}
@@ -137,12 +146,26 @@ event_blocks = Table(
     sqlite_with_rowid=False,
 )
 
+event_runs = Table(
+    "event_runs",
+    metadata,
+    Column("sid", Integer, ForeignKey("sessions.sid", ondelete="CASCADE"), nullable=False),
+    Column("first_seq", Integer, nullable=False),
+    Column("count", Integer, nullable=False),
+    Column("types", LargeBinary, nullable=False),  # the members' types, run-length coded (readmodel.blocks)
+    Column("times", LargeBinary, nullable=False),  # the members' integer times, delta coded (readmodel.blocks)
+    Column("synthetic", Integer, nullable=False),
+    PrimaryKeyConstraint("sid", "first_seq"),
+    sqlite_with_rowid=False,
+)
+
 event_links = Table(
     "event_links",
     metadata,
     Column("sid", Integer, nullable=False),
     Column("source_seq", Integer, nullable=False),
     Column("seq", Integer, nullable=False),
+    Column("span", Integer, nullable=False, server_default="1"),
     PrimaryKeyConstraint("sid", "source_seq", "seq"),
     sqlite_with_rowid=False,
 )
@@ -182,6 +205,7 @@ KNOWN_TABLES: Final = frozenset(
         "sessions",
         "events",
         "event_blocks",
+        "event_runs",
         "event_links",
         "documents",
         "layout_problems",
@@ -192,6 +216,9 @@ KNOWN_TABLES: Final = frozenset(
         "documents_fts_config",
     }
 )
+
+MAX_LINK_SPAN: Final = 1024
+"""The longest run of consecutive sources one ``event_links`` row covers."""
 
 _KEY_WIDTH: Final = 5
 

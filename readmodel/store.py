@@ -13,12 +13,15 @@ future server backend (PostgreSQL) would implement the same interface.
 
 Raw events come from ``event_blocks``: zstd-compressed runs of consecutive
 events' compact JSON.  Only the blocks a read needs are fetched and decoded.
+Event rows come from ``events`` and, for runs of plain events, ``event_runs``
+(one row per run); every per-event read merges the two.
 """
 
 from __future__ import annotations
 
 import bisect
 import json
+from operator import itemgetter
 import os
 import sqlite3
 import threading
@@ -30,15 +33,17 @@ from typing import Any, Final
 import msgspec
 from sqlalchemy import Engine
 
-from readmodel.blocks import decode_events, decompress_block
+from readmodel.blocks import decode_events, decompress_block, unpack_run_times, unpack_run_types
 from readmodel.database import open_reader
 from readmodel.errors import SessionQueryError
 from readmodel.lineage import clone_json
+from readmodel.schema import MAX_LINK_SPAN
 from readmodel.vocabulary import Event, Header
 
 _decode_json: Final = msgspec.json.Decoder().decode
 _decode_objects: Final = msgspec.json.Decoder(list[dict[str, Any]]).decode
 _decode_seqs: Final = msgspec.msgpack.Decoder(list[int]).decode
+_by_seq: Final = itemgetter(0)
 
 # SQLite's default limit on host parameters is far above this; chunks keep
 # ``IN (...)`` lists reasonable for huge title batches.
@@ -214,16 +219,41 @@ class IndexReader:
 
     def event_records(self, sid: int) -> list[tuple[int, str, Any, int]]:
         """``(seq, type, time, surface code)`` of every event, ascending seq."""
-        return self._cur.execute(_EVENT_RECORDS, (sid,)).fetchall()
+        rows = self._cur.execute(_EVENT_RECORDS, (sid,)).fetchall()
+        runs = self._cur.execute(_RUN_RECORDS, (sid,)).fetchall()
+        if not runs:
+            return rows
+        # Run members are plain events: log-only (surface code 0).
+        for first, types, times in runs:
+            rows += [(first + offset, etype, time, 0) for offset, (etype, time) in enumerate(zip(unpack_run_types(types), unpack_run_times(times)))]
+        rows.sort(key=_by_seq)  # two ascending runs: a linear merge for timsort
+        return rows
 
     def event_range_records(self, sid: int, first: int, last: int) -> list[tuple[int, int, int | None, list[int]]]:
         """``(seq, surface code, replaced by, replaced nodes)`` of events ``first..last``."""
         rows = self._cur.execute(_EVENT_RANGE, (sid, first, last)).fetchall()
-        return [(seq, surface, by, _decode_seqs(replaced) if replaced else []) for seq, surface, by, replaced in rows]
+        records = [(seq, surface, by, _decode_seqs(replaced) if replaced else []) for seq, surface, by, replaced in rows]
+        runs = self._cur.execute(_RUNS_BETWEEN, (sid, first, last)).fetchall()
+        if not runs:
+            return records
+        records += [
+            (seq, 0, None, [])
+            for run_first, count in runs
+            for seq in range(max(first, run_first), min(last, run_first + count - 1) + 1)
+        ]
+        records.sort(key=_by_seq)
+        return records
 
     def event_row(self, sid: int, seq: int) -> EventRow | None:
+        """The row of event ``seq`` (a run member reads as a plain log-only row), or ``None``."""
         row = self._cur.execute(_EVENT_ROW, (sid, seq)).fetchone()
-        return None if row is None else EventRow(*row)
+        if row is not None:
+            return EventRow(*row)
+        run = self._cur.execute(_RUN_AT, (sid, seq)).fetchone()
+        if run is None or seq >= run[0] + run[1]:
+            return None
+        offset = seq - run[0]
+        return EventRow(seq, unpack_run_types(run[2])[offset], unpack_run_times(run[3])[offset], 0, None, None, None)
 
     def replaced_by(self, sid: int, seq: int) -> int | None:
         """The seq of the replacement that shadowed ``seq``, or ``None``."""
@@ -232,7 +262,8 @@ class IndexReader:
 
     def derived_seqs(self, sid: int, seq: int) -> list[int]:
         """Later events whose ``sourceEventSeqs`` cite ``seq``, ascending."""
-        return [row[0] for row in self._cur.execute(_DERIVED, (sid, seq, seq))]
+        # A link row covers sources source_seq .. source_seq + span - 1, span <= MAX_LINK_SPAN.
+        return [row[0] for row in self._cur.execute(_DERIVED, (sid, seq - MAX_LINK_SPAN + 1, seq, seq, seq))]
 
     def documents(self, sid: int) -> list[tuple[int, str, Any, int, str]]:
         """``(seq, type, time, surface code, text)`` of every document, ascending seq."""
@@ -299,7 +330,18 @@ _EVENT_ROW: Final = (
 )
 _REPLACED_BY: Final = 'SELECT "replaced_by" FROM "events" WHERE "sid" = ? AND "seq" = ?'
 _DERIVED: Final = (
-    'SELECT "seq" FROM "event_links" WHERE "sid" = ? AND "source_seq" = ? AND "seq" > ? ORDER BY "seq"'
+    'SELECT "seq" FROM "event_links" WHERE "sid" = ? AND "source_seq" BETWEEN ? AND ? AND "source_seq" + "span" > ? '
+    'AND "seq" > ? ORDER BY "seq"'
+)
+_RUN_RECORDS: Final = 'SELECT "first_seq", "types", "times" FROM "event_runs" WHERE "sid" = ? ORDER BY "first_seq"'
+_RUNS_BETWEEN: Final = (
+    'SELECT "first_seq", "count" FROM "event_runs" WHERE "sid" = ?1 AND "first_seq" BETWEEN '
+    'coalesce((SELECT max("first_seq") FROM "event_runs" WHERE "sid" = ?1 AND "first_seq" <= ?2), ?2) AND ?3 '
+    'ORDER BY "first_seq"'
+)
+_RUN_AT: Final = (
+    'SELECT "first_seq", "count", "types", "times" FROM "event_runs" WHERE "sid" = ? AND "first_seq" <= ? '
+    'ORDER BY "first_seq" DESC LIMIT 1'
 )
 _DOCUMENTS: Final = (
     'SELECT "seq", "type", "time", "surface", "text" FROM "documents" '

@@ -42,7 +42,11 @@ What the state keeps, and why
   (see :func:`tool_result_fingerprint`).  The tool-result rewrite rule (§6.4)
   compares a replacement with the node it shadows; only a current
   ``tool/result`` can ever be that node, so nothing is kept for other events,
-  and the large inner content never enters the state.
+  and the large inner content never enters the state.  The digest is computed
+  when first needed (a replacement targeting the node, :meth:`SurfaceFold.state`,
+  :meth:`SurfaceFold.to_bytes`), from the blanked data taken at append time;
+  at most ``_PENDING_DIGESTS_MAX`` wait at once, so most appended tool results
+  of a read are never hashed.
 * optional history (``track_history=True``, the default): one byte per event
   (its classification) and the list of replacements, so a resumed fold can
   still answer :meth:`SurfaceFold.result` for the whole log.  An indexer that
@@ -63,7 +67,7 @@ from typing import Any, Final, Literal
 import msgspec
 
 from readmodel.errors import SessionQueryError
-from readmodel.jsvalues import is_non_negative_safe_integer, is_number, js_spread, utf16_units
+from readmodel.jsvalues import MAX_SAFE_INTEGER, is_non_negative_safe_integer, is_number, js_spread, utf16_units
 from readmodel.vocabulary import Event, Surface
 
 SURFACE_EVENT_TYPES: Final[frozenset[str]] = frozenset(("user/message", "assistant/message", "tool/result"))
@@ -269,7 +273,7 @@ def _check_provenance(event: Event, seq: int, shadowed: Sequence[int]) -> None:
                 f"which is not an earlier event",
                 seq,
             )
-    missing = [node for node in shadowed if node not in sources]
+    missing = [node for node in shadowed if node not in sources] if shadowed else None
     if missing:
         listed = ", ".join(str(node) for node in missing)
         raise SurfaceFoldError(
@@ -279,6 +283,13 @@ def _check_provenance(event: Event, seq: int, shadowed: Sequence[int]) -> None:
 
 def _collect_sources(raw: list[Any], seq: int, sources: set[int | float]) -> int | float | None:
     """Type-check every element into ``sources``; return the first not-earlier one."""
+    # Common case, in C-level passes: every element an exact int in the safe range.
+    # (sorted() of an all-int list is cheaper than min() plus max().)
+    if raw and set(map(type, raw)) == _INT_ONLY:
+        ordered = sorted(raw)
+        if ordered[0] >= 0 and ordered[-1] <= MAX_SAFE_INTEGER:
+            sources.update(raw)
+            return None if ordered[-1] < seq else next(source for source in raw if source >= seq)
     not_earlier: int | float | None = None
     for source in raw:
         if not is_non_negative_safe_integer(source):
@@ -328,6 +339,13 @@ def _blanked_tool_result(data: Any) -> dict[str, Any]:
 
     Raises :class:`_NullishRead` where the reference's property reads would.
     """
+    if type(data) is dict:
+        # Common case: objects all the way down, where JS spreads are plain copies.
+        message = data.get("message")
+        if type(message) is dict:
+            content = message.get("content")
+            if type(content) is list and content and type(content[0]) is dict:
+                return {**data, "message": {**message, "content": [{**content[0], "content": None}]}}
     message = _js_get(data, "message")
     first_block = _js_get(_js_get(message, "content"), "0")
     rest = js_spread(data)
@@ -342,6 +360,24 @@ def _blanked_tool_result(data: Any) -> dict[str, Any]:
 # inside strings, which only cost the full tokenising pass.
 _MAYBE_ODD_NUMBER: Final = re.compile(rb"[:,\[]-?\d+(?:\.|[eE]|\d{15})")
 _JSON_TOKEN: Final = re.compile(rb'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?')
+
+
+_encode_sorted: Final = msgspec.json.Encoder(order="sorted").encode
+_DIGITS_TO_ZERO: Final = bytes.maketrans(b"123456789", b"000000000")
+_INT_ONLY: Final = frozenset({int})
+
+
+def _may_hold_odd_number(text: bytes) -> bool:
+    """Whether :data:`_MAYBE_ODD_NUMBER` finds a token in ``text``.
+
+    Every match holds a digit followed by ``.``, ``e``/``E`` or 15 more
+    digits; with all digits mapped to ``0`` those are plain substring tests
+    (C speed), so the regex only runs on the rare texts that pass them.
+    """
+    zeroed = text.translate(_DIGITS_TO_ZERO)
+    if b"0." not in zeroed and b"0e" not in zeroed and b"0E" not in zeroed and b"0000000000000000" not in zeroed:
+        return False
+    return _MAYBE_ODD_NUMBER.search(text) is not None
 
 
 class _Literal(str):
@@ -418,10 +454,10 @@ def canonical_json(value: Any) -> bytes:
     or on the caller's stack depth.
     """
     try:
-        text = msgspec.json.encode(value, order="sorted")
+        text = _encode_sorted(value)
     except (RecursionError, UnicodeEncodeError, TypeError):
         text = _json_text_iteratively(value)
-    if _MAYBE_ODD_NUMBER.search(text) is None and text[:1] not in b"-0123456789":
+    if text[:1] not in b"-0123456789" and not _may_hold_odd_number(text):
         return text
     return _JSON_TOKEN.sub(_number_token, text)
 
@@ -437,7 +473,31 @@ def tool_result_fingerprint(data: Any) -> bytes:
         blanked = _blanked_tool_result(data)
     except _NullishRead:
         return _UNBLANKABLE
+    return _digest(blanked)
+
+
+def _digest(blanked: dict[str, Any]) -> bytes:
+    """The fingerprint of an already blanked tool result."""
     return hashlib.blake2b(canonical_json(blanked), digest_size=32).digest()
+
+
+class _PendingDigest:
+    """A current tool result's blanked data whose digest nobody has needed yet.
+
+    The fold only compares digests when a replacement targets a tool result,
+    which few do; hashing every appended one up front was most of the cost of
+    folding a tool result.  The blanked copy (the result content dropped) is
+    taken at append time, so the digest computed later is the one computed then.
+    """
+
+    __slots__ = ("blanked",)
+
+    def __init__(self, blanked: dict[str, Any]) -> None:
+        self.blanked = blanked
+
+
+# Pending digests kept before all of them are computed (bounds the fold's memory).
+_PENDING_DIGESTS_MAX: Final = 1024
 
 
 def _check_tool_result_rewrite(
@@ -493,7 +553,7 @@ class SurfaceFold:
       failure, so resuming is exact.
     """
 
-    __slots__ = ("_next_seq", "_generation", "_nodes", "_positions", "_tool_results", "_surfaces",
+    __slots__ = ("_next_seq", "_generation", "_nodes", "_positions", "_tool_results", "_pending", "_surfaces",
                  "_replacements", "_error", "_base")
 
     def __init__(self, *, track_history: bool = True) -> None:
@@ -503,7 +563,10 @@ class SurfaceFold:
         # seq -> position in _nodes; built lazily after a restore, because a
         # resumed fold usually only appends and the index costs O(surface).
         self._positions: dict[int, int] | None = {}
-        self._tool_results: dict[int, bytes] = {}
+        # Digest per current tool/result; an entry may be a _PendingDigest
+        # (listed in _pending) until something needs its bytes.
+        self._tool_results: dict[int, bytes | _PendingDigest] = {}
+        self._pending: list[int] = []
         self._surfaces: bytearray | None = bytearray() if track_history else None
         self._replacements: list[SurfaceReplacement] | None = [] if track_history else None
         self._error: SurfaceFoldError | None = None
@@ -568,7 +631,8 @@ class SurfaceFold:
     def state(self) -> tuple[list[int], dict[int, bytes]]:
         """The surface as a :data:`SurfaceBase` returns it (copies)."""
         self._materialize()
-        return list(self._nodes), dict(self._tool_results)
+        self._resolve_pending()
+        return list(self._nodes), dict(self._tool_results)  # type: ignore[arg-type]
 
     def is_current(self, seq: int) -> bool:
         """Whether ``seq`` is a current surface node (works without history)."""
@@ -611,24 +675,47 @@ class SurfaceFold:
         """
         self._raise_if_failed()
         seq = self._next_seq
-        # Fast path for the common case: a log-only event with an exact int seq
-        # and no surface keys needs no further validation (same result as below).
-        if (
-            type(event) is dict
-            and event.get("seq") == seq
-            and type(event.get("seq")) is int
-            and type(event.get("type")) is str
-            and event["type"] not in SURFACE_EVENT_TYPES
-            and "surfaceOp" not in event
-            and "sourceEventSeqs" not in event
-        ):
-            self._commit_log_only()
-            return None
         try:
+            # Fast paths for the common cases, with an exact int seq (same results
+            # as _apply_valid): a log-only event without surface keys, and an append.
+            if type(event) is dict and type(event.get("seq")) is int and event["seq"] == seq:
+                kind = event.get("type")
+                if type(kind) is str:
+                    if kind not in SURFACE_EVENT_TYPES:
+                        if "surfaceOp" not in event and "sourceEventSeqs" not in event:
+                            self._commit_log_only()
+                            return None
+                    else:
+                        op = event.get("surfaceOp")
+                        if type(op) is str and op == "append":
+                            _check_provenance(event, seq, ())
+                            self._commit_append(event, seq)
+                            return None
             return self._apply_valid(event, seq)
         except SurfaceFoldError as error:
             self._error = error
             raise
+
+    def append(self, event: Event) -> None:
+        """Fold a surface event known to append: equivalent to :meth:`apply`.
+
+        For callers that already checked that ``event`` is a dict whose
+        ``seq`` is an exact int (normally :attr:`next_seq`), whose ``type`` is
+        a surface type and whose ``surfaceOp`` is the string ``"append"``;
+        only the provenance rule is left to check.
+        """
+        if self._error is not None:
+            raise self._error
+        seq = self._next_seq
+        if event["seq"] != seq:  # not the caller's promise after all: the full rules decide
+            self.apply(event)
+            return
+        try:
+            _check_provenance(event, seq, ())
+        except SurfaceFoldError as error:
+            self._error = error
+            raise
+        self._commit_append(event, seq)
 
     def skip_log_only(self, first_seq: int, count: int) -> None:
         """Fold ``count`` log-only events with seqs ``first_seq``, ``first_seq + 1``, …
@@ -637,12 +724,14 @@ class SurfaceFold:
         contiguous int seqs and no surface keys (e.g. members of a packed chunk
         row); equivalent to applying them one by one.
         """
-        self._raise_if_failed()
-        try:
-            _check_seq({"seq": first_seq}, self._next_seq)
-        except SurfaceFoldError as error:
-            self._error = error
-            raise
+        if self._error is not None:
+            raise self._error
+        if not (type(first_seq) is int and first_seq == self._next_seq):
+            try:
+                _check_seq({"seq": first_seq}, self._next_seq)
+            except SurfaceFoldError as error:
+                self._error = error
+                raise
         if self._surfaces is not None:
             self._surfaces.extend(bytes(count))
         self._next_seq += count
@@ -691,7 +780,9 @@ class SurfaceFold:
         start_index, end_index = self._locate_range(op, seq)
         shadowed = tuple(self._nodes[start_index : end_index + 1])
         _check_provenance(event, seq, shadowed)
-        fingerprint = _check_tool_result_rewrite(event, seq, shadowed, self._tool_results)
+        if len(shadowed) == 1:
+            self._resolve(shadowed[0])
+        fingerprint = _check_tool_result_rewrite(event, seq, shadowed, self._tool_results)  # type: ignore[arg-type]
         replacement = SurfaceReplacement(seq, int(op["start"]), int(op["end"]), shadowed)
         self._commit_replace(replacement, start_index, end_index, fingerprint)
         return replacement
@@ -730,10 +821,34 @@ class SurfaceFold:
             self._positions[seq] = len(self._nodes)
         self._nodes.append(seq)
         if event.get("type") == "tool/result":
-            self._tool_results[seq] = tool_result_fingerprint(event.get("data", _UNDEFINED))
+            self._defer_fingerprint(seq, event.get("data", _UNDEFINED))
         if self._surfaces is not None:
             self._surfaces.append(_CODE_CURRENT)
         self._next_seq += 1
+
+    def _defer_fingerprint(self, seq: int, data: Any) -> None:
+        """Record a new tool/result node's fingerprint, hashed only when needed."""
+        try:
+            blanked = _blanked_tool_result(data)
+        except _NullishRead:
+            self._tool_results[seq] = _UNBLANKABLE
+            return
+        self._tool_results[seq] = _PendingDigest(blanked)
+        self._pending.append(seq)
+        if len(self._pending) > _PENDING_DIGESTS_MAX:
+            self._resolve_pending()
+
+    def _resolve(self, seq: int) -> None:
+        """Compute the digest of node ``seq`` if it is still pending."""
+        entry = self._tool_results.get(seq)
+        if type(entry) is _PendingDigest:
+            self._tool_results[seq] = _digest(entry.blanked)
+
+    def _resolve_pending(self) -> None:
+        """Compute every pending digest (in place: the mapping's order is kept)."""
+        for seq in self._pending:
+            self._resolve(seq)
+        self._pending.clear()
 
     def _commit_replace(
         self, replacement: SurfaceReplacement, start_index: int, end_index: int, fingerprint: bytes | None
@@ -764,6 +879,7 @@ class SurfaceFold:
     def to_bytes(self) -> bytes:
         """Serialise the complete state (msgpack; see :data:`_STATE_FORMAT`)."""
         self._materialize()
+        self._resolve_pending()
         history = None
         if self._surfaces is not None and self._replacements is not None:
             history = _History(bytes(self._surfaces), list(self._replacements))

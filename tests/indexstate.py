@@ -11,7 +11,10 @@ built them.  Left out, because they legitimately depend on history:
   and the whole ``index_meta`` row (identity, counters, clock times);
 * raw-block boundaries — an incremental build continues or splits blocks
   differently, so blocks are compared as the decoded per-event lines they hold
-  (with their synthetic flag).
+  (with their synthetic flag);
+* run and span boundaries — likewise, ``event_runs`` rows are compared as the
+  per-event ``events`` rows they stand for, and ``event_links`` spans as the
+  single links they cover.
 
 FTS5 is compared through queries: for each probe term, the matching documents
 as ``(session id, seq)`` with their bm25 rank (rounded), which also proves the
@@ -24,7 +27,7 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
-from readmodel.blocks import decompress_block
+from readmodel.blocks import decompress_block, unpack_run_times, unpack_run_types
 
 SESSION_SKIP = frozenset({"sid", "generation", "indexed_at"})
 DEFAULT_PROBES = ("reconcile", "deploy", "parser", "tokenizer", "alpha", "omega", "session", "error")
@@ -56,14 +59,27 @@ def index_state(db_path: str, probes: Iterable[str] = DEFAULT_PROBES) -> dict[st
             record = dict(zip(columns, row))
             sessions[record["id"]] = {name: value for name, value in record.items() if name not in SESSION_SKIP}
 
+        block_problems: list[str] = []
         event_columns = [c for c in _columns(conn, "events") if c != "sid"]
         events = {
             (key(row[0]), row[1]): tuple(row[1:])
             for row in conn.execute(f'SELECT "sid", {", ".join(chr(34) + c + chr(34) for c in event_columns)} FROM "events" ORDER BY "sid", "seq"')
         }
+        # A run member is the row a plain event would have: log-only, everything else NULL.
+        for sid, first, count, types, times, synthetic in conn.execute(
+            'SELECT "sid", "first_seq", "count", "types", "times", "synthetic" FROM "event_runs"'
+        ):
+            decoded_types, decoded_times = unpack_run_types(types), unpack_run_times(times)
+            if not len(decoded_types) == len(decoded_times) == count:
+                block_problems.append(f"{key(sid)} run at {first}: count {count} but {len(decoded_types)} types, {len(decoded_times)} times")
+            for offset, (etype, time) in enumerate(zip(decoded_types, decoded_times)):
+                member = {"seq": first + offset, "type": etype, "time": time, "surface": 0, "synthetic": synthetic}
+                if (key(sid), first + offset) in events:
+                    block_problems.append(f"{key(sid)} seq {first + offset} has an event row and a run")
+                events[(key(sid), first + offset)] = tuple(member.get(c) for c in event_columns)
+        events = dict(sorted(events.items()))
 
         raw: dict[str, list[tuple[int, int, bytes]]] = {}  # session -> [(seq, synthetic, line)]
-        block_problems: list[str] = []
         for sid, first, count, synthetic, data in conn.execute(
             'SELECT "sid", "first_seq", "count", "synthetic", "data" FROM "event_blocks" ORDER BY "sid", "first_seq"'
         ):
@@ -81,7 +97,11 @@ def index_state(db_path: str, probes: Iterable[str] = DEFAULT_PROBES) -> dict[st
             if have != want:
                 block_problems.append(f"{sid_key}: raw lines for seqs {have[:5]}… do not match event rows {want[:5]}…")
 
-        links = sorted((key(sid), source, seq) for sid, source, seq in conn.execute('SELECT "sid", "source_seq", "seq" FROM "event_links"'))
+        links = sorted(
+            (key(sid), source + offset, seq)
+            for sid, source, seq, span in conn.execute('SELECT "sid", "source_seq", "seq", "span" FROM "event_links"')
+            for offset in range(span)
+        )
 
         doc_columns = [c for c in _columns(conn, "documents") if c not in ("docid", "sid")]
         documents: dict[tuple[str, int], tuple[Any, ...]] = {}

@@ -1,0 +1,425 @@
+"""Property tests: every fast path of the reader equals the slow path it shortcuts.
+
+* the reader's fused line pass (plain runs, surface appends, packed rows)
+  against the per-line path, on generated logs with semantic damage;
+* packed-row expansion against the straightforward reference expansion;
+* the in-memory frame walk against frame-by-frame streaming;
+* header JSON via msgspec against the standard library;
+* the surface fold's deferred tool-result digests against eager ones.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from itertools import accumulate
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import zstandard
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import indexer.reader as reader_module
+import readmodel.surface as surface_module
+from indexer import records
+from indexer.layout import Compression
+from indexer.reader import LogReader
+from indexer.records import (
+    LineScanner,
+    LogFormatError,
+    RecordError,
+    decode_json_exact,
+    expand_row,
+)
+from indexer.zstdframes import TornFrame, decode_frame, iter_region, scan_frames
+from readmodel.jsvalues import (
+    MAX_SAFE_INTEGER,
+    is_non_negative_safe_integer,
+    is_number,
+    is_safe_integer,
+)
+from readmodel.surface import SurfaceFold, SurfaceFoldError, tool_result_fingerprint
+from tests.logfactory import (
+    assistant,
+    chunk,
+    events_bytes,
+    header,
+    header_bytes,
+    simple_turn,
+    step_end,
+    step_start,
+    tool_call,
+    tool_result,
+    turn_end,
+    turn_start,
+    user,
+)
+
+_encode = msgspec.json.Encoder().encode
+
+
+# ---------------------------------------------------------------------------
+# The reader: fused fast pass == per-line slow pass
+# ---------------------------------------------------------------------------
+
+
+def _base_events() -> list[dict[str, Any]]:
+    events = simple_turn(0, "first")
+    events += [turn_start(9, 2), user(10, "second"), step_start(11, 2)]
+    events += [chunk(12 + i, f"t{i}", step=2) for i in range(4)]
+    events += [assistant(16, "x", calls=[("c1", "bash", "{}")], step=2, turn=2, sources=[12, 13, 14, 15])]
+    events += [tool_call(17, "c1", step=2, turn=2), tool_result(18, "c1", "out", step=2, turn=2, sources=[17])]
+    events += [step_end(19, 2, 2), turn_end(20, 2)]
+    events += [{"type": "request/header", "seq": 21, "time": 5, "data": {"header": {"config": {"provider": "p", "model": "m"}}}}]
+    events += [{"type": "session/title", "seq": 22, "time": 6, "data": {"title": "t"}}]
+    # A prune of the tool result: same data but the result content.
+    prune = tool_result(23, "c1", "pruned", step=2, turn=2, msg_id="r18", sources=[18], surface_op={"op": "replace", "start": 18, "end": 18})
+    return [*events, prune]
+
+
+_MUTATIONS: list[tuple[str, Any]] = [
+    ("time", 1.5),
+    ("time", "1"),
+    ("time", 2**60),
+    ("time", 7.0),
+    ("extra", 1),
+    ("ignorable", True),
+    ("ignorable", False),
+    ("surfaceOp", "append"),
+    ("surfaceOp", "replace"),
+    ("surfaceOp", {"op": "replace", "start": 1, "end": 1}),
+    ("sourceEventSeqs", []),
+    ("sourceEventSeqs", [0, 0]),
+    ("sourceEventSeqs", [1.0]),
+    ("sourceEventSeqs", [999]),
+    ("type", "steering/message"),
+    ("type", "x-unknown"),
+    ("type", "mode/set"),
+    ("type", 5),
+    ("data", None),
+    ("data", {"turn": 1, "trigger": {"kind": "user"}}),
+    ("data", {"turn": 1, "reason": {"kind": "error", "step": 1, "message": "m"}}),
+    ("data", {"content": [], "source": {"kind": "user"}}),
+    ("data", {"turn": 1, "step": 1, "callId": "c1", "content": [], "isError": False}),
+    ("data", {"header": {"config": {"provider": "p"}}}),
+    ("data", {"reason": "fallback", "header": {"config": {"provider": "p", "model": "m"}}}),
+    ("message.role", "system"),
+    ("message.id", ""),
+    ("message.source", {"kind": "tool", "callId": "other"}),
+    ("message.content", "text"),
+    ("drop", "data"),
+    ("drop", "time"),
+]
+
+
+def _mutate(event: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    event = json.loads(json.dumps(event))
+    if key == "drop":
+        event.pop(value, None)
+    elif key.startswith("message."):
+        data = event.get("data")
+        message = data if event.get("type") == "user/message" else (data or {}).get("message")
+        if isinstance(message, dict):
+            message[key.split(".", 1)[1]] = value
+    else:
+        event[key] = value
+    return event
+
+
+def _read(path: Path, compression: Compression, fast: bool, monkeypatch: pytest.MonkeyPatch, in_memory: bool = True) -> Any:
+    with monkeypatch.context() as patch:
+        if not fast:
+            patch.setattr(LineScanner, "_fast_lines", lambda self, region, line_count: 0)
+        if not in_memory:
+            patch.setattr(reader_module, "_IN_MEMORY_MAX", -1)
+        try:
+            log = LogReader(path, compression).read()
+        except LogFormatError as exc:
+            return ("error", exc.message, exc.kind, exc.stage)
+    return (
+        _encode(log.events),
+        _encode(log.recovered),
+        _encode(log.closers),
+        log.replacements,
+        log.tail_replacements,
+        None if log.resume is None else _encode(log.resume),
+    )
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    mutations=st.lists(st.tuples(st.integers(min_value=0, max_value=23), st.sampled_from(_MUTATIONS)), max_size=2),
+    cut=st.integers(min_value=1, max_value=24),
+    pack=st.booleans(),
+    compression=st.sampled_from([Compression.ZSTD, Compression.NONE]),
+)
+def test_fused_pass_equals_per_line_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mutations: list[tuple[int, tuple[str, Any]]], cut: int, pack: bool, compression: Compression
+) -> None:
+    events = _base_events()[:cut]
+    for index, (key, value) in mutations:
+        if index < len(events):
+            events[index] = _mutate(events[index], key, value)
+    body = events_bytes(events, pack=pack)
+    plain = header_bytes(header("fast")) + body
+    name = "session.jsonl.zstd" if compression is Compression.ZSTD else "session.jsonl"
+    path = tmp_path / name
+    if compression is Compression.ZSTD:
+        frames = [header_bytes(header("fast")), *(line + b"\n" for line in body.split(b"\n")[:-1])]
+        path.write_bytes(b"".join(zstandard.ZstdCompressor().compress(frame) for frame in frames))
+    else:
+        path.write_bytes(plain)
+    slow = _read(path, compression, False, monkeypatch)
+    assert _read(path, compression, True, monkeypatch) == slow
+    assert _read(path, compression, True, monkeypatch, in_memory=False) == slow
+
+
+# ---------------------------------------------------------------------------
+# Packed rows
+# ---------------------------------------------------------------------------
+
+
+def _reference_expand_row(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """The expansion rules spelled out one by one (the pre-optimisation code)."""
+    tag = row["type"]
+    bad = RecordError(f"malformed {tag} storage row")
+    if row.keys() != {"type", "seq0", "time0", "data"}:
+        raise bad
+    seq0, time0, data = row["seq0"], row["time0"], row["data"]
+    if not is_non_negative_safe_integer(seq0) or not is_safe_integer(time0) or type(data) is not dict:
+        raise bad
+    if tag == "tool-call-chunks":
+        if data.keys() not in ({"turn", "step", "index", "id", "dt", "args"}, {"turn", "step", "index", "id", "dt", "args", "name"}):
+            raise bad
+        if type(data["id"]) is not str or ("name" in data and type(data["name"]) is not str):
+            raise bad
+        fragments = data["args"]
+    else:
+        if data.keys() != {"turn", "step", "index", "dt", "texts"}:
+            raise bad
+        fragments = data["texts"]
+    turn, step, index, gaps = data["turn"], data["step"], data["index"], data["dt"]
+    if not (is_number(turn) and is_number(step) and is_number(index)):
+        raise bad
+    if not (type(fragments) is list and fragments and all(type(item) is str for item in fragments)):
+        raise bad
+    if type(gaps) is not list or len(gaps) != len(fragments) - 1 or not is_safe_integer(seq0 + len(fragments) - 1):
+        raise bad
+    if not all(is_safe_integer(gap) for gap in gaps):
+        raise bad
+    times = list(accumulate(gaps, initial=time0))
+    if not all(is_safe_integer(time) for time in times):
+        raise bad
+    out = []
+    for k, fragment in enumerate(fragments):
+        if tag == "tool-call-chunks":
+            chunk_value = {"type": "tool-call-delta", "index": index, "id": data["id"]}
+            if "name" in data:
+                chunk_value["name"] = data["name"]
+            chunk_value["argumentsDelta"] = fragment
+        else:
+            chunk_value = {"type": "text-delta" if tag == "text-chunks" else "reasoning-delta", "index": index, "text": fragment}
+        out.append({"type": "assistant/chunk", "seq": int(seq0) + k, "time": times[k], "data": {"turn": turn, "step": step, "chunk": chunk_value}})
+    return out
+
+
+_numbers = st.one_of(
+    st.integers(min_value=-3, max_value=5),
+    st.sampled_from([1.0, 2.5, -0.0, True, MAX_SAFE_INTEGER, MAX_SAFE_INTEGER + 1, -MAX_SAFE_INTEGER - 1, None, "1"]),
+)
+
+
+@st.composite
+def _rows(draw: st.DrawFn) -> dict[str, Any]:
+    tag = draw(st.sampled_from(sorted(records.ROW_TAGS)))
+    count = draw(st.integers(min_value=0, max_value=4))
+    fragments: Any = draw(st.lists(st.one_of(st.text(max_size=3), st.sampled_from([1, None])), min_size=count, max_size=count))
+    gaps: Any = draw(st.lists(_numbers, min_size=max(0, count - 1), max_size=max(0, count - 1)))
+    if draw(st.booleans()):
+        gaps = draw(st.lists(_numbers, max_size=4))
+    data: dict[str, Any] = {"turn": draw(_numbers), "step": draw(_numbers), "index": draw(_numbers), "dt": gaps}
+    if tag == "tool-call-chunks":
+        data["id"] = draw(st.sampled_from(["c1", 5]))
+        data["args"] = fragments
+        if draw(st.booleans()):
+            data["name"] = draw(st.sampled_from(["bash", None]))
+    else:
+        data["texts"] = fragments
+    if draw(st.booleans()):
+        data[draw(st.sampled_from(["extra", "turn"]))] = 1
+    row: dict[str, Any] = {"type": tag, "seq0": draw(_numbers), "time0": draw(st.one_of(_numbers, st.integers(min_value=-(2**53), max_value=2**53))), "data": data}
+    if draw(st.integers(min_value=0, max_value=9)) == 0:
+        row["seq"] = 0
+    return row
+
+
+@settings(max_examples=400, deadline=None)
+@given(row=_rows())
+def test_expand_row_equals_reference(row: dict[str, Any]) -> None:
+    try:
+        expected: Any = _encode(_reference_expand_row(row))
+    except RecordError as exc:
+        expected = ("error", str(exc))
+    try:
+        actual: Any = _encode(expand_row(row))
+    except RecordError as exc:
+        actual = ("error", str(exc))
+    assert actual == expected
+
+
+# ---------------------------------------------------------------------------
+# Frames
+# ---------------------------------------------------------------------------
+
+
+def _walk(data: bytes, size: int, in_memory: bool) -> tuple[Any, ...]:
+    pieces: list[bytes] = []
+    end = 0
+    torn = None
+    try:
+        for item in iter_region(io.BytesIO(data), 0, size, 1 << 16, data if in_memory else None):
+            if isinstance(item, tuple):
+                pieces.append(item[0])
+                end = item[1]
+            else:
+                torn = item.start
+        error = None
+    except LogFormatError as exc:
+        error = exc.message
+    return b"".join(pieces), end if error is None else None, torn, error
+
+
+def _reference_walk(data: bytes, size: int) -> tuple[Any, ...]:
+    """Frame after frame, as the reader streamed them before batching."""
+    fh = io.BytesIO(data)
+    pieces: list[bytes] = []
+    end = 0
+    torn = None
+    try:
+        for item in scan_frames(fh, 0, size):
+            if isinstance(item, TornFrame):
+                torn = item.start
+                break
+            decode_frame(fh, item, pieces.append, 1 << 16)
+            end = item.end
+        error = None
+    except LogFormatError as exc:
+        error = exc.message
+    return b"".join(pieces), end if error is None else None, torn, error
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    plaintexts=st.lists(st.binary(max_size=300), min_size=1, max_size=5),
+    checksum=st.booleans(),
+    cut=st.floats(min_value=0.0, max_value=1.0),
+    flips=st.lists(st.tuples(st.floats(min_value=0.0, max_value=1.0, exclude_max=True), st.integers(min_value=1, max_value=255)), max_size=2),
+)
+def test_in_memory_frame_walk_equals_streaming(plaintexts: list[bytes], checksum: bool, cut: float, flips: list[tuple[float, int]]) -> None:
+    data = bytearray(b"".join(zstandard.ZstdCompressor(write_checksum=checksum).compress(p) for p in plaintexts))
+    for position, mask in flips:
+        data[int(len(data) * position)] ^= mask
+    blob = bytes(data[: int(len(data) * cut) or len(data)])
+    # Plaintext may be delivered in other batches; its concatenation, the final end, the torn tail and the error must agree.
+    expected = _reference_walk(blob, len(blob))
+    assert _walk(blob, len(blob), True) == expected
+    assert _walk(blob, len(blob), False) == expected
+
+
+# ---------------------------------------------------------------------------
+# Header JSON
+# ---------------------------------------------------------------------------
+
+_json_values = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-(2**70), max_value=2**70),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.text(alphabet="ab-0:,[ \u00e9\U0001f600", max_size=6),
+    ),
+    lambda children: st.one_of(st.lists(children, max_size=3), st.dictionaries(st.text(alphabet="ab-0", max_size=3), children, max_size=3)),
+    max_leaves=8,
+)
+
+
+def _stdlib_exact(line: bytes) -> Any:
+    return json.loads(line.decode("utf-8", "replace"), parse_int=lambda token: -0.0 if token == "-0" else int(token))
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=_json_values, spacing=st.sampled_from([(",", ":"), (", ", ": ")]), tweak=st.sampled_from(["", "-0", "neg-zero-list"]))
+def test_header_json_fast_path_equals_stdlib(value: Any, spacing: tuple[str, str], tweak: str) -> None:
+    text = json.dumps(value, separators=spacing, ensure_ascii=False)
+    if tweak == "-0":
+        text = text.replace("0", "-0", 1) if "0" in text and not text.startswith('"') else text
+    elif tweak == "neg-zero-list":
+        text = f"[{text}, -0]"
+    line = text.encode("utf-8", "surrogatepass")
+    try:
+        expected: Any = _encode(_stdlib_exact(line)), repr(_stdlib_exact(line))
+    except ValueError:
+        with pytest.raises(RecordError):
+            decode_json_exact(line)
+        return
+    actual = decode_json_exact(line)
+    assert (_encode(actual), repr(actual)) == expected
+
+
+# ---------------------------------------------------------------------------
+# Deferred tool-result digests
+# ---------------------------------------------------------------------------
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    steps=st.lists(st.tuples(st.sampled_from(["result", "prune", "bad-prune", "odd-result", "user"]), st.integers(min_value=0, max_value=20)), max_size=25),
+    pending_max=st.sampled_from([0, 1, 3, 1024]),
+)
+def test_deferred_digests_equal_eager_ones(steps: list[tuple[str, int]], pending_max: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    events: list[dict[str, Any]] = []
+    results: list[int] = []
+    for kind, pick in steps:
+        seq = len(events)
+        if kind == "user":
+            events.append(user(seq, "u"))
+        elif kind in ("result", "odd-result"):
+            event = tool_result(seq, f"c{seq}", "out")
+            if kind == "odd-result":
+                event["data"]["message"]["content"][0]["meta"] = {"n": 1.5e16, "z": -0.0}
+            events.append(event)
+            results.append(seq)
+        elif results:
+            target = results[pick % len(results)]
+            original = next(e for e in events if e["seq"] == target)
+            event = json.loads(json.dumps(original))
+            event.update(seq=seq, surfaceOp={"op": "replace", "start": target, "end": target}, sourceEventSeqs=[target])
+            event["data"]["message"]["content"][0]["content"] = [{"type": "text", "text": "pruned"}]
+            if kind == "bad-prune":
+                event["data"]["turn"] = 2
+            events.append(event)
+
+    def fold_all(eager: bool) -> Any:
+        with monkeypatch.context() as patch:
+            patch.setattr(surface_module, "_PENDING_DIGESTS_MAX", -1 if eager else pending_max)
+            fold = SurfaceFold(track_history=False)
+            outcome: list[Any] = []
+            for event in events:
+                try:
+                    replacement = fold.apply(event)
+                    outcome.append(None if replacement is None else replacement.shadowed_seqs)
+                except SurfaceFoldError as exc:
+                    outcome.append(exc.message)
+                    break
+            if fold.error is None:
+                nodes, digests = fold.state()
+                outcome.append((nodes, sorted(digests.items())))
+                for seq, digest in digests.items():
+                    data = next(e for e in events if e["seq"] == seq)["data"]
+                    assert digest == tool_result_fingerprint(data)
+            return outcome
+
+    assert fold_all(eager=False) == fold_all(eager=True)
