@@ -199,7 +199,7 @@ class _Pipeline:
             if type(value) is not dict:
                 break
             etype = value.get("type")
-            kind = line_kinds.get(etype)
+            kind = line_kinds.get(etype) if type(etype) is str else None  # a list or object type is not hashable
             if kind is _ROW:
                 try:
                     members = expand_row(value)
@@ -240,10 +240,11 @@ class _Pipeline:
             if run_len:
                 self._skip_run(run_seq, run_len)
                 run_len = 0
-            if out and etype in SURFACE_EVENT_TYPES and self.error is None:
+            clean = type(etype) is str  # anything else is an unknown type: the full path gates it
+            if out and clean and etype in SURFACE_EVENT_TYPES and self.error is None:
                 self.sink(out)
                 out = []
-            event = self._process_clean(value, etype)
+            event = self._process_clean(value, etype) if clean else self._process(value)
             if self.error_rank != _NO_ERROR:
                 items, accepted, expected = accept_values(values, index + 1, expected)
                 self._accept_items(items)
@@ -374,7 +375,8 @@ class _Pipeline:
         return members
 
     def _process(self, raw: Any) -> Event | None:
-        if self.error_rank == _NO_ERROR and not self.defer_restore and type(raw) is dict and raw.get("type") in _INERT_TYPES:
+        etype = raw.get("type") if type(raw) is dict else None
+        if self.error_rank == _NO_ERROR and not self.defer_restore and type(etype) is str and etype in _INERT_TYPES:
             return self._process_inert(raw)
         try:
             check_not_rejected_vocabulary(raw)

@@ -277,6 +277,21 @@ def accept_values(values: list[Any], start: int, expected: int) -> tuple[list[An
     return items, index, expected
 
 
+def _one_value_per_line(region: bytes, line_count: int) -> bool:
+    """Whether every line break of ``region`` lies between two top-level objects.
+
+    ``decode_lines`` reads a stream of values and ignores where lines break,
+    so equal counts of values and lines do not yet mean one value per line (a
+    blank line can balance a line holding two).  A raw line feed cannot stand
+    in a JSON string, and ``}`` then ``{`` with only white space between is
+    valid JSON only between top-level values; so when every line feed follows
+    ``}`` and precedes ``{`` (or ends the region), no value crosses a line and
+    no line is empty, and with equal counts each line holds exactly one value.
+    Writers emit compact objects one per line, so this holds for real logs.
+    """
+    return region.endswith(b"}\n") and region.count(b"}\n{") == line_count - 1
+
+
 def deliver_per_line(items: list[Any], sink: EventSink) -> None:
     """Hand a region's items (see :class:`LineScanner`) to a per-line ``sink``."""
     for item in items:
@@ -373,8 +388,8 @@ class LineScanner:
             values = _decode_lines(region)
         except (msgspec.DecodeError, msgspec.ValidationError):
             return 0
-        if len(values) != line_count:
-            return 0  # a blank or whitespace-only line is a defect: let the slow path see it
+        if len(values) != line_count or not _one_value_per_line(region, line_count):
+            return 0  # blank lines, two values on a line, a value across lines: the slow path judges
         return self._fast_region(values)
 
     def _per_line(self, items: list[Any]) -> None:

@@ -109,7 +109,7 @@ def check_message_shape(event: dict[str, Any]) -> None:
     Other event types pass unchecked.  Raises :class:`EventShapeError`.
     """
     etype = event.get("type")
-    if etype not in SURFACE_EVENT_TYPES:
+    if type(etype) is not str or etype not in SURFACE_EVENT_TYPES:
         return
     seq = event.get("seq")
     # message_of(), inlined: this runs for every surface event.
@@ -216,7 +216,7 @@ def check_request_header(event: dict[str, Any]) -> None:
 def check_not_rejected_vocabulary(event: dict[str, Any]) -> None:
     """Refuse the retired event vocabulary (``request/header-delta``, ``mode/set``, ``fallback``)."""
     etype = event.get("type")
-    if etype in REJECTED_EVENT_TYPES:
+    if type(etype) is str and etype in REJECTED_EVENT_TYPES:  # a list or object type is unhashable
         raise EventShapeError(f"event {event.get('seq')} uses the retired type {etype}")
     if etype == "request/header":
         data = event.get("data")

@@ -914,7 +914,8 @@ class SurfaceFold:
 
 def _own_surface(event: Event) -> Surface:
     """Classification of a just-folded (valid) event, before any later replacement."""
-    return CURRENT if event.get("type") in SURFACE_EVENT_TYPES else LOG_ONLY
+    etype = event.get("type")
+    return CURRENT if type(etype) is str and etype in SURFACE_EVENT_TYPES else LOG_ONLY
 
 
 # ---------------------------------------------------------------------------

@@ -423,3 +423,56 @@ def test_deferred_digests_equal_eager_ones(steps: list[tuple[str, int]], pending
             return outcome
 
     assert fold_all(eager=False) == fold_all(eager=True)
+
+
+# -- the block decoder's line structure -------------------------------------------------------
+
+
+class _SlowScanner(LineScanner):
+    """A scanner whose block decoder always declines: every line takes the slow path."""
+
+    __slots__ = ()
+
+    def _fast_lines(self, region: bytes, line_count: int) -> int:
+        return 0
+
+
+def _scan(region: bytes, fast: bool) -> tuple[Any, ...]:
+    """What a scanner hands over and concludes for one block of lines."""
+    delivered: list[Any] = []
+    scanner = (LineScanner if fast else _SlowScanner)(lambda events, from_row: delivered.append((events, from_row)))
+    try:
+        scanner.feed(region)
+    except LogFormatError as error:
+        return ("error", str(error))
+    return (delivered, scanner.issue, scanner.committed, scanner.next_seq)
+
+
+_GAPS = [b"\n", b"\n", b"\n", b"", b" ", b"\n\n", b"\n \n", b" \n", b"\n\t"]
+
+
+@settings(deadline=None, max_examples=300)
+@given(
+    pieces=st.lists(st.tuples(st.sampled_from(["event", "split", "turn_end"]), st.sampled_from(_GAPS)), min_size=1, max_size=8),
+)
+def test_a_block_is_only_fast_when_each_line_holds_one_value(pieces: list[tuple[str, bytes]]) -> None:
+    """Two values on a line, blank lines and values across lines are the slow path's to judge."""
+    out = b""
+    for seq, (kind, gap) in enumerate(pieces):
+        if kind == "turn_end":
+            text = json.dumps({"type": "turn/end", "seq": seq, "time": 1, "data": {"turn": 1, "reason": "completed"}}, separators=(",", ":"))
+        else:
+            text = json.dumps({"type": "session/title", "seq": seq, "time": 1, "data": {"title": "t"}}, separators=(",", ":"))
+            if kind == "split":
+                text = text.replace('"data":', '"data":\n', 1)
+        out += text.encode() + gap
+    region = out if out.endswith(b"\n") else out + b"\n"
+    assert _scan(region, fast=True) == _scan(region, fast=False)
+
+
+def test_two_events_on_one_line_balanced_by_a_blank_line_are_a_defect() -> None:
+    first = b'{"type":"session/title","seq":0,"time":1,"data":{"title":"a"}}'
+    second = b'{"type":"session/title","seq":1,"time":1,"data":{"title":"b"}}'
+    delivered, issue, committed, next_seq = _scan(first + second + b"\n\n", fast=True)
+    assert delivered == [] and next_seq == 0 and committed == 0
+    assert issue is not None and "unparsable" in issue

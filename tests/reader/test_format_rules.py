@@ -200,6 +200,15 @@ def test_rule_11_unknown_required_types_are_unsupported_and_gated_after_upgrades
     with pytest.raises(LogFormatError) as numeric:
         read_log(path)
     assert numeric.value.kind == "unsupported"
+    for unhashable in ([1], {"kind": "x"}):  # types that are not even hashable: the same gate, no crash
+        write_log(root, H, [[turn_start(0), ev(unhashable, 1, {})]])  # type: ignore[arg-type]
+        with pytest.raises(LogFormatError) as odd:
+            read_log(path)
+        assert odd.value.kind == "unsupported"
+        write_log(root, H, [[turn_start(0), dict(ev(unhashable, 1, {}), ignorable=True)]])  # type: ignore[arg-type]
+        with pytest.raises(LogFormatError, match="envelope") as ignorable:
+            read_log(path)
+        assert ignorable.value.kind == "corrupt"
     steering = ev("steering/message", 0, {"turn": 1, "content": [{"type": "text", "text": "hi"}], "source": {"kind": "user"}}, surfaceOp="append")
     write_log(root, H, [[steering]])
     upgraded = read_log(path).events[0]
