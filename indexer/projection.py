@@ -81,6 +81,10 @@ def sanitize_document(text: str) -> str:
     return text
 
 
+FTS_BUFFER_CHARS: Final = 8_000_000
+"""Text the FTS5 buffer holds before it writes early (memory stays bounded by it)."""
+
+
 class DeferredFts:
     """FTS5 rows held back until the end of the caller's transaction.
 
@@ -91,24 +95,52 @@ class DeferredFts:
     inserting them with :meth:`write` just before ``COMMIT`` builds one segment
     per transaction.
 
+    Memory stays bounded by :data:`FTS_BUFFER_CHARS` of text: :meth:`relieve`
+    (called between sessions, outside any savepoint) writes an oversized
+    buffer, and :meth:`add` writes the current session's own rows early when
+    one session alone outgrows it — inside the session's savepoint, so a
+    ``ROLLBACK TO`` undoes them together with the session's other rows.
+
     Contract: rows are ``(docid, text)`` of documents already inserted into
-    ``documents`` in the same transaction; :meth:`rollback` must accompany
-    every ``ROLLBACK TO`` of a savepoint taken at :meth:`mark`, so the buffer
-    never indexes a document the rollback removed.
+    ``documents`` in the same transaction; :meth:`mark` is taken right after a
+    session's ``SAVEPOINT`` and :meth:`rollback` must accompany every
+    ``ROLLBACK TO`` of it, so the buffer never indexes a document the rollback
+    removed.
     """
 
-    __slots__ = ("rows",)
+    __slots__ = ("rows", "chars", "base")
 
     def __init__(self) -> None:
         self.rows: list[tuple[int, str]] = []
+        self.chars = 0
+        self.base = 0  # rows before this index belong to sessions whose savepoints are released
 
     def mark(self) -> int:
-        """A position to :meth:`rollback` to (taken with a savepoint)."""
-        return len(self.rows)
+        """A position to :meth:`rollback` to (taken with a session's savepoint)."""
+        self.base = len(self.rows)
+        return self.base
 
     def rollback(self, mark: int) -> None:
-        """Forget the rows added since ``mark``."""
+        """Forget the rows added since ``mark`` (rows written early were undone by the rollback)."""
         del self.rows[mark:]
+        self.chars = sum(len(text) for _, text in self.rows)
+        self.base = min(self.base, mark)
+
+    def add(self, cur: sqlite3.Cursor, rows: list[tuple[int, str]]) -> None:
+        """Buffer rows of the current session, writing that session's rows early when too large."""
+        self.rows.extend(rows)
+        self.chars += sum(len(text) for _, text in rows)
+        if self.chars > FTS_BUFFER_CHARS and len(self.rows) > self.base:
+            own = self.rows[self.base :]
+            del self.rows[self.base :]
+            self.chars -= sum(len(text) for _, text in own)
+            own.sort()
+            cur.executemany('INSERT INTO "documents_fts" ("rowid", "text") VALUES (?, ?)', own)
+
+    def relieve(self, cur: sqlite3.Cursor) -> None:
+        """Between sessions (no savepoint open): write the buffer now if it outgrew its bound."""
+        if self.chars > FTS_BUFFER_CHARS:
+            self.write(cur)
 
     def write(self, cur: sqlite3.Cursor) -> None:
         """Index the buffered rows (in docid order, which FTS5 appends fastest) and empty the buffer."""
@@ -116,6 +148,8 @@ class DeferredFts:
             self.rows.sort()
             cur.executemany('INSERT INTO "documents_fts" ("rowid", "text") VALUES (?, ?)', self.rows)
             self.rows = []
+        self.chars = 0
+        self.base = 0
 
 
 class SessionProjector:
@@ -386,7 +420,7 @@ class SessionProjector:
             )
             fts_rows = [(d[0], d[7]) for d in self.docs]
             if self.fts is not None:
-                self.fts.rows.extend(fts_rows)
+                self.fts.add(cur, fts_rows)
             else:
                 cur.executemany('INSERT INTO "documents_fts" ("rowid", "text") VALUES (?, ?)', fts_rows)
         if self.pending_shadow:

@@ -264,6 +264,7 @@ class Reconciler:
         if fresh:
             sid = _insert_session(cur, item, header, generation, now)
         savepoint = f"s{sid}"
+        self._fts.relieve(cur)  # outside the savepoint: earlier sessions' rows must not be undone with this one
         cur.execute(f'SAVEPOINT "{savepoint}"')
         fts_mark = self._fts.mark()
         try:
