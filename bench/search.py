@@ -55,34 +55,26 @@ QUERIES = [query for queries in QUERY_KINDS.values() for query in queries]
 KIND_OF = {query: kind for kind, queries in QUERY_KINDS.items() for query in queries}
 
 
-def _largest_session(db: str) -> tuple[str, int]:
+def _one_row(db: str, sql: str) -> tuple[Any, ...]:
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        row = conn.execute('SELECT "id", "event_count" FROM "sessions" ORDER BY "event_count" DESC LIMIT 1').fetchone()
+        return conn.execute(sql).fetchone()
     finally:
         conn.close()
-    return row[0], row[1]
+
+
+def _largest_session(db: str) -> tuple[str, int]:
+    return _one_row(db, 'SELECT "id", "event_count" FROM "sessions" ORDER BY "event_count" DESC LIMIT 1')
 
 
 def _largest_workspace(db: str) -> tuple[str | None, int]:
     """The cwd holding most sessions (the model tools scope every search to one)."""
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        row = conn.execute('SELECT "cwd", count(*) FROM "sessions" GROUP BY "cwd" ORDER BY 2 DESC LIMIT 1').fetchone()
-    finally:
-        conn.close()
-    return row[0], row[1]
+    return _one_row(db, 'SELECT "cwd", count(*) FROM "sessions" GROUP BY "cwd" ORDER BY 2 DESC LIMIT 1')
 
 
 def _counts(db: str) -> tuple[int, int]:
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        sessions = conn.execute('SELECT count(*) FROM "sessions"').fetchone()[0]
-        # Not count(*) of "events": runs of log-only events are one row each.
-        events = conn.execute('SELECT coalesce(sum("event_count"), 0) FROM "sessions"').fetchone()[0]
-    finally:
-        conn.close()
-    return sessions, events
+    # Events from sessions.event_count, not count(*) of "events": runs of log-only events are one row each.
+    return _one_row(db, 'SELECT count(*), coalesce(sum("event_count"), 0) FROM "sessions"')
 
 
 def _scope(search: SessionSearch, call: Any, query: str, depth: int) -> tuple[float, float | None, int]:
