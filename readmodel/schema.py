@@ -65,7 +65,7 @@ from .collation import locale_compare_key
 APPLICATION_ID: Final = 0x53515849  # "SQXI"
 """``PRAGMA application_id`` of a sessionq index; any other non-zero id is foreign."""
 
-SCHEMA_REVISION: Final = "0004"
+SCHEMA_REVISION: Final = "0005"
 """The Alembic head revision this code reads and writes."""
 
 SURFACE_CODES: Final = {"log-only": 0, "current": 1, "shadowed": 2}
@@ -114,6 +114,8 @@ sessions = Table(
 )
 Index("sessions_listing", sessions.c.created_at.desc(), sessions.c.id_key, sessions.c.header_json)
 Index("sessions_parent", sessions.c.parent_session)
+# Search's session filters read only these columns (see migration 0005).
+Index("sessions_filters", sessions.c.cwd, sessions.c.status, sessions.c.created_at, sessions.c.parent_session, sessions.c.id)
 
 events = Table(
     "events",
