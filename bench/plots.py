@@ -164,13 +164,13 @@ def plot_search(results: list[dict[str, Any]], out: Path) -> Path | None:
         return None
     r = points[0]
     scopes = [s for s in ("sessions", "sessions_workspace", "events", "events_long") if f"{s}_first_n" in r or f"{s}_first_p50_ms" in r]
-    names = {"sessions": "cross-session", "sessions_workspace": "cross-session, one workspace", "events": "within largest session", "events_long": "within long log"}
+    names = {"sessions": "all sessions", "sessions_workspace": "one workspace", "events": "largest session", "events_long": "long log"}
     groups = [f"{names[s]}\n{page} page" for s in scopes for page in ("first", "deep")]
     series = {
         stat: [r.get(f"{s}_{page}_{stat}_ms") for s in scopes for page in ("first", "deep")]
         for stat in ("p50", "p95")
     }
-    fig, ax = plt.subplots(figsize=(10, 4.5))
+    fig, ax = plt.subplots(figsize=(11, 4.5))
     _bars(ax, groups, series)
     ax.set_yscale("symlog", linthresh=1)
     ax.set_ylabel("latency (ms, symlog)")
