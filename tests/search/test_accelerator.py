@@ -249,3 +249,12 @@ def test_leaders_keep_each_sessions_best_documents_above_the_cut() -> None:
     # Out of docid order, nothing is pruned (the ranking SQL still groups exactly).
     assert leaders(list(reversed(rows)), 1) == [[doc, n] for doc, n in reversed(rows)]
     assert conn.execute("SELECT sessionq_leaders(1, 1, 1) WHERE 0").fetchone()[0] == "[]"
+
+
+def test_session_filters_read_the_covering_index(tie_heavy_index: str) -> None:
+    """A workspace-scoped search picks its eligible sessions from ``sessions_filters`` (schema 0005)."""
+    fast, _ = _pair(tie_heavy_index)
+    conn = fast._connection()
+    matches, args = fast._matches('"needle"', sessions=search_module.session_where([{"kind": "cwd", "values": ["/work/w0"]}]))
+    plan = " | ".join(row[3] for row in conn.execute("EXPLAIN QUERY PLAN WITH" + matches + ' SELECT count(*) FROM "matches"', args))
+    assert "COVERING INDEX sessions_filters" in plan, plan
