@@ -56,8 +56,12 @@ from bench.common import (
 )
 
 
-def build_in_process(root: Path, db: str) -> dict[str, Any]:
-    """Cold-build ``root`` into ``db`` (removed first) in this process."""
+def build_in_process(root: Path, db: str, workers: int | None = None) -> dict[str, Any]:
+    """Cold-build ``root`` into ``db`` (removed first) in this process.
+
+    ``cpu_s`` counts the preparation workers too (``writer_cpu_s`` is this
+    process alone); ``workers`` is the reconciler's default unless given.
+    """
     from indexer.layout import detect_compression, discover
     from indexer.reconcile import Reconciler
     from readmodel.database import open_writer
@@ -66,9 +70,13 @@ def build_in_process(root: Path, db: str) -> dict[str, Any]:
     compression = detect_compression(root)
     logs = sum(os.path.getsize(ref.path) for ref in discover(root, compression).transcripts)
     engine = open_writer(db)
+    reconciler = Reconciler(engine, root, compression, settle_seconds=0, workers=workers)
     wall0, cpu0 = time.perf_counter(), time.process_time()
-    report = Reconciler(engine, root, compression, settle_seconds=0).reconcile()
-    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    report = reconciler.reconcile()
+    wall, writer_cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    # Preparation workers are children of the fork server, not of this process:
+    # they report their own CPU time.
+    cpu = writer_cpu + report.worker_cpu_seconds
     engine.dispose()
     index = db_size(db)
     return record(
@@ -80,10 +88,14 @@ def build_in_process(root: Path, db: str) -> dict[str, Any]:
         compressed_mb=round(logs / MB, 2),
         wall_s=round(wall, 2),
         cpu_s=round(cpu, 2),
+        writer_cpu_s=round(writer_cpu, 2),
+        workers=reconciler.workers,
+        prepared=report.prepared,
         events_per_s=round(report.events / wall) if wall else None,
         events_per_cpu_s=round(report.events / cpu) if cpu else None,
         compressed_mb_per_s=round(logs / MB / wall, 2) if wall else None,
         peak_rss_mb=peak_rss_mb(),
+        worker_peak_rss_mb=report.worker_peak_rss_mb,
         index_mb=round(index / MB, 2),
         index_to_logs=round(index / logs, 2) if logs else None,
         transactions=report.transactions,
@@ -148,14 +160,15 @@ def stage_breakdown(root: Path, db: str, repeat: int = 1) -> dict[str, Any]:
     best: dict[str, Any] | None = None
     for _ in range(repeat):
         with _stage_timers() as spent:
-            result = build_in_process(root, db)
+            # In the writer alone: the timers see only this process.
+            result = build_in_process(root, db, workers=0)
         if best is None or result["cpu_s"] < best["cpu_s"]:
             best = dict(result, benchmark="cold-build-stages", stages_cpu_s={k: round(v, 3) for k, v in sorted(spent.items(), key=lambda kv: -kv[1])})
     assert best is not None
     return best
 
 
-def run(root: Path, db: str, floor: bool = True, floor_repeat: int = 1, **extra: Any) -> dict[str, Any]:
+def run(root: Path, db: str, floor: bool = True, floor_repeat: int = 1, workers: int | None = None, **extra: Any) -> dict[str, Any]:
     """The floor in this process, then the build in a child process; one merged record."""
     measured = None
     if floor:
@@ -163,7 +176,7 @@ def run(root: Path, db: str, floor: bool = True, floor_repeat: int = 1, **extra:
 
         measured = decode_floor(root, floor_repeat)
     child = subprocess.run(
-        [sys.executable, "-m", "bench.build", str(root), "--db", str(db), "--in-process"],
+        [sys.executable, "-m", "bench.build", str(root), "--db", str(db), "--in-process", *(["--workers", str(workers)] if workers is not None else [])],
         cwd=REPO,
         env=dict(os.environ, BENCH_RUN_ID=run_id()),
         stdout=subprocess.PIPE,
@@ -184,7 +197,7 @@ def run(root: Path, db: str, floor: bool = True, floor_repeat: int = 1, **extra:
     return result
 
 
-def run_sizes(directory: Path, sizes: list[float], singles: list[float], floor: bool, min_sessions: int) -> None:
+def run_sizes(directory: Path, sizes: list[float], singles: list[float], floor: bool, min_sessions: int, workers: int | None = None) -> None:
     from bench.corpus import ensure_root, ensure_single
 
     for kind, targets in (("root", sizes), ("single", singles)):
@@ -196,7 +209,7 @@ def run_sizes(directory: Path, sizes: list[float], singles: list[float], floor: 
             else:
                 info = ensure_single(corpus_dir, target)
             note("cold build", corpus=str(corpus_dir), mb=round(info["bytes"] / MB, 1))
-            emit(run(corpus_dir / "root", str(corpus_dir / "index.db"), floor, corpus=kind, target_mb=target))
+            emit(run(corpus_dir / "root", str(corpus_dir / "index.db"), floor, workers=workers, corpus=kind, target_mb=target))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -211,25 +224,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--floor-repeat", type=int, default=1)
     parser.add_argument("--stages", action="store_true", help="per-stage CPU breakdown of an in-process build")
     parser.add_argument("--repeat", type=int, default=1, help="with --stages: report the cheapest of this many builds")
+    parser.add_argument("--workers", type=int, default=None, help="preparation processes (default: the indexer's, one per core; 0: the writer alone)")
     parser.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.sizes or args.single_sizes:
-        run_sizes(args.dir, args.sizes, args.single_sizes, not args.no_floor, args.min_sessions)
+        run_sizes(args.dir, args.sizes, args.single_sizes, not args.no_floor, args.min_sessions, args.workers)
         return 0
     if args.root is None:
         parser.error("ROOT or --sizes/--single-sizes is required")
     if args.in_process:
-        emit(build_in_process(args.root, args.db))
+        emit(build_in_process(args.root, args.db, args.workers))
         return 0
     if args.stages:
         with tempfile.TemporaryDirectory() as tmp:
             emit(stage_breakdown(args.root, args.db or os.path.join(tmp, "index.db"), args.repeat))
         return 0
     if args.db:
-        emit(run(args.root, args.db, not args.no_floor, args.floor_repeat))
+        emit(run(args.root, args.db, not args.no_floor, args.floor_repeat, args.workers))
         return 0
     with tempfile.TemporaryDirectory() as tmp:
-        emit(run(args.root, os.path.join(tmp, "index.db"), not args.no_floor, args.floor_repeat))
+        emit(run(args.root, os.path.join(tmp, "index.db"), not args.no_floor, args.floor_repeat, args.workers))
     return 0
 
 

@@ -82,6 +82,7 @@ def _root_has_transcripts(root: str) -> bool:
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True)
 @click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True, help="key=value lines, or one JSON object per line.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar for the initial pass.  [default: when stderr is a terminal]")
+@click.option("--workers", type=click.IntRange(min=0), default=None, metavar="N", help="Processes that prepare new sessions in large passes; the one writer commits them.  [default: one per core; 0: the writer alone]")
 @_handles_errors
 def index_command(
     root: str,
@@ -96,6 +97,7 @@ def index_command(
     log_level: str,
     log_format: str,
     progress: bool | None,
+    workers: int | None,
 ) -> None:
     """Reconcile the root into the index, then keep watching (the indexer daemon).
 
@@ -140,6 +142,7 @@ def index_command(
             root,
             mode,
             settle_seconds=settle if settle is not None else (0.0 if once else DEFAULT_SETTLE_SECONDS),
+            workers=workers,
         )
         options = DaemonOptions(
             poll=poll,

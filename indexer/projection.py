@@ -160,6 +160,10 @@ class SessionProjector:
     synthetic projector (a settled tail's inspect view, replaced whenever the
     writer continues) keeps one ``events`` row per event: its rows are few and
     short-lived, and per-event rows keep their deletion trivial.
+
+    With ``surface_keys`` the projector keeps the surface keys of the rows it
+    flushes in that map (shared with the session's tail projector) and looks
+    earlier nodes up there before asking the database.
     """
 
     def __init__(
@@ -170,9 +174,13 @@ class SessionProjector:
         *,
         synthetic: bool = False,
         flush_events: int = FLUSH_EVENTS,
-        fts: DeferredFts | None = None,
+        fts: Any = None,
+        surface_keys: dict[int, int] | None = None,
     ) -> None:
         self.cur = cursor
+        # Surface keys of rows already flushed, kept when the cursor cannot be
+        # read back (a preparation process); None: look them up in the database.
+        self.surface_keys = surface_keys
         self.fts = fts
         self.sid = sid
         self.next_seq = first_seq
@@ -367,6 +375,8 @@ class SessionProjector:
         position = self.row_index.get(seq)
         if position is not None:
             return self.rows[position][9]
+        if self.surface_keys is not None and seq in self.surface_keys:
+            return self.surface_keys[seq]
         row = self.cur.execute('SELECT "surface_key" FROM "events" WHERE "sid" = ? AND "seq" = ?', (self.sid, seq)).fetchone()
         if row is None or row[0] is None:
             raise ValueError(f"session {self.sid} has no surface key for seq {seq}")
@@ -398,6 +408,8 @@ class SessionProjector:
         if self.rows:
             insert_event_rows(cur, self.rows)
             self.written += len(self.rows)
+            if self.surface_keys is not None:
+                self.surface_keys.update((row[1], row[9]) for row in self.rows if row[9] is not None)
         if self.plain_rows:
             cur.executemany(
                 'INSERT INTO "events" ("sid", "seq", "type", "time", "surface", "synthetic") VALUES (?, ?, ?, ?, ?, ?)',

@@ -26,10 +26,11 @@ from sqlalchemy import Engine
 from readmodel.schema import id_sort_key
 from readmodel.jsvalues import is_number
 
-from .failures import as_query_error
+from .ingest import LogOutcome, ingest_log
 from .layout import Compression, LayoutProblem, discover, expected_transcript_path, revision_token, same_file
-from .projection import DeferredFts, SessionProjector, delete_session_rows, load_surface, unshadow_from
-from .reader import LogReader, ResumeMismatch, ResumePoint, read_listing_header
+from .preparation import BAD_LOG_ERRORS, MIN_PARALLEL_BYTES, PREPARE_MAX_BYTES, Prepared, Preparer, PrepTask, default_workers, failure_of, replay
+from .projection import DeferredFts, delete_session_rows
+from .reader import ResumeMismatch, ResumePoint, read_listing_header
 from .records import LogFormatError
 
 log = logging.getLogger("sessionq.indexer")
@@ -38,7 +39,6 @@ DEFAULT_SETTLE_SECONDS: Final = 1.0
 BATCH_EVENTS: Final = 50_000
 BATCH_SESSIONS: Final = 500
 
-_pack = msgspec.msgpack.Encoder().encode
 _resume_decoder = msgspec.msgpack.Decoder(ResumePoint)
 _encode_json = msgspec.json.Encoder().encode
 
@@ -53,6 +53,9 @@ class ReconcileReport(msgspec.Struct):
     deleted: int = 0
     failed: int = 0
     held: int = 0
+    prepared: int = 0  # sessions a worker process prepared (counted in reloaded or failed too)
+    worker_cpu_seconds: float = 0.0  # CPU the preparation workers spent
+    worker_peak_rss_mb: float = 0.0
     events: int = 0
     transactions: int = 0
     problems: int = 0
@@ -83,6 +86,8 @@ class Reconciler:
         batch_events: int = BATCH_EVENTS,
         clock: Callable[[], float] = time.time,
         progress: Callable[[int, int, int], None] | None = None,
+        workers: int | None = None,
+        parallel_min_bytes: int | None = None,
     ) -> None:
         self.engine = engine
         self.root = os.path.abspath(os.fspath(root))
@@ -93,6 +98,14 @@ class Reconciler:
         self.progress = progress
         self._held = 0  # tails held back by the session being indexed (reported per pass)
         self._fts = DeferredFts()  # the open transaction's FTS5 rows, written before COMMIT
+        # Sessions new to the index are prepared in this many worker processes
+        # when a pass has at least ``parallel_min_bytes`` of them (0 workers: never).
+        self.workers = default_workers() if workers is None else workers
+        if parallel_min_bytes is None:
+            parallel_min_bytes = int(os.environ.get("SESSIONQ_PARALLEL_MIN_BYTES", MIN_PARALLEL_BYTES))
+        self.parallel_min_bytes = parallel_min_bytes
+        self._preparer: Preparer | None = None
+        self._next_sid = 1  # sids are assigned here, so a prepared session knows its own
 
     # -- passes ----------------------------------------------------------------
 
@@ -190,49 +203,95 @@ class Reconciler:
             todo = [item for item in items if item.header is not None and self._needs_work(stored.get(item.path), item, now)]
             report.scanned += len(items)
             report.unchanged += len(items) - len(todo) - sum(1 for item in items if item.header is None)
-            total = len(todo)
-            pending_problems = problems
-            index = 0
-            while index < total or gone or pending_problems is not None:
-                cur.execute("BEGIN IMMEDIATE")
-                try:
-                    changed = False
-                    generation = cur.execute('SELECT "global_generation" FROM "index_meta"').fetchone()[0] + 1
-                    for path in gone:
-                        sid = stored[path][0]
-                        delete_session_rows(cur, sid)
-                        cur.execute('DELETE FROM "sessions" WHERE "sid" = ?', (sid,))
-                        report.deleted += 1
-                        changed = True
-                    gone = []
-                    if pending_problems is not None:
-                        changed |= _store_problems(cur, pending_problems, now)
-                        pending_problems = None
-                    budget = self.batch_events
-                    sessions_in_batch = 0
-                    while index < total and budget > 0 and sessions_in_batch < BATCH_SESSIONS:
-                        item = todo[index]
-                        index += 1
-                        written = self._index_one(cur, stored.get(item.path), item, generation, now, report)
-                        budget -= max(written, 1)
-                        sessions_in_batch += 1
-                        changed = True
-                        if self.progress is not None:
-                            self.progress(index, total, report.events)
-                    self._fts.write(cur)
-                    if changed:
-                        cur.execute(
-                            'UPDATE "index_meta" SET "global_generation" = ?, "last_reconcile_at" = ?',
-                            (generation, now),
-                        )
-                    else:
-                        cur.execute('UPDATE "index_meta" SET "last_reconcile_at" = ?', (now,))
-                    cur.execute("COMMIT")
-                    report.transactions += 1
-                except BaseException:
-                    self._fts.rollback(0)
-                    cur.execute("ROLLBACK")
-                    raise
+            self._next_sid = cur.execute('SELECT coalesce(max("sid"), 0) + 1 FROM "sessions"').fetchone()[0]
+            self._preparer = self._start_preparer(todo, stored, now)
+            try:
+                self._transactions(cur, stored, todo, gone, problems, now, report)
+            finally:
+                if self._preparer is not None:
+                    self._preparer.close()
+                    report.worker_cpu_seconds += self._preparer.cpu_seconds
+                    report.worker_peak_rss_mb = max(report.worker_peak_rss_mb, round(self._preparer.peak_rss_kib / 1024, 1))
+                    self._preparer = None
+
+    def _transactions(
+        self,
+        cur: sqlite3.Cursor,
+        stored: dict[str, tuple[Any, ...]],
+        todo: list[_Observed],
+        gone: list[str],
+        pending_problems: list[LayoutProblem] | None,
+        now: float,
+        report: ReconcileReport,
+    ) -> None:
+        """The pass's transactions: deletions and layout problems first, then ``todo`` in batches."""
+        total = len(todo)
+        index = 0
+        while index < total or gone or pending_problems is not None:
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                changed = False
+                generation = cur.execute('SELECT "global_generation" FROM "index_meta"').fetchone()[0] + 1
+                for path in gone:
+                    sid = stored[path][0]
+                    delete_session_rows(cur, sid)
+                    cur.execute('DELETE FROM "sessions" WHERE "sid" = ?', (sid,))
+                    report.deleted += 1
+                    changed = True
+                gone = []
+                if pending_problems is not None:
+                    changed |= _store_problems(cur, pending_problems, now)
+                    pending_problems = None
+                budget = self.batch_events
+                sessions_in_batch = 0
+                while index < total and budget > 0 and sessions_in_batch < BATCH_SESSIONS:
+                    item = todo[index]
+                    index += 1
+                    written = self._index_one(cur, stored.get(item.path), item, generation, now, report)
+                    budget -= max(written, 1)
+                    sessions_in_batch += 1
+                    changed = True
+                    if self.progress is not None:
+                        self.progress(index, total, report.events)
+                self._fts.write(cur)
+                if changed:
+                    cur.execute(
+                        'UPDATE "index_meta" SET "global_generation" = ?, "last_reconcile_at" = ?',
+                        (generation, now),
+                    )
+                else:
+                    cur.execute('UPDATE "index_meta" SET "last_reconcile_at" = ?', (now,))
+                cur.execute("COMMIT")
+                report.transactions += 1
+            except BaseException:
+                self._fts.rollback(0)
+                cur.execute("ROLLBACK")
+                raise
+
+    def _start_preparer(self, todo: list[_Observed], stored: dict[str, tuple[Any, ...]], now: float) -> Preparer | None:
+        """Workers for the sessions of ``todo`` new to the index, when there are enough of them.
+
+        Their sids are assigned now, in ``todo`` order; logs over
+        :data:`~indexer.preparation.PREPARE_MAX_BYTES` stay with the writer.
+        """
+        if self.workers <= 0:
+            return None
+        tasks: list[PrepTask] = []
+        for item in todo:
+            assert item.header is not None and item.stat is not None
+            if item.path in stored or item.stat.st_size > PREPARE_MAX_BYTES:
+                continue
+            settled = now - item.stat.st_mtime >= self.settle_seconds
+            tasks.append(PrepTask(item.path, self._allocate_sid(), item.header, settled, item.stat.st_size))
+        if not tasks or sum(task.size for task in tasks) < self.parallel_min_bytes:
+            self._next_sid -= len(tasks)  # nothing handed out: the sids are free again
+            return None
+        return Preparer(tasks, self.compression, self.root, self.workers)
+
+    def _allocate_sid(self) -> int:
+        sid = self._next_sid
+        self._next_sid += 1
+        return sid
 
     def _needs_work(self, row: tuple[Any, ...] | None, item: _Observed, now: float) -> bool:
         if row is None or item.stat is None:
@@ -249,6 +308,7 @@ class Reconciler:
         header = item.header
         settled = now - item.stat.st_mtime >= self.settle_seconds
         sid = row[0] if row is not None and row[6] == header["id"] else None
+        prepared = self._preparer.take(item.path) if self._preparer is not None and row is None else None
         resume: ResumePoint | None = None
         if sid is not None and row is not None and row[3] is not None and row[5] == "ok":
             try:
@@ -262,35 +322,40 @@ class Reconciler:
             cur.execute('DELETE FROM "sessions" WHERE "sid" = ?', (row[0],))
         fresh = sid is None
         if fresh:
-            sid = _insert_session(cur, item, header, generation, now)
+            sid = prepared.sid if prepared is not None else self._allocate_sid()
+            _insert_session(cur, sid, item, header, generation, now)
         savepoint = f"s{sid}"
         self._fts.relieve(cur)  # outside the savepoint: earlier sessions' rows must not be undone with this one
         cur.execute(f'SAVEPOINT "{savepoint}"')
         fts_mark = self._fts.mark()
         try:
-            if resume is not None:
-                try:
-                    written = self._decode(cur, sid, item, resume, settled, row, generation, now)
-                    report.appended += 1
-                except ResumeMismatch:
-                    cur.execute(f'ROLLBACK TO "{savepoint}"')
-                    self._fts.rollback(fts_mark)
-                    resume = None
-            if resume is None:
-                if not fresh:
-                    delete_session_rows(cur, sid)
-                written = self._decode(cur, sid, item, None, settled, None, generation, now, header_stored=fresh)
+            if prepared is not None:
+                report.prepared += 1
+                written = self._replay(cur, sid, item, prepared, generation, now)
                 report.reloaded += 1
-        except (LogFormatError, OSError, ValueError, TypeError, sqlite3.DataError) as exc:
+            else:
+                if resume is not None:
+                    try:
+                        written = self._decode(cur, sid, item, resume, settled, row, generation, now)
+                        report.appended += 1
+                    except ResumeMismatch:
+                        cur.execute(f'ROLLBACK TO "{savepoint}"')
+                        self._fts.rollback(fts_mark)
+                        resume = None
+                if resume is None:
+                    if not fresh:
+                        delete_session_rows(cur, sid)
+                    written = self._decode(cur, sid, item, None, settled, None, generation, now, header_stored=fresh)
+                    report.reloaded += 1
+        except (*BAD_LOG_ERRORS, sqlite3.DataError, _PreparedFailure) as exc:
             # Whatever goes wrong with one log stays with that log.
             cur.execute(f'ROLLBACK TO "{savepoint}"')
             self._fts.rollback(fts_mark)
             delete_session_rows(cur, sid)
-            error = as_query_error(exc, header["id"])
-            status = "unsupported" if isinstance(exc, LogFormatError) and exc.kind == "unsupported" else "corrupt" if isinstance(exc, LogFormatError) else "error"
-            _update_failed(cur, sid, item, header, generation, now, status, error.code, error.message)
+            status, code, message = exc.failure if isinstance(exc, _PreparedFailure) else failure_of(exc, header["id"])
+            _update_failed(cur, sid, item, generation, now, status, code, message)
             report.failed += 1
-            log.warning("session %s: %s", header["id"], error.message)
+            log.warning("session %s: %s", header["id"], message)
             cur.execute(f'RELEASE "{savepoint}"')
             return 0
         cur.execute(f'RELEASE "{savepoint}"')
@@ -319,68 +384,43 @@ class Reconciler:
         listing index that covers it — alone.
         """
         header = item.header
-        assert header is not None and item.stat is not None
-        first_seq = resume.next_seq if resume is not None else 0
-        if resume is not None and row is not None and row[7] is not None:
-            # Synthetic tail rows of an earlier settled view: the writer moved on.
-            unshadow_from(cur, sid, row[7])
-            delete_session_rows(cur, sid, row[7], synthetic_only=True)
-        projector = SessionProjector(cur, sid, first_seq, fts=self._fts)
-        if resume is not None:
-            projector.continue_last_block()
-        reader = LogReader(
-            item.path,
-            self.compression,
-            session_id=header["id"],
-            root=self.root,
-            sink=projector.add,
-            on_replacement=projector.replacement,
-            surface_base=lambda: load_surface(cur, sid, first_seq),
-        )
-        log_ = reader.read(resume)
-        projector.finish()
-        has_tail = bool(log_.recovered or log_.closers)
-        # No resume point after a tolerated mid-log defect (raw mode): the next
-        # change of the file reloads it from the start.
-        stored_count = first_seq + projector.written
-        synthetic_from = None
-        tail_state = "clean"
-        title_seq = projector.title_seq if projector.title_seq is not None else (row[8] if row is not None else None)
-        if has_tail and settled:
-            tail = SessionProjector(cur, sid, stored_count, synthetic=True, fts=self._fts)
-            for seq, shadowed in log_.tail_replacements:
-                tail.replacement(seq, shadowed)
-            tail.add([*log_.recovered, *log_.closers])
-            tail.finish()
-            synthetic_from = stored_count
-            tail_state = "settled"
-            event_count = stored_count + len(log_.recovered) + len(log_.closers)
-            if tail.title_seq is not None:
-                title_seq = tail.title_seq
-            written = projector.written + tail.written
-        else:
-            tail_state = "held" if has_tail else "clean"
-            if has_tail:
-                self._held += 1
-            event_count = stored_count
-            written = projector.written
-        values = (
-            log_.revision,
-            log_.size,
-            bytearray(_pack(log_.resume)) if log_.resume is not None else None,
-            event_count,
-            stored_count,
-            synthetic_from,
-            tail_state,
-            title_seq,
-            generation,
-            now,
-        )
+        assert header is not None
+        outcome = ingest_log(
+            cur, sid, item.path, self.compression, self.root, header, resume, settled,
+            stored_synthetic_from=row[7] if resume is not None and row is not None else None,
+            stored_title_seq=row[8] if row is not None else None,
+            fts=self._fts,
+        )  # fmt: skip
+        return self._store_outcome(cur, sid, header, outcome, generation, now, header_stored=header_stored)
+
+    def _replay(self, cur: sqlite3.Cursor, sid: int, item: _Observed, prepared: Prepared, generation: int, now: float) -> int:
+        """Write a session a worker prepared (inside its savepoint, like :meth:`_decode`)."""
+        assert item.header is not None
+        if prepared.failure is not None:
+            raise _PreparedFailure(prepared.failure)
+        assert prepared.outcome is not None
+        for message in prepared.warnings:
+            log.warning("%s", message)
+        replay(cur, prepared.calls, self._fts)
+        return self._store_outcome(cur, sid, item.header, prepared.outcome, generation, now, header_stored=True)
+
+    def _store_outcome(self, cur: sqlite3.Cursor, sid: int, header: dict[str, Any], outcome: LogOutcome, generation: int, now: float, *, header_stored: bool) -> int:
+        if outcome.held:
+            self._held += 1
+        values = (*outcome.values, generation, now)
         if header_stored:
             cur.execute(_UPDATE_INDEXED + ' WHERE "sid" = ?', (*values, sid))
         else:
             cur.execute(_UPDATE_INDEXED + ', "header_json" = ? WHERE "sid" = ?', (*values, bytearray(_encode_json(header)), sid))
-        return written
+        return outcome.written
+
+
+class _PreparedFailure(Exception):
+    """A worker found the log bad: its ``(status, code, message)``."""
+
+    def __init__(self, failure: tuple[str, str, str]) -> None:
+        super().__init__(failure[2])
+        self.failure = failure
 
 
 _UPDATE_INDEXED: Final = (
@@ -409,13 +449,14 @@ def _session_columns(item: _Observed, header: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _insert_session(cur: sqlite3.Cursor, item: _Observed, header: dict[str, Any], generation: int, now: float) -> int:
+def _insert_session(cur: sqlite3.Cursor, sid: int, item: _Observed, header: dict[str, Any], generation: int, now: float) -> None:
     columns = _session_columns(item, header)
     cur.execute(
-        'INSERT INTO "sessions" ("id", "path", "header_json", "created_at", "id_key", "cwd", "parent_session", "revision", "size", '
+        'INSERT INTO "sessions" ("sid", "id", "path", "header_json", "created_at", "id_key", "cwd", "parent_session", "revision", "size", '
         '"event_count", "stored_count", "tail_state", "status", "generation", "indexed_at") '
-        "VALUES (?, ?, ?, ?, ?, ?, ?, '', 0, 0, 0, 'clean', 'ok', ?, ?)",
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, '', 0, 0, 0, 'clean', 'ok', ?, ?)",
         (
+            sid,
             header["id"],
             item.path,
             bytearray(columns["header_json"]),
@@ -427,10 +468,9 @@ def _insert_session(cur: sqlite3.Cursor, item: _Observed, header: dict[str, Any]
             now,
         ),
     )
-    return int(cur.lastrowid)
 
 
-def _update_failed(cur: sqlite3.Cursor, sid: int, item: _Observed, header: dict[str, Any], generation: int, now: float, status: str, code: str, message: str) -> None:
+def _update_failed(cur: sqlite3.Cursor, sid: int, item: _Observed, generation: int, now: float, status: str, code: str, message: str) -> None:
     assert item.stat is not None
     cur.execute(
         'UPDATE "sessions" SET "revision" = ?, "size" = ?, "resume" = NULL, "event_count" = 0, "stored_count" = 0, '

@@ -33,9 +33,14 @@ KILLS = 55
 SEED = int(os.environ.get("SESSIONQ_CRASH_SEED", "20261130"))
 
 
-def _run_cli(args: list[str]) -> None:
-    """Child body: run ``sessionq ARGS`` in this forked process, then leave at once."""
+def _run_cli(args: list[str], parallel: bool = False) -> None:
+    """Child body: run ``sessionq ARGS`` in this forked process, then leave at once.
+
+    With ``parallel`` every pass hands its new sessions to preparation workers.
+    """
     code = 1
+    if parallel:
+        os.environ["SESSIONQ_PARALLEL_MIN_BYTES"] = "0"
     try:
         from indexer.cli import main
 
@@ -90,8 +95,9 @@ def test_sigkill_at_random_moments_then_once_equals_a_cold_rebuild(tmp_path: Pat
     killed_mid_life = 0
     try:
         time.sleep(0.2)  # let the writer create its first sessions
-        for _ in range(KILLS):
-            child = context.Process(target=_run_cli, args=(args,), daemon=False)
+        for cycle in range(KILLS):
+            # Every other daemon prepares new sessions in worker processes.
+            child = context.Process(target=_run_cli, args=(args, cycle % 2 == 1), daemon=False)
             child.start()
             time.sleep(rng.uniform(0.02, 0.35))
             if child.exitcode is None:

@@ -154,12 +154,23 @@ operation = st.one_of(
 @settings(max_examples=25)
 @given(ops=st.lists(operation, min_size=1, max_size=30), finish=st.booleans())
 def test_incremental_index_equals_cold_rebuild(tmp_path_factory: Any, ops: list[tuple[str, str, Any]], finish: bool) -> None:
+    check_incremental_equals_cold(tmp_path_factory, ops, finish, workers=0)
+
+
+@settings(max_examples=12)
+@given(ops=st.lists(operation, min_size=1, max_size=30), finish=st.booleans())
+def test_sessions_prepared_by_workers_then_continued_equal_a_cold_rebuild(tmp_path_factory: Any, ops: list[tuple[str, str, Any]], finish: bool) -> None:
+    # Every pass hands its new sessions to a worker process; the cold rebuild is the writer's alone.
+    check_incremental_equals_cold(tmp_path_factory, ops, finish, workers=1)
+
+
+def check_incremental_equals_cold(tmp_path_factory: Any, ops: list[tuple[str, str, Any]], finish: bool, workers: int) -> None:
     base = tmp_path_factory.mktemp("world")
     world = World(base / "root")
     (base / "root").mkdir()
     engine = open_writer(str(base / "incremental.db"))
-    held = Reconciler(engine, world.root, Compression.ZSTD, settle_seconds=3600)
-    settled = Reconciler(engine, world.root, Compression.ZSTD, settle_seconds=0)
+    held = Reconciler(engine, world.root, Compression.ZSTD, settle_seconds=3600, workers=workers, parallel_min_bytes=0)
+    settled = Reconciler(engine, world.root, Compression.ZSTD, settle_seconds=0, workers=workers, parallel_min_bytes=0)
     for name, sid, flag in ops:
         if name == "append":
             world.append(sid, torn=flag)
@@ -176,7 +187,7 @@ def test_incremental_index_equals_cold_rebuild(tmp_path_factory: Any, ops: list[
     settled.reconcile()
     engine.dispose()
     cold_engine = open_writer(str(base / "cold.db"))
-    Reconciler(cold_engine, world.root, Compression.ZSTD, settle_seconds=0).reconcile()
+    Reconciler(cold_engine, world.root, Compression.ZSTD, settle_seconds=0, workers=0).reconcile()
     cold_engine.dispose()
     incremental = index_state(str(base / "incremental.db"))
     cold = index_state(str(base / "cold.db"))

@@ -1,0 +1,360 @@
+"""Preparing new sessions in worker processes while the one writer commits.
+
+A cold build spends about two thirds of its CPU reading logs and shaping rows
+(decompressing, validating, folding, extracting documents, encoding and
+compressing raw blocks) and one third in SQLite.  Threads cannot share that
+work — the reader is Python and the ``sqlite3`` module takes the GIL back for
+every bound row — so sessions new to the index are *prepared* in worker
+processes: each worker runs :func:`~indexer.ingest.ingest_log` against a
+:class:`RecordingCursor`, which records the writes instead of executing them,
+and the writer replays the recording inside the session's savepoint, exactly
+where it would have ingested the session itself.  The index stays single
+writer: workers never open the database.
+
+Why the result is the same index:
+
+* a session new to the index has no rows, so the only reads its ingest makes
+  (surface keys of nodes it flushed earlier) are answered from the
+  projectors' own map (``surface_keys``), and a recording answers any other
+  read with "no row", which is what the database would say;
+* the writer replays the writes in their recorded order, feeds FTS5 rows to
+  its own :class:`~indexer.projection.DeferredFts` at the points the projector
+  handed them over, and sets generation and time itself — a prepared session
+  lands in whichever transaction is open when its turn comes;
+* a log the reader rejects comes back as its failure (status, code, message),
+  recorded by the writer as it records its own; anything unexpected in a
+  worker (a bug, a dead process) makes the writer ingest that session itself,
+  so it fails, if it must, the way it always did.
+
+Memory stays bounded: only logs up to :data:`PREPARE_MAX_BYTES` are prepared
+(larger ones are ingested by the writer, streaming), and at most
+:data:`WINDOW_BYTES` of logs are handed out ahead of the writer.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import resource
+import select
+import signal
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any, Final
+
+import msgspec
+
+from .failures import as_query_error
+from .ingest import LogOutcome, ingest_log
+from .layout import Compression
+from .records import LogFormatError
+
+log = logging.getLogger("sessionq.indexer")
+
+PREPARE_MAX_BYTES: Final = 16 * 1024 * 1024
+"""Larger logs are ingested by the writer itself (their rows would not fit a bounded window)."""
+WINDOW_BYTES: Final = 8 * 1024 * 1024
+"""Compressed bytes of logs handed to workers and not yet replayed by the writer: a
+few chunks per worker keep them busy, and a prepared session in memory takes several
+times its log's size."""
+CHUNK_BYTES: Final = 1024 * 1024
+CHUNK_SESSIONS: Final = 64
+"""Sessions per worker task: enough to amortise the pool's per-task cost (~0.1 ms)."""
+MIN_PARALLEL_BYTES: Final = 8 * 1024 * 1024
+"""A pass with fewer bytes of new logs than this is not worth starting processes for."""
+
+BAD_LOG_ERRORS: Final = (LogFormatError, OSError, ValueError, TypeError)
+"""What the reader and projector raise for a bad log (the writer adds ``sqlite3.DataError``)."""
+
+
+def default_workers() -> int:
+    """One preparation process per core the indexer may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def failure_of(exc: BaseException, session_id: str) -> tuple[str, str, str]:
+    """``(status, code, message)`` the session row records for a bad log."""
+    error = as_query_error(exc, session_id)
+    if isinstance(exc, LogFormatError):
+        status = "unsupported" if exc.kind == "unsupported" else "corrupt"
+    else:
+        status = "error"
+    return status, error.code, error.message
+
+
+# -- recording -------------------------------------------------------------------
+
+
+class _NoRows:
+    """The answer to a read through a recording: no row (the session has none yet)."""
+
+    def fetchone(self) -> None:
+        return None
+
+    def fetchall(self) -> list[Any]:
+        return []
+
+    def __iter__(self) -> Any:
+        return iter(())
+
+
+_NO_ROWS: Final = _NoRows()
+
+
+class RecordingCursor:
+    """Stands in for the writer's cursor while a new session is ingested elsewhere.
+
+    ``calls`` holds ``(sql, parameters, many)`` in call order; an entry whose
+    ``sql`` is ``None`` carries FTS5 rows handed to the transaction's buffer
+    (see :class:`FtsRecording`).  Reads return no rows: valid only for a
+    session that has no rows in the index.
+    """
+
+    __slots__ = ("calls",)
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str | None, Any, bool]] = []
+
+    def execute(self, sql: str, parameters: Sequence[Any] = ()) -> Any:
+        if sql.startswith("SELECT"):
+            return _NO_ROWS
+        self.calls.append((sql, parameters, False))
+        return self
+
+    def executemany(self, sql: str, rows: Any) -> Any:
+        self.calls.append((sql, rows if type(rows) is list else list(rows), True))
+        return self
+
+
+class FtsRecording:
+    """The FTS5 buffer of a recording: keeps each hand-over in the call order."""
+
+    __slots__ = ("calls",)
+
+    def __init__(self, cursor: RecordingCursor) -> None:
+        self.calls = cursor.calls
+
+    def add(self, cur: Any, rows: list[tuple[int, str]]) -> None:
+        self.calls.append((None, rows, True))
+
+
+def replay(cur: Any, calls: Sequence[tuple[str | None, Any, bool]], fts: Any) -> None:
+    """Execute a recording on the writer's cursor (FTS5 rows go to ``fts``)."""
+    for sql, args, many in calls:
+        if sql is None:
+            fts.add(cur, args)
+        elif many:
+            cur.executemany(sql, args)
+        else:
+            cur.execute(sql, args)
+
+
+# -- the work of one worker ---------------------------------------------------------
+
+
+class PrepTask(msgspec.Struct, array_like=True):
+    """One new session for a worker (``settled`` is decided by the writer's clock)."""
+
+    path: str
+    sid: int
+    header: dict[str, Any]
+    settled: bool
+    size: int
+
+
+class Prepared(msgspec.Struct):
+    """A worker's answer for one session: a recording and its outcome, or the log's failure."""
+
+    path: str
+    sid: int
+    calls: list[tuple[str | None, Any, bool]] = []
+    outcome: LogOutcome | None = None
+    failure: tuple[str, str, str] | None = None  # (status, code, message)
+    warnings: list[str] = []
+    crashed: str | None = None  # an unexpected exception: the writer ingests the session itself
+
+
+class _Capture(logging.Handler):
+    """Collects a worker's warnings, which the writer logs as its own."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+_capture: _Capture | None = None
+
+
+def _init_worker(writer_pid: int) -> None:
+    global _capture
+    # The writer owns shutdown: a terminal's ^C reaches the whole process group.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_with, args=(writer_pid,), name="writer-watch", daemon=True).start()
+    _capture = _Capture()
+    logger = logging.getLogger("sessionq")
+    logger.addHandler(_capture)
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False
+
+
+def _exit_with(writer_pid: int) -> None:
+    """End this worker when the writer process ends, however it ends.
+
+    A worker is a child of the fork server, not of the writer, and holds its
+    own task queue's pipe open: if the writer is killed (SIGKILL, OOM) the
+    worker would wait for tasks forever.
+    """
+    try:
+        watch = os.pidfd_open(writer_pid)
+    except (AttributeError, OSError):  # not Linux 5.3+: poll
+        while _alive(writer_pid):
+            time.sleep(1.0)
+    else:
+        select.select([watch], [], [])  # readable once the writer has exited
+    os._exit(0)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _prepare_one(task: PrepTask, compression: Compression, root: str) -> Prepared:
+    cursor = RecordingCursor()
+    if _capture is not None:
+        _capture.messages = []
+    try:
+        outcome = ingest_log(
+            cursor, task.sid, task.path, compression, root, task.header, None, task.settled,
+            fts=FtsRecording(cursor), surface_keys={},
+        )  # fmt: skip
+    except BAD_LOG_ERRORS as exc:
+        return Prepared(task.path, task.sid, failure=failure_of(exc, task.header["id"]))
+    except Exception as exc:  # noqa: BLE001 - handed back: the writer redoes the session itself
+        return Prepared(task.path, task.sid, crashed=f"{type(exc).__name__}: {exc}")
+    warnings = list(_capture.messages) if _capture is not None else []
+    return Prepared(task.path, task.sid, cursor.calls, outcome, warnings=warnings)
+
+
+class ChunkResult(msgspec.Struct, array_like=True):
+    """A worker task's answer: its sessions, and what preparing them cost the worker."""
+
+    sessions: list[Prepared]
+    cpu_seconds: float
+    peak_rss_kib: int
+
+
+def prepare_chunk(tasks: list[PrepTask], compression: str, root: str) -> ChunkResult:
+    """A worker task: prepare ``tasks`` in order (module-level so it pickles by name)."""
+    mode = Compression(compression)
+    started = time.process_time()
+    sessions = [_prepare_one(task, mode, root) for task in tasks]
+    return ChunkResult(sessions, time.process_time() - started, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+
+
+# -- the writer's side ----------------------------------------------------------------
+
+
+class Preparer:
+    """Hands new sessions to worker processes ahead of the writer, in the writer's order.
+
+    :meth:`take` returns a session's :class:`Prepared` (waiting for it if
+    need be) or ``None`` when the writer must ingest it itself: it was never
+    planned, or its worker failed.  Always :meth:`close` it.
+    """
+
+    def __init__(self, tasks: Sequence[PrepTask], compression: Compression, root: str, workers: int) -> None:
+        self.compression = compression.value
+        self.root = root
+        self._chunks: deque[list[PrepTask]] = deque(_chunked(tasks))
+        self._inflight: deque[tuple[list[PrepTask], Future[ChunkResult]]] = deque()
+        self._inflight_bytes = 0
+        self._ready: dict[str, Prepared] = {}
+        self._planned = {task.path for task in tasks}
+        self._broken = False
+        self.cpu_seconds = 0.0  # the workers' CPU time spent on the chunks answered so far
+        self.peak_rss_kib = 0  # the largest worker's peak resident set
+        context = _context()
+        self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(os.getpid(),))
+        self._fill()
+
+    def _fill(self) -> None:
+        while self._chunks and (not self._inflight or self._inflight_bytes < WINDOW_BYTES):
+            chunk = self._chunks.popleft()
+            future = self._pool.submit(prepare_chunk, chunk, self.compression, self.root)
+            self._inflight.append((chunk, future))
+            self._inflight_bytes += sum(task.size for task in chunk)
+
+    def take(self, path: str) -> Prepared | None:
+        """The prepared session at ``path``; ``None``: the writer ingests it itself."""
+        if path not in self._planned:
+            return None
+        self._planned.discard(path)
+        while path not in self._ready and self._inflight:
+            chunk, future = self._inflight.popleft()
+            self._inflight_bytes -= sum(task.size for task in chunk)
+            try:
+                answer = future.result()
+            except Exception as exc:  # noqa: BLE001 - a dead worker: the writer takes over these sessions
+                if not self._broken:
+                    log.warning("session preparation failed (%s: %s); the writer ingests those sessions itself", type(exc).__name__, exc)
+                    self._broken = True
+                continue
+            self.cpu_seconds += answer.cpu_seconds
+            self.peak_rss_kib = max(self.peak_rss_kib, answer.peak_rss_kib)
+            for prepared in answer.sessions:
+                self._ready[prepared.path] = prepared
+            self._fill()
+        prepared = self._ready.pop(path, None)
+        if prepared is not None and prepared.crashed is not None:
+            log.warning("session at %s: preparation failed (%s); ingesting it in the writer", path, prepared.crashed)
+            return None
+        return prepared
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _context() -> Any:
+    """Workers start from a fork server (a clean, single-threaded parent) where there is one.
+
+    Plain ``fork`` would copy the daemon's threads' locks mid-flight; the fork
+    server imports this module once, and each worker forks from it ready.
+    Like every non-``fork`` start method, it requires the program's main
+    module to guard its entry point (``if __name__ == "__main__"``).
+    """
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([__name__])
+        return context
+    return multiprocessing.get_context("spawn")
+
+
+def _chunked(tasks: Sequence[PrepTask]) -> list[list[PrepTask]]:
+    chunks: list[list[PrepTask]] = []
+    current: list[PrepTask] = []
+    size = 0
+    for task in tasks:
+        current.append(task)
+        size += task.size
+        if size >= CHUNK_BYTES or len(current) >= CHUNK_SESSIONS:
+            chunks.append(current)
+            current, size = [], 0
+    if current:
+        chunks.append(current)
+    return chunks

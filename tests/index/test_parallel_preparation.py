@@ -1,0 +1,224 @@
+"""Sessions prepared in worker processes land in the index exactly as the writer would write them.
+
+The reconciler hands sessions new to the index to preparation workers, which
+record the writes and the writer replays them (``indexer/preparation.py``).
+These tests hold a build with workers equal, row for row, to a build by the
+writer alone, on the shared corpus and on damaged roots, and show that a
+failing worker costs nothing but time.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from indexer import preparation
+from indexer.layout import Compression
+from indexer.preparation import PrepTask, Preparer, RecordingCursor, prepare_chunk
+from indexer.reconcile import ReconcileReport, Reconciler
+from readmodel.database import open_writer
+from tests.corpus import RAW_ROOT, REPO, SYNTHETIC_ROOT, ZSTD_ROOT, require_corpus
+from tests.index.test_incremental_equals_cold import World
+from tests.indexstate import index_state
+from tests.logfactory import assistant, ev, frame, header, header_bytes, line, simple_turn, user, write_log
+
+
+def build(root: Path, db: Path, compression: Compression, *, workers: int, settle: float = 0) -> ReconcileReport:
+    engine = open_writer(str(db))
+    try:
+        return Reconciler(engine, root, compression, settle_seconds=settle, workers=workers, parallel_min_bytes=0).reconcile()
+    finally:
+        engine.dispose()
+
+
+def damaged_root(root: Path) -> int:
+    """A root of good, bad and odd logs; returns how many sessions it holds."""
+    write_log(root, header("good"), [simple_turn(), simple_turn(9, "a second turn")])
+    corrupt = write_log(root, header("corrupt"), [simple_turn()[:4], simple_turn()[4:], simple_turn(9)])
+    data = bytearray(corrupt.read_bytes())
+    data[len(frame(header_bytes(header("corrupt")))) + 40] ^= 0x55  # inside the first event frame
+    corrupt.write_bytes(bytes(data))
+    future = write_log(root, header("future"), [simple_turn()])
+    with open(future, "ab") as fh:
+        fh.write(frame(line({"type": "future/kind", "seq": 9, "time": 1, "data": {}})))
+    second = simple_turn(9, "cut short")
+    torn = write_log(root, header("torn"), [simple_turn(), second[:4], second[4:]])  # the cut leaves a turn open
+    torn.write_bytes(torn.read_bytes()[:-7])
+    # A compaction: the replacement shadows two earlier nodes, one of them flushed long before.
+    events = [user(0, "first question"), assistant(1, "first answer")]
+    events += [ev("assistant/chunk", seq, {"text": "x"}) for seq in range(2, 5000)]
+    events.append(user(5000, "summary of the above", surface_op={"op": "replace", "start": 0, "end": 1}, sources=[0, 1]))
+    write_log(root, header("compacted"), [events[:2], events[2:4000], events[4000:]])
+    (corrupt.parent.parent / "stray.jsonl.zstd").write_bytes(b"")  # a layout problem
+    return 5
+
+
+@pytest.mark.parametrize(
+    ("root", "compression"),
+    [(ZSTD_ROOT, Compression.ZSTD), (SYNTHETIC_ROOT, Compression.ZSTD), (RAW_ROOT, Compression.NONE)],
+    ids=["zstd-root", "synthetic", "raw-root"],
+)
+def test_a_build_with_preparation_workers_equals_one_by_the_writer_alone(tmp_path: Path, root: Path, compression: Compression) -> None:
+    require_corpus()
+    alone = build(root, tmp_path / "alone.db", compression, workers=0)
+    helped = build(root, tmp_path / "helped.db", compression, workers=2)
+    assert alone.prepared == 0 and helped.prepared == helped.scanned > 0
+    assert (helped.events, helped.failed) == (alone.events, alone.failed)
+    assert index_state(str(tmp_path / "helped.db")) == index_state(str(tmp_path / "alone.db"))
+
+
+@pytest.mark.parametrize("settle", [0, 3600], ids=["settled-tails", "held-tails"])
+def test_bad_logs_torn_tails_and_replacements_prepare_like_the_writer_writes_them(tmp_path: Path, settle: float) -> None:
+    sessions = damaged_root(tmp_path / "root")
+    alone = build(tmp_path / "root", tmp_path / "alone.db", Compression.ZSTD, workers=0, settle=settle)
+    helped = build(tmp_path / "root", tmp_path / "helped.db", Compression.ZSTD, workers=2, settle=settle)
+    assert helped.prepared == sessions and helped.failed == alone.failed == 2
+    assert helped.held == alone.held == (1 if settle else 0)
+    state = index_state(str(tmp_path / "helped.db"))
+    assert state == index_state(str(tmp_path / "alone.db"))
+    assert {sid: row["status"] for sid, row in state["sessions"].items()} == {
+        "good": "ok", "torn": "ok", "compacted": "ok", "corrupt": "corrupt", "future": "unsupported",
+    }  # fmt: skip
+
+
+def test_a_prepared_session_resumes_like_any_other(tmp_path: Path) -> None:
+    (tmp_path / "root").mkdir()
+    world = World(tmp_path / "root")
+    for sid in ("alpha", "beta"):
+        for _ in range(3):
+            world.append(sid, torn=0)
+    db = tmp_path / "live.db"
+    engine = open_writer(str(db))
+    first = Reconciler(engine, world.root, Compression.ZSTD, settle_seconds=0, workers=2, parallel_min_bytes=0).reconcile()
+    assert first.prepared == 2
+    world.finish_torn()
+    world.append("alpha", torn=0)
+    world.append("beta", torn=0)
+    later = Reconciler(engine, world.root, Compression.ZSTD, settle_seconds=0, workers=2, parallel_min_bytes=0).reconcile()
+    engine.dispose()
+    assert later.prepared == 0 and later.appended == 2  # stored sessions are the writer's to continue
+    build(world.root, tmp_path / "cold.db", Compression.ZSTD, workers=0)
+    assert index_state(str(db)) == index_state(str(tmp_path / "cold.db"))
+
+
+def test_small_passes_and_large_logs_stay_with_the_writer(tmp_path: Path) -> None:
+    damaged_root(tmp_path / "root")
+    engine = open_writer(str(tmp_path / "index.db"))
+    report = Reconciler(engine, tmp_path / "root", Compression.ZSTD, settle_seconds=0, workers=2).reconcile()  # default threshold
+    engine.dispose()
+    assert report.prepared == 0 and report.reloaded == 5 - report.failed
+
+
+def test_a_log_over_the_size_bound_is_ingested_by_the_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    damaged_root(tmp_path / "root")
+    big = max((tmp_path / "root").rglob("session.jsonl.zstd"), key=lambda p: p.stat().st_size)
+    monkeypatch.setattr("indexer.reconcile.PREPARE_MAX_BYTES", big.stat().st_size - 1)
+    report = build(tmp_path / "root", tmp_path / "index.db", Compression.ZSTD, workers=2)
+    assert report.prepared == 4
+    build(tmp_path / "root", tmp_path / "alone.db", Compression.ZSTD, workers=0)
+    assert index_state(str(tmp_path / "index.db")) == index_state(str(tmp_path / "alone.db"))
+
+
+def test_a_dead_worker_hands_its_sessions_back_to_the_writer(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    damaged_root(tmp_path / "root")
+    engine = open_writer(str(tmp_path / "index.db"))
+    reconciler = Reconciler(engine, tmp_path / "root", Compression.ZSTD, settle_seconds=0, workers=1, parallel_min_bytes=0)
+    real_start = Reconciler._start_preparer
+
+    def start_then_kill(self: Reconciler, *args: Any) -> Preparer | None:
+        preparer = real_start(self, *args)
+        assert preparer is not None
+        for process in list(preparer._pool._processes.values()):  # noqa: SLF001 - the test's sabotage
+            os.kill(process.pid, signal.SIGKILL)
+        return preparer
+
+    Reconciler._start_preparer = start_then_kill  # type: ignore[method-assign]
+    try:
+        with caplog.at_level(logging.WARNING, logger="sessionq.indexer"):
+            report = reconciler.reconcile()
+    finally:
+        Reconciler._start_preparer = real_start  # type: ignore[method-assign]
+        engine.dispose()
+    assert report.prepared == 0 and report.reloaded + report.failed == 5
+    assert "the writer ingests those sessions itself" in caplog.text
+    build(tmp_path / "root", tmp_path / "alone.db", Compression.ZSTD, workers=0)
+    assert index_state(str(tmp_path / "index.db")) == index_state(str(tmp_path / "alone.db"))
+
+
+def test_an_unexpected_error_in_a_worker_is_redone_by_the_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write_log(tmp_path / "root", header("good"), [simple_turn()])
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(preparation, "ingest_log", broken)
+    answer = prepare_chunk([PrepTask(str(path), 7, header("good"), True, path.stat().st_size)], "zstd", str(tmp_path / "root"))
+    assert [(p.sid, p.crashed, p.outcome) for p in answer.sessions] == [(7, "RuntimeError: a bug", None)]
+
+
+def test_a_bad_log_comes_back_as_its_failure_not_an_exception(tmp_path: Path) -> None:
+    path = write_log(tmp_path / "root", header("future"), [simple_turn()])
+    with open(path, "ab") as fh:
+        fh.write(frame(line({"type": "future/kind", "seq": 9, "time": 1, "data": {}})))
+    answer = prepare_chunk([PrepTask(str(path), 3, header("future"), True, path.stat().st_size)], "zstd", str(tmp_path / "root"))
+    (prepared,) = answer.sessions
+    assert prepared.outcome is None and prepared.calls == []
+    status, code, message = prepared.failure or ("", "", "")
+    assert (status, code) == ("unsupported", "SESSION_QUERY_PERSISTENCE_FAILED") and "future/kind" in message
+
+
+def test_a_recording_reads_no_rows_and_keeps_call_order() -> None:
+    cursor = RecordingCursor()
+    assert cursor.execute('SELECT "surface_key" FROM "events" WHERE "sid" = ?', (1,)).fetchone() is None
+    cursor.execute('INSERT INTO "t" VALUES (?)', (1,))
+    cursor.executemany('INSERT INTO "t" VALUES (?)', iter([(2,), (3,)]))
+    preparation.FtsRecording(cursor).add(None, [(5, "text")])
+    assert cursor.calls == [
+        ('INSERT INTO "t" VALUES (?)', (1,), False),
+        ('INSERT INTO "t" VALUES (?)', [(2,), (3,)], True),
+        (None, [(5, "text")], True),
+    ]
+
+
+_WRITER_SCRIPT = """
+import sys, time
+from indexer.layout import Compression
+from indexer.preparation import Preparer, PrepTask
+
+preparer = Preparer([PrepTask("/nonexistent/session.jsonl.zstd", 1, {"id": "x"}, True, 1)], Compression.ZSTD, "/", 2)
+assert preparer.take("/nonexistent/session.jsonl.zstd").failure[1] == "SESSION_QUERY_SESSION_NOT_FOUND"
+print(" ".join(str(pid) for pid in preparer._pool._processes), flush=True)
+time.sleep(120)
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"  # a zombie has ended
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process states from /proc")
+def test_workers_end_when_the_writer_is_killed() -> None:
+    writer = subprocess.Popen([sys.executable, "-c", _WRITER_SCRIPT], stdout=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        assert writer.stdout is not None
+        pids = [int(pid) for pid in writer.stdout.readline().split()]
+        assert pids and not any(_gone(pid) for pid in pids)
+    finally:
+        writer.kill()
+        writer.wait(10)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and not all(_gone(pid) for pid in pids):
+        time.sleep(0.05)
+    assert all(_gone(pid) for pid in pids), "preparation workers outlived their writer"
