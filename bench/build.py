@@ -91,6 +91,7 @@ def build_in_process(root: Path, db: str, workers: int | None = None) -> dict[st
         writer_cpu_s=round(writer_cpu, 2),
         workers=reconciler.workers,
         prepared=report.prepared,
+        writer_wait_s=round(report.writer_wait_seconds, 2),
         events_per_s=round(report.events / wall) if wall else None,
         events_per_cpu_s=round(report.events / cpu) if cpu else None,
         compressed_mb_per_s=round(logs / MB / wall, 2) if wall else None,

@@ -16,11 +16,32 @@ from typing import Any, Final, Protocol
 
 import msgspec
 
+from readmodel.jsvalues import is_number
+from readmodel.schema import id_sort_key
+
 from .layout import Compression
 from .projection import SessionProjector, delete_session_rows, load_surface, unshadow_from
 from .reader import LogReader, ResumePoint
 
 _pack: Final = msgspec.msgpack.Encoder().encode
+_encode_json: Final = msgspec.json.Encoder().encode
+
+
+def session_columns(header: dict[str, Any]) -> tuple[bytearray, Any, bytearray, str | None, str | None]:
+    """The session row's header columns: header JSON, createdAt, id sort key, cwd and parent.
+
+    Blobs are ``bytearray``: the ``sqlite3`` module binds them without its adapter lookup.
+    """
+    created = header.get("createdAt")
+    cwd = header.get("cwd")
+    parent = header.get("parentSession")
+    return (
+        bytearray(_encode_json(header)),
+        created if is_number(created) else None,
+        bytearray(id_sort_key(header["id"])),
+        cwd if type(cwd) is str else None,
+        parent if type(parent) is str else None,
+    )
 
 
 class FtsSink(Protocol):

@@ -49,7 +49,7 @@ from typing import Any, Final
 import msgspec
 
 from .failures import as_query_error
-from .ingest import LogOutcome, ingest_log
+from .ingest import LogOutcome, ingest_log, session_columns
 from .layout import Compression
 from .records import LogFormatError
 
@@ -176,6 +176,7 @@ class Prepared(msgspec.Struct):
     sid: int
     calls: list[tuple[str | None, Any, bool]] = []
     outcome: LogOutcome | None = None
+    columns: tuple[Any, ...] | None = None  # the session row's header columns (ingest.session_columns)
     failure: tuple[str, str, str] | None = None  # (status, code, message)
     warnings: list[str] = []
     crashed: str | None = None  # an unexpected exception: the writer ingests the session itself
@@ -248,7 +249,7 @@ def _prepare_one(task: PrepTask, compression: Compression, root: str) -> Prepare
     except Exception as exc:  # noqa: BLE001 - handed back: the writer redoes the session itself
         return Prepared(task.path, task.sid, crashed=f"{type(exc).__name__}: {exc}")
     warnings = list(_capture.messages) if _capture is not None else []
-    return Prepared(task.path, task.sid, cursor.calls, outcome, warnings=warnings)
+    return Prepared(task.path, task.sid, cursor.calls, outcome, session_columns(task.header), warnings=warnings)
 
 
 class ChunkResult(msgspec.Struct, array_like=True):
@@ -275,10 +276,10 @@ class Preparer:
 
     :meth:`take` returns a session's :class:`Prepared` (waiting for it if
     need be) or ``None`` when the writer must ingest it itself: it was never
-    planned, or its worker failed.  Always :meth:`close` it.
+    planned, or its worker failed.  :meth:`close` it before shutting ``pool`` down.
     """
 
-    def __init__(self, tasks: Sequence[PrepTask], compression: Compression, root: str, workers: int) -> None:
+    def __init__(self, tasks: Sequence[PrepTask], compression: Compression, root: str, pool: ProcessPoolExecutor) -> None:
         self.compression = compression.value
         self.root = root
         self._chunks: deque[list[PrepTask]] = deque(_chunked(tasks))
@@ -289,8 +290,8 @@ class Preparer:
         self._broken = False
         self.cpu_seconds = 0.0  # the workers' CPU time spent on the chunks answered so far
         self.peak_rss_kib = 0  # the largest worker's peak resident set
-        context = _context()
-        self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(os.getpid(),))
+        self.wait_seconds = 0.0  # time the writer spent waiting for workers
+        self._pool = pool
         self._fill()
 
     def _fill(self) -> None:
@@ -308,6 +309,7 @@ class Preparer:
         while path not in self._ready and self._inflight:
             chunk, future = self._inflight.popleft()
             self._inflight_bytes -= sum(task.size for task in chunk)
+            started = time.perf_counter()
             try:
                 answer = future.result()
             except Exception as exc:  # noqa: BLE001 - a dead worker: the writer takes over these sessions
@@ -315,6 +317,8 @@ class Preparer:
                     log.warning("session preparation failed (%s: %s); the writer ingests those sessions itself", type(exc).__name__, exc)
                     self._broken = True
                 continue
+            finally:
+                self.wait_seconds += time.perf_counter() - started
             self.cpu_seconds += answer.cpu_seconds
             self.peak_rss_kib = max(self.peak_rss_kib, answer.peak_rss_kib)
             for prepared in answer.sessions:
@@ -327,7 +331,16 @@ class Preparer:
         return prepared
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        """Cancel what has not started; tasks running finish (their answers are dropped)."""
+        for _, future in self._inflight:
+            future.cancel()
+        self._inflight.clear()
+        self._chunks.clear()
+
+
+def start_pool(workers: int) -> ProcessPoolExecutor:
+    """Worker processes for one pass (shut them down with ``shutdown(cancel_futures=True)``)."""
+    return ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_init_worker, initargs=(os.getpid(),))
 
 
 def _context() -> Any:

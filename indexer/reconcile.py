@@ -18,17 +18,15 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Final
 
 import msgspec
 from sqlalchemy import Engine
 
-from readmodel.schema import id_sort_key
-from readmodel.jsvalues import is_number
-
-from .ingest import LogOutcome, ingest_log
+from .ingest import LogOutcome, ingest_log, session_columns
 from .layout import Compression, LayoutProblem, discover, expected_transcript_path, revision_token, same_file
-from .preparation import BAD_LOG_ERRORS, MIN_PARALLEL_BYTES, PREPARE_MAX_BYTES, Prepared, Preparer, PrepTask, default_workers, failure_of, replay
+from .preparation import BAD_LOG_ERRORS, MIN_PARALLEL_BYTES, PREPARE_MAX_BYTES, Prepared, Preparer, PrepTask, default_workers, failure_of, replay, start_pool
 from .projection import DeferredFts, delete_session_rows
 from .reader import ResumeMismatch, ResumePoint, read_listing_header
 from .records import LogFormatError
@@ -38,6 +36,9 @@ log = logging.getLogger("sessionq.indexer")
 DEFAULT_SETTLE_SECONDS: Final = 1.0
 BATCH_EVENTS: Final = 50_000
 BATCH_SESSIONS: Final = 500
+PARALLEL_LISTING: Final = 4096
+"""A full pass lists this many transcripts or more in the worker processes."""
+LISTING_CHUNK: Final = 512
 
 _resume_decoder = msgspec.msgpack.Decoder(ResumePoint)
 _encode_json = msgspec.json.Encoder().encode
@@ -56,6 +57,7 @@ class ReconcileReport(msgspec.Struct):
     prepared: int = 0  # sessions a worker process prepared (counted in reloaded or failed too)
     worker_cpu_seconds: float = 0.0  # CPU the preparation workers spent
     worker_peak_rss_mb: float = 0.0
+    writer_wait_seconds: float = 0.0  # time the writer waited for prepared sessions
     events: int = 0
     transactions: int = 0
     problems: int = 0
@@ -105,6 +107,7 @@ class Reconciler:
             parallel_min_bytes = int(os.environ.get("SESSIONQ_PARALLEL_MIN_BYTES", MIN_PARALLEL_BYTES))
         self.parallel_min_bytes = parallel_min_bytes
         self._preparer: Preparer | None = None
+        self._pool: ProcessPoolExecutor | None = None  # started on demand, for one pass
         self._next_sid = 1  # sids are assigned here, so a prepared session knows its own
 
     # -- passes ----------------------------------------------------------------
@@ -112,9 +115,15 @@ class Reconciler:
     def reconcile(self) -> ReconcileReport:
         """A full pass over the root (layout problems are recomputed)."""
         started = time.perf_counter()
+        try:
+            return self._full_pass(started)
+        finally:
+            self._end_pass()
+
+    def _full_pass(self, started: float) -> ReconcileReport:
         report = ReconcileReport()
         found = discover(self.root, self.compression)
-        observed = [self._observe(ref.path) for ref in found.transcripts]
+        observed = self._observe_all([ref.path for ref in found.transcripts])
         problems = list(found.problems)
         by_id: dict[str, list[_Observed]] = {}
         for item in observed:
@@ -151,35 +160,40 @@ class Reconciler:
                 if item.problem is not None or _clashes(cur, item) or _has_problem(cur, path) or _beside_opposite(path, self.compression):
                     return self.reconcile()
                 items.append(item)
-        self._run(items, None, full=False, report=report)
+        try:
+            self._run(items, None, full=False, report=report)
+        finally:
+            self._end_pass()
         report.seconds = time.perf_counter() - started
         return report
 
     # -- observation -------------------------------------------------------------
 
     def _observe(self, path: str) -> _Observed:
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            return _Observed(path, None, None)
-        try:
-            header = read_listing_header(path, self.compression)
-        except LogFormatError as exc:
-            return _Observed(path, st, None, LayoutProblem("unreadable-header", path, exc.message))
-        except OSError as exc:
-            return _Observed(path, st, None, LayoutProblem("unreadable", path, f"{path}: {exc}"))
-        if header is None:
-            return _Observed(path, st, None)  # not materialised yet: not listed
-        if not _storable(header):
-            # SQLite text is UTF-8; an id or header with a lone surrogate cannot be a row key.
-            return _Observed(path, st, None, LayoutProblem("unindexable", path, f"{path}: the header holds text that cannot be stored as UTF-8"))
-        try:
-            expected = expected_transcript_path(self.root, header, self.compression)
-        except ValueError:
-            return _Observed(path, st, None, LayoutProblem("identity", path, f"header id of {path} cannot name a storage path"))
-        if not same_file(path, expected):
-            return _Observed(path, st, None, LayoutProblem("identity", path, f"{path} holds session {header['id']!r}, whose transcript belongs at {expected}"))
-        return _Observed(path, st, header)
+        return observe(path, self.root, self.compression)
+
+    def _observe_all(self, paths: list[str]) -> list[_Observed]:
+        """Every transcript's header and stat; by the workers when there are many."""
+        if self.workers > 0 and len(paths) >= PARALLEL_LISTING:
+            chunks = [paths[start : start + LISTING_CHUNK] for start in range(0, len(paths), LISTING_CHUNK)]
+            pool = self._worker_pool()
+            futures = [pool.submit(observe_chunk, chunk, self.root, self.compression.value) for chunk in chunks]
+            try:
+                return [item for future in futures for item in future.result()]
+            except Exception as exc:  # noqa: BLE001 - a dead worker: list in this process
+                log.warning("listing in worker processes failed (%s: %s); listing here", type(exc).__name__, exc)
+        return [self._observe(path) for path in paths]
+
+    def _worker_pool(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            self._pool = start_pool(self.workers)
+        return self._pool
+
+    def _end_pass(self) -> None:
+        """Workers live for one pass: an idle daemon keeps no processes but the fork server."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
 
     # -- transactions ----------------------------------------------------------------
 
@@ -211,6 +225,7 @@ class Reconciler:
                 if self._preparer is not None:
                     self._preparer.close()
                     report.worker_cpu_seconds += self._preparer.cpu_seconds
+                    report.writer_wait_seconds += self._preparer.wait_seconds
                     report.worker_peak_rss_mb = max(report.worker_peak_rss_mb, round(self._preparer.peak_rss_kib / 1024, 1))
                     self._preparer = None
 
@@ -286,7 +301,7 @@ class Reconciler:
         if not tasks or sum(task.size for task in tasks) < self.parallel_min_bytes:
             self._next_sid -= len(tasks)  # nothing handed out: the sids are free again
             return None
-        return Preparer(tasks, self.compression, self.root, self.workers)
+        return Preparer(tasks, self.compression, self.root, self._worker_pool())
 
     def _allocate_sid(self) -> int:
         sid = self._next_sid
@@ -323,7 +338,10 @@ class Reconciler:
         fresh = sid is None
         if fresh:
             sid = prepared.sid if prepared is not None else self._allocate_sid()
-            _insert_session(cur, sid, item, header, generation, now)
+            if prepared is not None and prepared.outcome is not None:
+                _insert_indexed_session(cur, sid, item, header, prepared, generation, now)
+            else:
+                _insert_session(cur, sid, item, header, generation, now)
         savepoint = f"s{sid}"
         self._fts.relieve(cur)  # outside the savepoint: earlier sessions' rows must not be undone with this one
         cur.execute(f'SAVEPOINT "{savepoint}"')
@@ -331,7 +349,7 @@ class Reconciler:
         try:
             if prepared is not None:
                 report.prepared += 1
-                written = self._replay(cur, sid, item, prepared, generation, now)
+                written = self._replay(cur, prepared)
                 report.reloaded += 1
             else:
                 if resume is not None:
@@ -393,16 +411,20 @@ class Reconciler:
         )  # fmt: skip
         return self._store_outcome(cur, sid, header, outcome, generation, now, header_stored=header_stored)
 
-    def _replay(self, cur: sqlite3.Cursor, sid: int, item: _Observed, prepared: Prepared, generation: int, now: float) -> int:
-        """Write a session a worker prepared (inside its savepoint, like :meth:`_decode`)."""
-        assert item.header is not None
+    def _replay(self, cur: sqlite3.Cursor, prepared: Prepared) -> int:
+        """Write a session a worker prepared (inside its savepoint, like :meth:`_decode`).
+
+        Its session row is already complete (:func:`_insert_indexed_session`).
+        """
         if prepared.failure is not None:
             raise _PreparedFailure(prepared.failure)
         assert prepared.outcome is not None
         for message in prepared.warnings:
             log.warning("%s", message)
         replay(cur, prepared.calls, self._fts)
-        return self._store_outcome(cur, sid, item.header, prepared.outcome, generation, now, header_stored=True)
+        if prepared.outcome.held:
+            self._held += 1
+        return prepared.outcome.written
 
     def _store_outcome(self, cur: sqlite3.Cursor, sid: int, header: dict[str, Any], outcome: LogOutcome, generation: int, now: float, *, header_stored: bool) -> int:
         if outcome.held:
@@ -423,6 +445,38 @@ class _PreparedFailure(Exception):
         self.failure = failure
 
 
+def observe(path: str, root: str, compression: Compression) -> _Observed:
+    """One transcript's stat and listing header, or the layout problem it is."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return _Observed(path, None, None)
+    try:
+        header = read_listing_header(path, compression)
+    except LogFormatError as exc:
+        return _Observed(path, st, None, LayoutProblem("unreadable-header", path, exc.message))
+    except OSError as exc:
+        return _Observed(path, st, None, LayoutProblem("unreadable", path, f"{path}: {exc}"))
+    if header is None:
+        return _Observed(path, st, None)  # not materialised yet: not listed
+    if not _storable(header):
+        # SQLite text is UTF-8; an id or header with a lone surrogate cannot be a row key.
+        return _Observed(path, st, None, LayoutProblem("unindexable", path, f"{path}: the header holds text that cannot be stored as UTF-8"))
+    try:
+        expected = expected_transcript_path(root, header, compression)
+    except ValueError:
+        return _Observed(path, st, None, LayoutProblem("identity", path, f"header id of {path} cannot name a storage path"))
+    if not same_file(path, expected):
+        return _Observed(path, st, None, LayoutProblem("identity", path, f"{path} holds session {header['id']!r}, whose transcript belongs at {expected}"))
+    return _Observed(path, st, header)
+
+
+def observe_chunk(paths: list[str], root: str, compression: str) -> list[_Observed]:
+    """A worker task of a parallel listing (module-level so it pickles by name)."""
+    mode = Compression(compression)
+    return [observe(path, root, mode) for path in paths]
+
+
 _UPDATE_INDEXED: Final = (
     'UPDATE "sessions" SET "revision" = ?, "size" = ?, "resume" = ?, "event_count" = ?, "stored_count" = ?, '
     '"synthetic_from" = ?, "tail_state" = ?, "surface_nodes" = NULL, "title_seq" = ?, "status" = \'ok\', '
@@ -436,37 +490,24 @@ _SELECT_SESSIONS: Final = (
 )
 
 
-def _session_columns(item: _Observed, header: dict[str, Any]) -> dict[str, Any]:
-    created = header.get("createdAt")
-    cwd = header.get("cwd")
-    parent = header.get("parentSession")
-    return {
-        "header_json": _encode_json(header),
-        "created_at": created if is_number(created) else None,
-        "id_key": id_sort_key(header["id"]),
-        "cwd": cwd if type(cwd) is str else None,
-        "parent_session": parent if type(parent) is str else None,
-    }
-
-
 def _insert_session(cur: sqlite3.Cursor, sid: int, item: _Observed, header: dict[str, Any], generation: int, now: float) -> None:
-    columns = _session_columns(item, header)
+    """A new session's row, before its events (they reference it); :func:`_UPDATE_INDEXED` completes it."""
     cur.execute(
         'INSERT INTO "sessions" ("sid", "id", "path", "header_json", "created_at", "id_key", "cwd", "parent_session", "revision", "size", '
         '"event_count", "stored_count", "tail_state", "status", "generation", "indexed_at") '
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, '', 0, 0, 0, 'clean', 'ok', ?, ?)",
-        (
-            sid,
-            header["id"],
-            item.path,
-            bytearray(columns["header_json"]),
-            columns["created_at"],
-            bytearray(columns["id_key"]),
-            columns["cwd"],
-            columns["parent_session"],
-            generation,
-            now,
-        ),
+        (sid, header["id"], item.path, *session_columns(header), generation, now),
+    )
+
+
+def _insert_indexed_session(cur: sqlite3.Cursor, sid: int, item: _Observed, header: dict[str, Any], prepared: Prepared, generation: int, now: float) -> None:
+    """A prepared session's row, complete at once (the same row :func:`_insert_session` and the update leave)."""
+    assert prepared.outcome is not None and prepared.columns is not None
+    cur.execute(
+        'INSERT INTO "sessions" ("sid", "id", "path", "header_json", "created_at", "id_key", "cwd", "parent_session", '
+        '"revision", "size", "resume", "event_count", "stored_count", "synthetic_from", "tail_state", "title_seq", "status", "generation", "indexed_at") '
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'ok', ?, ?)",
+        (sid, header["id"], item.path, *prepared.columns, *prepared.outcome.values, generation, now),
     )
 
 

@@ -22,7 +22,7 @@ import pytest
 
 from indexer import preparation
 from indexer.layout import Compression
-from indexer.preparation import PrepTask, Preparer, RecordingCursor, prepare_chunk
+from indexer.preparation import PrepTask, Preparer, RecordingCursor, prepare_chunk, start_pool
 from indexer.reconcile import ReconcileReport, Reconciler
 from readmodel.database import open_writer
 from tests.corpus import RAW_ROOT, REPO, SYNTHETIC_ROOT, ZSTD_ROOT, require_corpus
@@ -109,6 +109,23 @@ def test_a_prepared_session_resumes_like_any_other(tmp_path: Path) -> None:
     assert index_state(str(db)) == index_state(str(tmp_path / "cold.db"))
 
 
+def test_a_listing_by_the_workers_finds_what_the_writer_finds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "root"
+    damaged_root(root)
+    misplaced = write_log(root, header("elsewhere"), [simple_turn()])
+    target = misplaced.parent.parent / "not-its-dir" / "session.jsonl.zstd"
+    target.parent.mkdir()
+    misplaced.rename(target)  # an identity problem
+    alone = build(root, tmp_path / "alone.db", Compression.ZSTD, workers=0)
+    monkeypatch.setattr("indexer.reconcile.PARALLEL_LISTING", 1)
+    monkeypatch.setattr("indexer.reconcile.LISTING_CHUNK", 2)
+    helped = build(root, tmp_path / "helped.db", Compression.ZSTD, workers=2)
+    assert helped.problems == alone.problems == 2 and helped.prepared == 5
+    state = index_state(str(tmp_path / "helped.db"))
+    assert state == index_state(str(tmp_path / "alone.db"))
+    assert sorted(kind for _, kind, _ in state["layout_problems"]) == ["flat-file", "identity"]
+
+
 def test_small_passes_and_large_logs_stay_with_the_writer(tmp_path: Path) -> None:
     damaged_root(tmp_path / "root")
     engine = open_writer(str(tmp_path / "index.db"))
@@ -191,9 +208,9 @@ def test_a_recording_reads_no_rows_and_keeps_call_order() -> None:
 _WRITER_SCRIPT = """
 import sys, time
 from indexer.layout import Compression
-from indexer.preparation import Preparer, PrepTask
+from indexer.preparation import Preparer, PrepTask, start_pool
 
-preparer = Preparer([PrepTask("/nonexistent/session.jsonl.zstd", 1, {"id": "x"}, True, 1)], Compression.ZSTD, "/", 2)
+preparer = Preparer([PrepTask("/nonexistent/session.jsonl.zstd", 1, {"id": "x"}, True, 1)], Compression.ZSTD, "/", start_pool(2))
 assert preparer.take("/nonexistent/session.jsonl.zstd").failure[1] == "SESSION_QUERY_SESSION_NOT_FOUND"
 print(" ".join(str(pid) for pid in preparer._pool._processes), flush=True)
 time.sleep(120)
@@ -210,7 +227,7 @@ def _gone(pid: int) -> bool:
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process states from /proc")
 def test_workers_end_when_the_writer_is_killed() -> None:
-    writer = subprocess.Popen([sys.executable, "-c", _WRITER_SCRIPT], stdout=subprocess.PIPE, text=True, cwd=REPO)
+    writer = subprocess.Popen([sys.executable, "-c", _WRITER_SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO)
     try:
         assert writer.stdout is not None
         pids = [int(pid) for pid in writer.stdout.readline().split()]
