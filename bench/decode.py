@@ -9,11 +9,12 @@ Two measurements over every transcript of a root, on one core:
   pays, and ``bench.build`` reports its wall time as a multiple of it.
 * ``reader`` (benchmark ``decode``): the full reader pipeline (frame scan,
   decompression, line scan, legacy upgrades, validation, surface fold) as the
-  indexer runs it, without the database.
+  indexer runs it (``lazy_payloads``: request-header payloads left raw), without
+  the database.
 
 Usage::
 
-    python -m bench.decode ROOT [--repeat 3] [--mode floor|reader|both]
+    python -m bench.decode ROOT [--repeat 3] [--mode floor|reader|both] [--eager-payloads]
 """
 
 from __future__ import annotations
@@ -90,8 +91,12 @@ def floor(root: Path, repeat: int = 1) -> dict[str, Any]:
     )
 
 
-def run(root: Path, repeat: int = 3) -> dict[str, Any]:
-    """The full reader pipeline over ``root``: best of ``repeat`` passes."""
+def run(root: Path, repeat: int = 3, lazy_payloads: bool = True) -> dict[str, Any]:
+    """The full reader pipeline over ``root``: best of ``repeat`` passes.
+
+    ``lazy_payloads`` as the indexer reads (request-header payloads left raw);
+    ``False`` measures the reader as inspect and replay use it.
+    """
     compression, paths = _transcripts(root)
 
     def one_pass() -> int:
@@ -102,10 +107,10 @@ def run(root: Path, repeat: int = 3) -> dict[str, Any]:
             counted += len(batch)
 
         for path in paths:
-            LogReader(path, compression, sink=count).read()
+            LogReader(path, compression, sink=count, lazy_payloads=lazy_payloads).read()
         return counted
 
-    return _best_of("decode", root, paths, repeat, one_pass, compression=compression.value)
+    return _best_of("decode", root, paths, repeat, one_pass, compression=compression.value, lazy_payloads=lazy_payloads)
 
 
 def _best_of(name: str, root: Path, paths: list[str], repeat: int, one_pass: Callable[[], int], **extra: Any) -> dict[str, Any]:
@@ -140,11 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("root", type=Path)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--mode", choices=["floor", "reader", "both"], default="both")
+    parser.add_argument("--eager-payloads", action="store_true", help="decode request-header payloads (the reader's default; the indexer leaves them raw)")
     args = parser.parse_args(argv)
     if args.mode in ("floor", "both"):
         emit(floor(args.root, args.repeat))
     if args.mode in ("reader", "both"):
-        emit(run(args.root, args.repeat))
+        emit(run(args.root, args.repeat, lazy_payloads=not args.eager_payloads))
     return 0
 
 

@@ -106,6 +106,9 @@ def ingest_log(
         sink=projector.add,
         on_replacement=projector.replacement,
         surface_base=lambda: load_surface(cur, sid, first_seq),
+        # Nothing here looks inside a request header's system prompt or tool schemas:
+        # they stay raw JSON, validated and stored byte for byte as they were.
+        lazy_payloads=True,
     )
     decoded = reader.read(resume)
     projector.finish()

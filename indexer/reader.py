@@ -111,7 +111,9 @@ class DecodedLog(msgspec.Struct):
     the new ones when resuming), legacy-upgraded and validated; ``recovered``
     are complete events salvaged from a torn final zstd frame; ``closers`` are
     the in-memory synthetic closers.  The inspect view is ``events +
-    recovered + closers`` on a full read.
+    recovered + closers`` on a full read.  With the reader's
+    ``lazy_payloads`` a request header's ``system`` and ``tools`` may be
+    ``msgspec.Raw``.
 
     Replacements among the stored events are reported through the reader's
     ``on_replacement`` hook as they happen (and collected in
@@ -537,6 +539,18 @@ class LogReader:
     header); ``None`` accepts the header's own id.  ``root`` enables the
     storage-identity check of the path against the header.  With
     ``sink`` events are streamed in batches instead of collected.
+
+    ``lazy_payloads`` (for callers that only validate and store events, such
+    as the indexer): a ``request/header`` event's ``data.header.system`` and
+    ``data.header.tools`` may be ``msgspec.Raw`` (their exact JSON bytes)
+    instead of decoded values, on every decode path (block, line by line,
+    resumed, torn tail), decided by the line's bytes alone.  Nothing else
+    changes: the same events pass and fail with the same errors, and
+    ``msgspec.json.encode`` of each event gives the same bytes as without it.
+    (``json.dumps`` cannot encode ``Raw``; :func:`readmodel.blocks.encode_event`
+    never falls back to it for such an event, whose other strings msgspec
+    decoded and so hold no lone surrogate.)  Callers that look at those
+    values (inspect views, replay, conformance) keep the default.
     """
 
     def __init__(
@@ -551,7 +565,9 @@ class LogReader:
         on_replacement: Callable[[int, tuple[int, ...]], None] | None = None,
         restore: bool = True,
         surface_base: SurfaceBase | None = None,
+        lazy_payloads: bool = False,
     ) -> None:
+        self.lazy_payloads = lazy_payloads
         self.on_replacement = on_replacement
         self.surface_base = surface_base
         self.restore = restore
@@ -597,7 +613,12 @@ class LogReader:
             pipeline = _Pipeline(header["id"], fold, resume.closer_state.copy(), sink, resume.next_seq)
             pipeline.last_seq, pipeline.last_time = resume.last_seq, resume.last_time
             scanner = LineScanner(
-                pipeline.accept, next_seq=resume.next_seq, offset=resume.offset, line_no=resume.line_no, region_consumer=pipeline.consume_region
+                pipeline.accept,
+                next_seq=resume.next_seq,
+                offset=resume.offset,
+                line_no=resume.line_no,
+                region_consumer=pipeline.consume_region,
+                lazy_payloads=self.lazy_payloads,
             )
         else:
             header, start = self._read_header(fh, size, data)
@@ -608,7 +629,7 @@ class LogReader:
                 self._header_restore(header, session_id, pipeline)
             else:
                 pipeline.skip_restore()
-            scanner = LineScanner(pipeline.accept, offset=start, line_no=1, region_consumer=pipeline.consume_region)
+            scanner = LineScanner(pipeline.accept, offset=start, line_no=1, region_consumer=pipeline.consume_region, lazy_payloads=self.lazy_payloads)
         if self.on_replacement is not None:
             pipeline.on_replacement = self.on_replacement
         if self.compression is Compression.ZSTD:

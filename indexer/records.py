@@ -5,18 +5,22 @@ A transcript's event region is LF-terminated JSON lines (format-spec §2.4, §4,
 events.  :class:`LineScanner` consumes the region incrementally (any chunking
 of the bytes, across frame boundaries) and applies the harness's first-defect
 rule: after the first unparsable line or seq gap every later line is dropped,
-and the log is corrupt if a dropped line holds a ``turn/end``.
+and the log is corrupt if a dropped line holds a ``turn/end``.  For callers
+that only validate and store events, it can leave the bulky payloads of
+request headers undecoded (:func:`decode_request_header_lazily`).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Callable
 from itertools import accumulate
 from typing import Any, Final
 
 import msgspec
+from msgspec import UNSET, Raw, UnsetType
 
 from readmodel.jsvalues import MAX_SAFE_INTEGER, is_non_negative_safe_integer, is_safe_integer
 
@@ -73,8 +77,8 @@ def decode_json(line: bytes) -> Any:
     """
     try:
         return _decode_fast(line)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        pass
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        pass  # RecursionError: nesting too deep for msgspec; the standard library judges (and refuses) it too
     text = line.decode("utf-8", "replace")
     try:
         return json.loads(text, parse_constant=_reject_constant)
@@ -94,7 +98,7 @@ def decode_json_exact(line: bytes) -> Any:
         # only other differences are the inputs it refuses, handled below).
         try:
             return _decode_fast(line)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             pass
     text = line.decode("utf-8", "replace")
     try:
@@ -188,12 +192,14 @@ def expand_row(row: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _row_times(tag: str, time0: Any, gaps: list[Any]) -> list[Any]:
-    """Member times: ``time0`` plus each running sum of the gaps, all safe integers."""
+    """Member times: ``time0`` plus each running sum of the gaps, all safe integers (the gaps too)."""
     if type(time0) is int and (not gaps or set(map(type, gaps)) == _INT_ONLY):
         times = list(accumulate(gaps, initial=time0))
         if -MAX_SAFE_INTEGER <= min(times) and max(times) <= MAX_SAFE_INTEGER:
-            return times
-    # Rare: float-typed integral values (1.0), or a sum leaving the safe range.
+            # Safe sums do not make safe gaps: 1 + -2**53 is safe, -2**53 is not.
+            if not gaps or (-MAX_SAFE_INTEGER <= min(gaps) and max(gaps) <= MAX_SAFE_INTEGER):
+                return times
+    # Rare: float-typed integral values (1.0), an unsafe gap, or a sum leaving the safe range.
     if not all(is_safe_integer(gap) for gap in gaps):
         raise _malformed_row(tag)
     times = [time0]
@@ -206,8 +212,297 @@ def _row_times(tag: str, time0: Any, gaps: list[Any]) -> list[Any]:
     return times
 
 
-def decode_record(line: bytes) -> tuple[list[Any], bool]:
-    """Decode one stored line into the events it holds and whether it was a packed row."""
+# ---------------------------------------------------------------------------
+# Lazy request-header payloads
+# ---------------------------------------------------------------------------
+#
+# A request header snapshots the whole request envelope: its system prompt and
+# tool schemas make up about half of a log's bytes (and a third of the time
+# spent decoding JSON), only to be re-encoded for the index.  No reader stage
+# looks inside them (format-spec §5.3 checks only config, adapterDefaults and
+# reason), so for callers that only validate and store events they may stay
+# undecoded, as ``msgspec.Raw``: about five times cheaper, and with known
+# payloads (see _PayloadCache) not even scanned.
+
+
+class _LazyHeader(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    # The writer's key order (format-spec §5.3): any other order fails the
+    # re-encoding check below and takes the ordinary path.
+    config: Any
+    adapterDefaults: Any = UNSET
+    system: Raw | UnsetType = UNSET
+    tools: Raw | UnsetType = UNSET
+
+
+class _LazyHeaderData(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    header: _LazyHeader
+    reason: Any = UNSET
+
+
+class _LazyHeaderEvent(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    type: str
+    seq: Any
+    time: Any
+    data: _LazyHeaderData
+
+
+LAZY_HEADER_PREFIX: Final = b'{"type":"request/header",'
+"""How every line :func:`decode_request_header_lazily` may accept starts."""
+_LAZY_HEADER_MARK: Final = b"\n" + LAZY_HEADER_PREFIX
+_decode_lazy_header: Final = msgspec.json.Decoder(_LazyHeaderEvent).decode
+_encode: Final = msgspec.json.Encoder().encode
+# Lines nested deeper than this (in a payload, or in the other values) are
+# decoded as usual: whether msgspec decodes a very deep value depends on the
+# interpreter's stack depth at the call, which must not decide what the
+# reader returns.
+_CANONICAL_MAX_DEPTH: Final = 128
+_OTHER_MAX_DEPTH: Final = 64
+
+
+def _within_depth(value: Any, limit: int) -> bool:
+    """Whether no item of ``value`` (decoded JSON) lies inside more than ``limit`` containers."""
+    level = [value]
+    for _ in range(limit + 1):  # the last round finds the level below the deepest containers empty
+        deeper: list[Any] = []
+        for item in level:
+            kind = type(item)
+            if kind is dict:
+                deeper += item.values()
+            elif kind is list:
+                deeper += item
+        if not deeper:
+            return True
+        level = deeper
+    return False
+
+
+def _is_canonical(payload: bytes) -> bool:
+    """Whether the JSON value ``payload`` is exactly msgspec's encoding of its own decoding.
+
+    That rules out everything msgspec accepts when it skips a value as
+    ``Raw`` but decodes differently or refuses: invalid UTF-8, out-of-range
+    numbers (``1e999``), non-canonical numbers (``-0``, ``1.50``, ``1E5``),
+    escapes it would not write (``\\u0041``, ``\\/``, surrogate pairs),
+    white space, duplicate keys.
+    """
+    try:
+        value = _decode_fast(payload)
+    except (msgspec.DecodeError, RecursionError):  # ValidationError is a DecodeError
+        return False
+    if not (payload.count(b"[") + payload.count(b"{") < _CANONICAL_MAX_DEPTH or _within_depth(value, _CANONICAL_MAX_DEPTH)):
+        return False
+    try:
+        return _encode(value) == payload
+    except (UnicodeEncodeError, OverflowError, TypeError):
+        return False
+
+
+class _PayloadCache:
+    """Memoised :func:`_is_canonical`, with the canonical payloads indexed by their last bytes.
+
+    Request headers repeat the same tool schemas (and often the same system
+    prompt) across requests and sessions, so comparing bytes with a known
+    payload replaces decoding it; finding a known payload by its last bytes
+    (:meth:`ending_at`) replaces even scanning it.  Neither changes a result:
+    the cache only remembers a pure predicate of the bytes.  Bounded in
+    entries and bytes, oldest first out.  Lookups take no lock; inserting and
+    evicting (after a miss, which costs a full decode anyway) do.
+    """
+
+    TAIL: Final = 64  # bytes of a payload's end that index it; shorter payloads are not indexed
+
+    def __init__(self, max_entries: int, max_bytes: int, max_entry_bytes: int) -> None:
+        self.verdicts: dict[bytes, bool] = {}
+        self.by_tail: dict[bytes, tuple[bytes, ...]] = {}  # tuples: replaced, never mutated, for lock-free readers
+        self.size = 0
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self.max_entry_bytes = max_entry_bytes
+        self.lock = threading.Lock()
+
+    def check(self, payload: bytes) -> bool:
+        """:func:`_is_canonical` of ``payload``."""
+        verdict = self.verdicts.get(payload)
+        if verdict is None:
+            verdict = _is_canonical(payload)
+            if len(payload) <= self.max_entry_bytes:
+                self._remember(payload, verdict)
+        return verdict
+
+    def ending_at(self, line: bytes, end: int) -> bytes | None:
+        """A known canonical payload equal to the bytes of ``line`` just before ``end``, if any."""
+        if end < self.TAIL:
+            return None
+        for payload in self.by_tail.get(line[end - self.TAIL : end], ()):
+            start = end - len(payload)
+            if start >= 0 and line.startswith(payload, start):
+                return payload
+        return None
+
+    def _remember(self, payload: bytes, verdict: bool) -> None:
+        with self.lock:
+            if payload in self.verdicts:
+                return
+            self.verdicts[payload] = verdict  # insertion order: the oldest entry is first
+            self.size += len(payload)
+            if verdict and len(payload) >= self.TAIL:
+                tail = payload[-self.TAIL :]
+                self.by_tail[tail] = (*self.by_tail.get(tail, ()), payload)
+            while len(self.verdicts) > self.max_entries or self.size > self.max_bytes:
+                oldest = next(iter(self.verdicts))
+                if self.verdicts.pop(oldest) and len(oldest) >= self.TAIL:
+                    tail = oldest[-self.TAIL :]
+                    rest = tuple(known for known in self.by_tail[tail] if known is not oldest)
+                    if rest:
+                        self.by_tail[tail] = rest
+                    else:
+                        del self.by_tail[tail]
+                self.size -= len(oldest)
+
+
+_PAYLOADS: Final = _PayloadCache(max_entries=256, max_bytes=16 << 20, max_entry_bytes=1 << 20)
+
+_TOOLS_KEY: Final = b',"tools":'
+_SYSTEM_KEY: Final = b',"system":'
+_REASON_KEY: Final = b'},"reason":'  # the header's closing brace, then data's last key
+_REASON_SPAN: Final = 512  # how far from the end of the line the reason key is looked for
+
+
+def decode_request_header_lazily(line: bytes) -> dict[str, Any] | None:
+    """A ``request/header`` line as an event whose ``system`` and ``tools`` stay raw JSON.
+
+    Returns ``None`` unless the line is compact JSON in the writer's key order
+    (``type, seq, time, data{header{config, adapterDefaults?, system?,
+    tools?}, reason?}``, no other key) and ``msgspec.json.encode`` of the
+    result is ``line``, where ``system`` and ``tools`` are ``msgspec.Raw``
+    holding canonical JSON (see :func:`_is_canonical`) and every other value
+    is one msgspec decoded.  Then :func:`decode_json` of the line gives the
+    result with those two payloads decoded (JSON parses a serialisation back
+    to the tree serialised; msgspec's values survive its own encoding), and
+    encoding that gives ``line`` again: the event, and the bytes stored for
+    it, are those of the ordinary path.  A pure function of ``line``.
+    """
+    event = _spliced(line)
+    return event if event is not None else _lazy_event(line, line, None, None)
+
+
+def _spliced(line: bytes) -> dict[str, Any] | None:
+    """:func:`decode_request_header_lazily` without scanning known payloads, or ``None``.
+
+    The header's last values are found by their bytes among the known
+    canonical payloads, by where the header ends (before ``data.reason``, or
+    the line's last three braces), and replaced by a placeholder for
+    decoding; the re-encoding check in :func:`_lazy_event` makes any wrong
+    guess harmless.
+    """
+    end = line.rfind(_REASON_KEY, max(0, len(line) - _REASON_SPAN))
+    if end < 0:
+        if not line.endswith(b"}}}"):
+            return None
+        end = len(line) - 3
+    ending_at = _PAYLOADS.ending_at
+    last = ending_at(line, end)
+    if last is None:
+        return None
+    start = end - len(last)
+    # (Offsets are checked before use: a negative start would count from the end.)
+    if start > len(_TOOLS_KEY) and line.startswith(_TOOLS_KEY, start - len(_TOOLS_KEY)):
+        before = start - len(_TOOLS_KEY)
+        system = ending_at(line, before)
+        if system is not None:
+            key = before - len(system) - len(_SYSTEM_KEY)
+            if key > 0 and line.startswith(_SYSTEM_KEY, key):
+                skeleton = line[: before - len(system)] + b'0,"tools":0' + line[end:]
+                return _lazy_event(skeleton, line, Raw(system), Raw(last))
+        return _lazy_event(line[:start] + b"0" + line[end:], line, None, Raw(last))
+    if start > len(_SYSTEM_KEY) and line.startswith(_SYSTEM_KEY, start - len(_SYSTEM_KEY)):
+        return _lazy_event(line[:start] + b"0" + line[end:], line, Raw(last), None)
+    return None
+
+
+def _lazy_event(text: bytes, line: bytes, system: Raw | None, tools: Raw | None) -> dict[str, Any] | None:
+    """The lazily decoded event of ``line``, decoded from ``text``, or ``None``.
+
+    ``text`` is ``line``, or ``line`` with known canonical payloads replaced
+    by placeholders: ``system`` and ``tools``, when given, replace what
+    ``text`` holds for them; a raw payload ``text`` holds itself must pass
+    the canonical check.  The result stands only if it encodes to ``line``.
+    """
+    try:
+        event = _decode_lazy_header(text)
+    except (msgspec.DecodeError, RecursionError):  # ValidationError is a DecodeError
+        return None
+    header = event.data.header
+    if not _within_depth([header.config, header.adapterDefaults, event.data.reason], _OTHER_MAX_DEPTH):
+        return None
+    if system is None:
+        system = header.system
+        if system is not UNSET and not _PAYLOADS.check(bytes(system)):
+            return None
+    if tools is None:
+        tools = header.tools
+        if tools is not UNSET and not _PAYLOADS.check(bytes(tools)):
+            return None
+    # Plain dicts in the writer's key order, as decode_json builds them.
+    fields: dict[str, Any] = {"config": header.config}
+    if header.adapterDefaults is not UNSET:
+        fields["adapterDefaults"] = header.adapterDefaults
+    if system is not UNSET:
+        fields["system"] = system
+    if tools is not UNSET:
+        fields["tools"] = tools
+    data: dict[str, Any] = {"header": fields}
+    if event.data.reason is not UNSET:
+        data["reason"] = event.data.reason
+    result = {"type": event.type, "seq": event.seq, "time": event.time, "data": data}
+    # Key order, duplicates, unknown keys, white space, numbers and escapes outside the payloads.
+    return result if _encode(result) == line else None
+
+
+def decode_lines_lazily(region: bytes) -> list[Any]:
+    """``decode_lines(region)`` with request-header lines decoded by :func:`decode_request_header_lazily`.
+
+    Contract: ``region`` ends with a line feed.  A request-header line the
+    lazy decoder refuses is decoded as usual; the result may then differ
+    from ``decode_lines(region)`` only where a line holds other than exactly
+    one value (the caller checks that every line holds one, as it must for
+    ``decode_lines`` anyway).  Raises what ``decode_lines`` raises.
+    """
+    if region.startswith(LAZY_HEADER_PREFIX):
+        at = 0
+    else:
+        at = region.find(_LAZY_HEADER_MARK)
+        if at < 0:
+            return _decode_lines(region)
+        at += 1
+    view = memoryview(region)  # the lines between request headers decode without a copy
+    values: list[Any] = []
+    start = 0  # the first line not yet decoded
+    while at >= 0:
+        if at > start:
+            values += _decode_lines(view[start:at])
+        end = region.index(b"\n", at)
+        line = region[at:end]
+        event = decode_request_header_lazily(line)
+        values.append(event if event is not None else _decode_fast(line))
+        start = end + 1
+        at = region.find(_LAZY_HEADER_MARK, end)  # the mark's LF is the one ending this line
+        if at >= 0:
+            at += 1
+    if start < len(region):
+        values += _decode_lines(view[start:])
+    return values
+
+
+def decode_record(line: bytes, lazy: bool = False) -> tuple[list[Any], bool]:
+    """Decode one stored line into the events it holds and whether it was a packed row.
+
+    ``lazy``: decode a request-header line with :func:`decode_request_header_lazily` when it can.
+    """
+    if lazy and line.startswith(LAZY_HEADER_PREFIX):
+        event = decode_request_header_lazily(line)
+        if event is not None:
+            return [event], False
     value = decode_json(line)
     if value is None:
         raise NullLineError("a stored line holds JSON null, which the harness cannot read")
@@ -277,8 +572,9 @@ def accept_values(values: list[Any], start: int, expected: int) -> tuple[list[An
     return items, index, expected
 
 
-def _one_value_per_line(region: bytes, line_count: int) -> bool:
-    """Whether every line break of ``region`` lies between two top-level objects.
+def _framed_line_count(region: bytes) -> int:
+    """The number of lines of ``region`` (which ends with a line feed) when
+    every line break lies between two top-level objects, else 0.
 
     ``decode_lines`` reads a stream of values and ignores where lines break,
     so equal counts of values and lines do not yet mean one value per line (a
@@ -286,10 +582,25 @@ def _one_value_per_line(region: bytes, line_count: int) -> bool:
     in a JSON string, and ``}`` then ``{`` with only white space between is
     valid JSON only between top-level values; so when every line feed follows
     ``}`` and precedes ``{`` (or ends the region), no value crosses a line and
-    no line is empty, and with equal counts each line holds exactly one value.
-    Writers emit compact objects one per line, so this holds for real logs.
+    no line is empty, and with as many values as lines each line holds
+    exactly one value.  Writers emit compact objects one per line, so this
+    holds for real logs.
+
+    One ``find`` (memchr) per line: several times faster than counting line
+    feeds and ``}\n{`` with ``bytes.count``, which compares byte by byte.
     """
-    return region.endswith(b"}\n") and region.count(b"}\n{") == line_count - 1
+    last = len(region) - 1
+    if last < 1 or region[last - 1] != 0x7D:  # "}" before the final LF
+        return 0
+    find = region.find
+    count = 1
+    at = find(b"\n")
+    while at != last:
+        if region[at - 1] != 0x7D or region[at + 1] != 0x7B:  # "}" LF "{"; at 0, region[-1] is the final LF
+            return 0
+        count += 1
+        at = find(b"\n", at + 1)
+    return count
 
 
 def deliver_per_line(items: list[Any], sink: EventSink) -> None:
@@ -317,9 +628,14 @@ class LineScanner:
     ``region_consumer`` (see :data:`RegionConsumer`) the block's decoded
     values go to it instead, and it accepts them itself.  Lines the slow path
     handles always go to ``sink``, after the block's items.
+
+    With ``lazy_payloads`` every decode path (block and line by line) reads
+    request-header lines with :func:`decode_request_header_lazily`: their
+    ``system`` and ``tools`` may be ``msgspec.Raw``, each event otherwise
+    equal to the one decoded without it and encoding to the same bytes.
     """
 
-    __slots__ = ("sink", "region_sink", "region_consumer", "next_seq", "committed", "consumed", "issue", "line_no", "_carry")
+    __slots__ = ("sink", "region_sink", "region_consumer", "next_seq", "committed", "consumed", "issue", "line_no", "lazy_payloads", "_carry", "_decode_block")
 
     def __init__(
         self,
@@ -330,8 +646,11 @@ class LineScanner:
         line_no: int = 1,
         region_sink: RegionSink | None = None,
         region_consumer: RegionConsumer | None = None,
+        lazy_payloads: bool = False,
     ) -> None:
         self.sink = sink
+        self.lazy_payloads = lazy_payloads
+        self._decode_block = decode_lines_lazily if lazy_payloads else _decode_lines
         self.region_sink = region_sink if region_sink is not None else self._per_line
         self.region_consumer = region_consumer
         self.next_seq = next_seq
@@ -363,9 +682,10 @@ class LineScanner:
         offset = self.consumed - len(self._carry)  # region offset of the first line
         self._carry = data[last_newline + 1 :]
         self.consumed += len(data)
-        line_count = region.count(b"\n")
-        done = self._fast_lines(region, line_count) if self.issue is None else 0
-        if done == line_count:
+        # 0 when some line is not one framed object: then the slow path judges every line.
+        line_count = _framed_line_count(region) if self.issue is None else 0
+        done = self._fast_lines(region, line_count) if line_count else 0
+        if line_count and done == line_count:
             self.committed = offset + len(region)
             return
         lines = region.split(b"\n")
@@ -381,15 +701,16 @@ class LineScanner:
     def _fast_lines(self, region: bytes, line_count: int) -> int:
         """Decode a block of lines in one call and accept them while all is well.
 
+        ``line_count`` is :func:`_framed_line_count` of ``region`` (not 0).
         Returns how many lines were accepted; the caller processes the rest
         one by one (the slow path owns every defect rule).
         """
         try:
-            values = _decode_lines(region)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            return 0
-        if len(values) != line_count or not _one_value_per_line(region, line_count):
-            return 0  # blank lines, two values on a line, a value across lines: the slow path judges
+            values = self._decode_block(region)
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            return 0  # RecursionError: a line nested too deep for msgspec
+        if len(values) != line_count:
+            return 0  # a line holds more than one value: the slow path judges
         return self._fast_region(values)
 
     def _per_line(self, items: list[Any]) -> None:
@@ -410,7 +731,7 @@ class LineScanner:
     def _line(self, line: bytes, end_offset: int) -> None:
         self.line_no += 1
         try:
-            events, from_row = decode_record(line)
+            events, from_row = decode_record(line, self.lazy_payloads)
         except RecordError:
             if self.issue is None:
                 self.issue = f"unparsable committed event at line {self.line_no}"

@@ -22,7 +22,7 @@ import pytest
 
 from indexer import preparation
 from indexer.layout import Compression
-from indexer.preparation import PrepTask, Preparer, RecordingCursor, prepare_chunk, start_pool
+from indexer.preparation import PrepTask, Preparer, RecordingCursor, prepare_chunk
 from indexer.reconcile import ReconcileReport, Reconciler
 from readmodel.database import open_writer
 from tests.corpus import RAW_ROOT, REPO, SYNTHETIC_ROOT, ZSTD_ROOT, require_corpus

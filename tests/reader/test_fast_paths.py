@@ -22,7 +22,6 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import indexer.reader as reader_module
 import readmodel.surface as surface_module
 from indexer import records
 from indexer.layout import Compression
@@ -57,6 +56,7 @@ from tests.logfactory import (
     turn_start,
     user,
 )
+from tests.reader.paths import decode_paths
 
 _encode = msgspec.json.Encoder().encode
 
@@ -130,11 +130,7 @@ def _mutate(event: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
 
 
 def _read(path: Path, compression: Compression, fast: bool, monkeypatch: pytest.MonkeyPatch, in_memory: bool = True) -> Any:
-    with monkeypatch.context() as patch:
-        if not fast:
-            patch.setattr(LineScanner, "_fast_lines", lambda self, region, line_count: 0)
-        if not in_memory:
-            patch.setattr(reader_module, "_IN_MEMORY_MAX", -1)
+    with decode_paths(monkeypatch, fast=fast, in_memory=in_memory):
         try:
             log = LogReader(path, compression).read()
         except LogFormatError as exc:
