@@ -62,6 +62,9 @@ def build_in_process(root: Path, db: str, workers: int | None = None) -> dict[st
     ``cpu_s`` counts the preparation workers too (``writer_cpu_s`` is this
     process alone); ``workers`` is the reconciler's default unless given.
     """
+    from sqlalchemy import event
+
+    from indexer.daemon import Checkpointer, disable_autocheckpoint
     from indexer.layout import detect_compression, discover
     from indexer.reconcile import Reconciler
     from readmodel.database import open_writer
@@ -70,9 +73,15 @@ def build_in_process(root: Path, db: str, workers: int | None = None) -> dict[st
     compression = detect_compression(root)
     logs = sum(os.path.getsize(ref.path) for ref in discover(root, compression).transcripts)
     engine = open_writer(db)
+    # As the daemon writes: automatic checkpoints off, passive ones on a thread of their own.
+    event.listen(engine, "connect", disable_autocheckpoint)
+    engine.dispose()
+    checkpointer = Checkpointer(db)
     reconciler = Reconciler(engine, root, compression, settle_seconds=0, workers=workers)
     wall0, cpu0 = time.perf_counter(), time.process_time()
+    checkpointer.start()
     report = reconciler.reconcile()
+    checkpointer.stop()  # the last checkpoint is part of the build
     wall, writer_cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     # Preparation workers are children of the fork server, not of this process:
     # they report their own CPU time.

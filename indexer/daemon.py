@@ -365,7 +365,7 @@ WAL_CHECKPOINT_BYTES: Final = 4 * 1024 * 1024
 _CHECKPOINT_INTERVAL_SECONDS: Final = 0.5
 
 
-def _no_autocheckpoint(dbapi_connection: Any, _record: Any) -> None:
+def disable_autocheckpoint(dbapi_connection: Any, _record: Any) -> None:
     dbapi_connection.execute("PRAGMA wal_autocheckpoint = 0")
 
 
@@ -569,8 +569,17 @@ class Daemon:
     # -- entry points --------------------------------------------------------------------------
 
     def run_once(self) -> ReconcileReport | None:
-        """One full pass (with the progress bar when enabled); ``None`` if interrupted."""
-        return self._initial_pass()
+        """One full pass (with the progress bar when enabled); ``None`` if interrupted.
+
+        Checkpoints run off the writer's commits, as in :meth:`run`: the pass is
+        the daemon's initial pass, at the same speed.
+        """
+        checkpointer = self._start_checkpointer()
+        try:
+            return self._initial_pass()
+        finally:
+            if checkpointer is not None:
+                checkpointer.stop()
 
     def _initial_pass(self) -> ReconcileReport | None:
         with _progress_bar(self.options.progress) as update:
@@ -619,7 +628,7 @@ class Daemon:
         path = self.engine.url.database
         if not path or path == ":memory:" or self.engine.url.get_backend_name() != "sqlite":
             return None
-        event.listen(self.engine, "connect", _no_autocheckpoint)
+        event.listen(self.engine, "connect", disable_autocheckpoint)
         checkpointer = Checkpointer(path)
         checkpointer.start()
         return checkpointer

@@ -67,6 +67,9 @@ CHUNK_SESSIONS: Final = 64
 MIN_PARALLEL_BYTES: Final = 8 * 1024 * 1024
 """A pass with fewer bytes of new logs than this is not worth starting processes for."""
 
+WORKER_NICENESS: Final = 10
+"""Workers run this much nicer than the writer (``os.nice``)."""
+
 BAD_LOG_ERRORS: Final = (LogFormatError, OSError, ValueError, TypeError)
 """What the reader and projector raise for a bad log (the writer adds ``sqlite3.DataError``)."""
 
@@ -200,12 +203,21 @@ def _init_worker(writer_pid: int) -> None:
     global _capture
     # The writer owns shutdown: a terminal's ^C reaches the whole process group.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # The writer is the one serial stage: when the cores are short, it goes first.
+    _lower_priority()
     threading.Thread(target=_exit_with, args=(writer_pid,), name="writer-watch", daemon=True).start()
     _capture = _Capture()
     logger = logging.getLogger("sessionq")
     logger.addHandler(_capture)
     logger.setLevel(logging.WARNING)
     logger.propagate = False
+
+
+def _lower_priority() -> None:
+    try:
+        os.nice(WORKER_NICENESS)
+    except (AttributeError, OSError):  # not POSIX, or not permitted: equal priority is still correct
+        pass
 
 
 def _exit_with(writer_pid: int) -> None:

@@ -351,7 +351,9 @@ class Reconciler:
                 _insert_indexed_session(cur, sid, item, header, prepared, generation, now)
             else:
                 _insert_session(cur, sid, item, header, generation, now)
-        savepoint = f"s{sid}"
+        # One name for every session's savepoint (they never nest): its statements stay
+        # in the statement cache instead of being compiled per session.
+        savepoint = "session"
         self._fts.relieve(cur)  # outside the savepoint: earlier sessions' rows must not be undone with this one
         cur.execute(f'SAVEPOINT "{savepoint}"')
         fts_mark = self._fts.mark()
