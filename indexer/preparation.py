@@ -131,7 +131,7 @@ class RecordingCursor:
         self.calls.append((sql, parameters, False))
         return self
 
-    def executemany(self, sql: str, rows: Any) -> Any:
+    def executemany(self, sql: str | None, rows: Any) -> Any:
         self.calls.append((sql, rows if type(rows) is list else list(rows), True))
         return self
 
@@ -139,13 +139,49 @@ class RecordingCursor:
 class FtsRecording:
     """The FTS5 buffer of a recording: keeps each hand-over in the call order."""
 
-    __slots__ = ("calls",)
+    __slots__ = ("cursor",)
 
     def __init__(self, cursor: RecordingCursor) -> None:
-        self.calls = cursor.calls
+        self.cursor = cursor
 
     def add(self, cur: Any, rows: list[tuple[int, str]]) -> None:
-        self.calls.append((None, rows, True))
+        self.cursor.executemany(None, rows)  # type: ignore[arg-type]
+
+
+class StreamingCursor(RecordingCursor):
+    """A recording sent to the writer in chunks of about ``chunk_rows`` rows as it grows.
+
+    For one long log: the writer replays a chunk while the worker reads on,
+    and the pipe's backpressure keeps at most a chunk or two in flight.
+    """
+
+    __slots__ = ("connection", "chunk_rows", "rows")
+
+    def __init__(self, connection: Any, chunk_rows: int) -> None:
+        super().__init__()
+        self.connection = connection
+        self.chunk_rows = chunk_rows
+        self.rows = 0
+
+    def execute(self, sql: str, parameters: Sequence[Any] = ()) -> Any:
+        result = super().execute(sql, parameters)
+        self.rows += 1
+        if self.rows >= self.chunk_rows:
+            self.send()
+        return result
+
+    def executemany(self, sql: str, rows: Any) -> Any:
+        super().executemany(sql, rows)
+        self.rows += len(self.calls[-1][1])
+        if self.rows >= self.chunk_rows:
+            self.send()
+        return self
+
+    def send(self) -> None:
+        if self.calls:
+            self.connection.send(("calls", self.calls))
+            self.calls = []
+            self.rows = 0
 
 
 def replay(cur: Any, calls: Sequence[tuple[str | None, Any, bool]], fts: Any) -> None:
@@ -270,6 +306,77 @@ class ChunkResult(msgspec.Struct, array_like=True):
     sessions: list[Prepared]
     cpu_seconds: float
     peak_rss_kib: int
+
+
+STREAM_CHUNK_ROWS: Final = 8_192
+"""Rows per message of a streamed log (a few MB of pickled rows)."""
+
+
+def stream_session(task: PrepTask, compression: str, root: str, connection: Any, chunk_rows: int) -> None:
+    """A worker task for one long log: send its recording in chunks, then how it ended.
+
+    Messages: ``("calls", calls)`` any number of times, then exactly one of
+    ``("done", outcome, warnings, (cpu_seconds, peak_rss_kib))``, ``("failed", (status, code,
+    message))`` or ``("crashed", description)``.
+    """
+    cursor = StreamingCursor(connection, chunk_rows)
+    started = time.process_time()
+    if _capture is not None:
+        _capture.messages = []
+    try:
+        try:
+            outcome = ingest_log(
+                cursor, task.sid, task.path, Compression(compression), root, task.header, None, task.settled,
+                fts=FtsRecording(cursor), surface_keys={},
+            )  # fmt: skip
+            cursor.send()
+        except BAD_LOG_ERRORS as exc:
+            connection.send(("failed", failure_of(exc, task.header["id"])))
+            return
+        except Exception as exc:  # noqa: BLE001 - handed back: the writer redoes the session itself
+            connection.send(("crashed", f"{type(exc).__name__}: {exc}"))
+            return
+        warnings = list(_capture.messages) if _capture is not None else []
+        cost = (time.process_time() - started, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+        connection.send(("done", outcome, warnings, cost))
+    except OSError:
+        pass  # the writer stopped listening (it failed the session, or it is gone)
+    finally:
+        connection.close()
+
+
+class SessionStream:
+    """The writer's end of one streamed log (see :func:`stream_session`)."""
+
+    def __init__(self, task: PrepTask, compression: Compression, root: str, pool: ProcessPoolExecutor) -> None:
+        self.task = task
+        self._receive, send = _context().Pipe(duplex=False)
+        self._send = send  # kept open until the end: the pool pickles it after submit returns
+        self._future = pool.submit(stream_session, task, compression.value, root, send, STREAM_CHUNK_ROWS)
+
+    def messages(self) -> Any:
+        """The worker's messages in order; raises :class:`StreamBroken` if it died without a last word."""
+        while True:
+            if self._receive.poll(0.2):
+                try:
+                    message = self._receive.recv()
+                except (EOFError, OSError) as exc:
+                    raise StreamBroken(f"{type(exc).__name__}: {exc}") from None
+                yield message
+                if message[0] != "calls":
+                    return
+            elif self._future.done() and not self._receive.poll(0):
+                error = self._future.exception()
+                raise StreamBroken(f"{type(error).__name__}: {error}" if error else "the worker ended without an answer")
+
+    def close(self) -> None:
+        """Stop listening (a worker still sending gets a broken pipe and ends its task)."""
+        self._receive.close()
+        self._send.close()
+
+
+class StreamBroken(Exception):
+    """A streamed log's worker ended without its last message."""
 
 
 def prepare_chunk(tasks: list[PrepTask], compression: str, root: str) -> ChunkResult:

@@ -359,6 +359,11 @@ class SessionProjector:
         # until the replacement's own row is built.
         self.replaced_lists[seq] = _blob(list(shadowed))
         self.key_sources[seq] = shadowed[0]
+        if self.surface_keys is not None:
+            # A shadowed node is never looked up again (only the first, once, for the
+            # replacement's own key): the map stays the size of the current surface.
+            for node in shadowed[1:]:
+                self.surface_keys.pop(node, None)
         for node in shadowed:
             position = self.row_index.get(node)
             if position is None:
@@ -376,7 +381,7 @@ class SessionProjector:
         if position is not None:
             return self.rows[position][9]
         if self.surface_keys is not None and seq in self.surface_keys:
-            return self.surface_keys[seq]
+            return self.surface_keys.pop(seq)  # the first node a replacement removed: needed this once
         row = self.cur.execute('SELECT "surface_key" FROM "events" WHERE "sid" = ? AND "seq" = ?', (self.sid, seq)).fetchone()
         if row is None or row[0] is None:
             raise ValueError(f"session {self.sid} has no surface key for seq {seq}")
@@ -409,7 +414,7 @@ class SessionProjector:
             insert_event_rows(cur, self.rows)
             self.written += len(self.rows)
             if self.surface_keys is not None:
-                self.surface_keys.update((row[1], row[9]) for row in self.rows if row[9] is not None)
+                self.surface_keys.update((row[1], row[9]) for row in self.rows if row[4] == _CURRENT)
         if self.plain_rows:
             cur.executemany(
                 'INSERT INTO "events" ("sid", "seq", "type", "time", "surface", "synthetic") VALUES (?, ?, ?, ?, ?, ?)',

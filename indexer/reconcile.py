@@ -27,7 +27,20 @@ from sqlalchemy import Engine
 
 from .ingest import LogOutcome, ingest_log, session_columns
 from .layout import Compression, LayoutProblem, discover, expected_transcript_path, revision_token, same_file
-from .preparation import BAD_LOG_ERRORS, MIN_PARALLEL_BYTES, PREPARE_MAX_BYTES, Prepared, Preparer, PrepTask, default_workers, failure_of, replay, start_pool
+from .preparation import (
+    BAD_LOG_ERRORS,
+    MIN_PARALLEL_BYTES,
+    PREPARE_MAX_BYTES,
+    Prepared,
+    Preparer,
+    PrepTask,
+    SessionStream,
+    StreamBroken,
+    default_workers,
+    failure_of,
+    replay,
+    start_pool,
+)
 from .projection import DeferredFts, delete_session_rows
 from .reader import ResumeMismatch, ResumePoint, read_listing_header
 from .records import LogFormatError
@@ -351,6 +364,7 @@ class Reconciler:
                 _insert_indexed_session(cur, sid, item, header, prepared, generation, now)
             else:
                 _insert_session(cur, sid, item, header, generation, now)
+        stream = self._open_stream(item, sid, settled) if row is None and prepared is None else None
         # One name for every session's savepoint (they never nest): its statements stay
         # in the statement cache instead of being compiled per session.
         savepoint = "session"
@@ -361,6 +375,15 @@ class Reconciler:
             if prepared is not None:
                 report.prepared += 1
                 written = self._replay(cur, prepared)
+                report.reloaded += 1
+            elif stream is not None:
+                try:
+                    written = self._replay_stream(cur, sid, header, stream, generation, now, report)
+                except StreamBroken as exc:
+                    log.warning("session %s: its worker failed (%s); ingesting it in the writer", header["id"], exc)
+                    cur.execute(f'ROLLBACK TO "{savepoint}"')
+                    self._fts.rollback(fts_mark)
+                    written = self._decode(cur, sid, item, None, settled, None, generation, now, header_stored=True)
                 report.reloaded += 1
             else:
                 if resume is not None:
@@ -387,6 +410,9 @@ class Reconciler:
             log.warning("session %s: %s", header["id"], message)
             cur.execute(f'RELEASE "{savepoint}"')
             return 0
+        finally:
+            if stream is not None:
+                stream.close()
         cur.execute(f'RELEASE "{savepoint}"')
         report.events += written
         report.held += self._held
@@ -436,6 +462,39 @@ class Reconciler:
         if prepared.outcome.held:
             self._held += 1
         return prepared.outcome.written
+
+    def _open_stream(self, item: _Observed, sid: int, settled: bool) -> SessionStream | None:
+        """A worker that streams a long new log's writes, or ``None`` (the writer reads it)."""
+        assert item.header is not None and item.stat is not None
+        if self.workers <= 0 or item.stat.st_size <= PREPARE_MAX_BYTES:
+            return None
+        task = PrepTask(item.path, sid, item.header, settled, item.stat.st_size)
+        try:
+            return SessionStream(task, self.compression, self.root, self._worker_pool())
+        except Exception as exc:  # noqa: BLE001 - a broken pool: the writer reads the log itself
+            log.warning("session %s: no worker to stream it (%s: %s)", item.header["id"], type(exc).__name__, exc)
+            return None
+
+    def _replay_stream(self, cur: sqlite3.Cursor, sid: int, header: dict[str, Any], stream: SessionStream, generation: int, now: float, report: ReconcileReport) -> int:
+        """Replay a streamed log chunk by chunk while its worker reads on (inside the savepoint)."""
+        for message in stream.messages():
+            kind = message[0]
+            if kind in ("done", "failed"):
+                report.prepared += 1
+            if kind == "calls":
+                replay(cur, message[1], self._fts)
+            elif kind == "done":
+                _, outcome, warnings, (cpu_seconds, peak_rss_kib) = message
+                report.worker_cpu_seconds += cpu_seconds
+                report.worker_peak_rss_mb = max(report.worker_peak_rss_mb, round(peak_rss_kib / 1024, 1))
+                for warning in warnings:
+                    log.warning("%s", warning)
+                return self._store_outcome(cur, sid, header, outcome, generation, now, header_stored=True)
+            elif kind == "failed":
+                raise _PreparedFailure(message[1])
+            else:
+                raise StreamBroken(message[1])
+        raise StreamBroken("the worker ended without an answer")
 
     def _store_outcome(self, cur: sqlite3.Cursor, sid: int, header: dict[str, Any], outcome: LogOutcome, generation: int, now: float, *, header_stored: bool) -> int:
         if outcome.held:

@@ -134,12 +134,47 @@ def test_small_passes_and_large_logs_stay_with_the_writer(tmp_path: Path) -> Non
     assert report.prepared == 0 and report.reloaded == 5 - report.failed
 
 
-def test_a_log_over_the_size_bound_is_ingested_by_the_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("settle", [0, 3600], ids=["settled-tails", "held-tails"])
+def test_long_logs_stream_from_a_worker_in_chunks_and_land_as_the_writer_writes_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settle: float) -> None:
     damaged_root(tmp_path / "root")
-    big = max((tmp_path / "root").rglob("session.jsonl.zstd"), key=lambda p: p.stat().st_size)
-    monkeypatch.setattr("indexer.reconcile.PREPARE_MAX_BYTES", big.stat().st_size - 1)
-    report = build(tmp_path / "root", tmp_path / "index.db", Compression.ZSTD, workers=2)
-    assert report.prepared == 4
+    # Every log is "long": each streams from a worker, in chunks of a few rows.
+    monkeypatch.setattr("indexer.reconcile.PREPARE_MAX_BYTES", 0)
+    monkeypatch.setattr(preparation, "STREAM_CHUNK_ROWS", 7)
+    report = build(tmp_path / "root", tmp_path / "index.db", Compression.ZSTD, workers=2, settle=settle)
+    alone = build(tmp_path / "root", tmp_path / "alone.db", Compression.ZSTD, workers=0, settle=settle)
+    assert report.prepared == 5 and (report.failed, report.held, report.events) == (alone.failed, alone.held, alone.events)
+    assert index_state(str(tmp_path / "index.db")) == index_state(str(tmp_path / "alone.db"))
+
+
+def test_a_streaming_worker_that_dies_hands_its_log_back_to_the_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    damaged_root(tmp_path / "root")
+    monkeypatch.setattr("indexer.reconcile.PREPARE_MAX_BYTES", 0)
+    monkeypatch.setattr(preparation, "STREAM_CHUNK_ROWS", 7)
+    real_replay = preparation.replay
+    replayed: list[int] = []
+
+    def replay_then_kill(cur: Any, calls: Any, fts: Any) -> None:
+        # After the compacted log's first chunk, its worker dies mid-stream.
+        real_replay(cur, calls, fts)
+        replayed.append(len(calls))
+        if len(replayed) == 1:
+            for process in list(pool_of[0]._processes.values()):  # noqa: SLF001 - the test's sabotage
+                os.kill(process.pid, signal.SIGKILL)
+
+    pool_of: list[Any] = []
+    real_pool = Reconciler._worker_pool
+
+    def remember_pool(self: Reconciler) -> Any:
+        pool = real_pool(self)
+        pool_of[:] = [pool]
+        return pool
+
+    monkeypatch.setattr("indexer.reconcile.replay", replay_then_kill)
+    monkeypatch.setattr(Reconciler, "_worker_pool", remember_pool)
+    with caplog.at_level(logging.WARNING, logger="sessionq.indexer"):
+        report = build(tmp_path / "root", tmp_path / "index.db", Compression.ZSTD, workers=1)
+    assert replayed and "ingesting it in the writer" in caplog.text
+    assert report.reloaded + report.failed == 5 and report.prepared < 5
     build(tmp_path / "root", tmp_path / "alone.db", Compression.ZSTD, workers=0)
     assert index_state(str(tmp_path / "index.db")) == index_state(str(tmp_path / "alone.db"))
 
