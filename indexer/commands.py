@@ -82,7 +82,7 @@ def _root_has_transcripts(root: str) -> bool:
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True)
 @click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True, help="key=value lines, or one JSON object per line.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar for the initial pass.  [default: when stderr is a terminal]")
-@click.option("--workers", type=click.IntRange(min=0), default=None, metavar="N", help="Processes that prepare new sessions in large passes; the one writer commits them.  [default: one per core; 0: the writer alone]")
+@click.option("--workers", type=click.IntRange(min=0), default=None, metavar="N", help="Processes that prepare new sessions in large passes; the one writer commits them.  [default: one per core, at most 4; 0: the writer alone]")
 @_handles_errors
 def index_command(
     root: str,

@@ -74,12 +74,17 @@ BAD_LOG_ERRORS: Final = (LogFormatError, OSError, ValueError, TypeError)
 """What the reader and projector raise for a bad log (the writer adds ``sqlite3.DataError``)."""
 
 
+DEFAULT_MAX_WORKERS: Final = 4
+"""More workers than this outrun the one writer without making the build faster."""
+
+
 def default_workers() -> int:
-    """One preparation process per core the indexer may use."""
+    """One preparation process per core the indexer may use, at most :data:`DEFAULT_MAX_WORKERS`."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, DEFAULT_MAX_WORKERS))
 
 
 def failure_of(exc: BaseException, session_id: str) -> tuple[str, str, str]:

@@ -42,8 +42,6 @@ FTS5 has no SQLAlchemy construct; its DDL is explicit in the migration and in
 
 from __future__ import annotations
 
-import unicodedata
-from functools import lru_cache
 from typing import Final
 
 from sqlalchemy import (
@@ -60,7 +58,9 @@ from sqlalchemy import (
     Text,
 )
 
-from .collation import locale_compare_key
+# The row-key vocabulary lives in a module without SQLAlchemy (preparation
+# workers import it); re-exported here, where the schema's readers look.
+from .rowkeys import MAX_LINK_SPAN, SURFACE_CODES, SURFACE_NAMES, docid, id_sort_key  # noqa: F401
 
 APPLICATION_ID: Final = 0x53515849  # "SQXI"
 """``PRAGMA application_id`` of a sessionq index; any other non-zero id is foreign."""
@@ -68,8 +68,6 @@ APPLICATION_ID: Final = 0x53515849  # "SQXI"
 SCHEMA_REVISION: Final = "0005"
 """The Alembic head revision this code reads and writes."""
 
-SURFACE_CODES: Final = {"log-only": 0, "current": 1, "shadowed": 2}
-SURFACE_NAMES: Final = ("log-only", "current", "shadowed")
 
 metadata = MetaData()
 
@@ -218,32 +216,3 @@ KNOWN_TABLES: Final = frozenset(
         "documents_fts_config",
     }
 )
-
-MAX_LINK_SPAN: Final = 1024
-"""The longest run of consecutive sources one ``event_links`` row covers."""
-
-_KEY_WIDTH: Final = 5
-
-
-def docid(sid: int, seq: int) -> int:
-    """The document rowid of an event: session and seq packed into one integer."""
-    return (sid << 32) | seq
-
-
-def id_sort_key(session_id: str) -> bytes:
-    """Bytes that sort like the reference's ``localeCompare`` on session ids.
-
-    The three collation levels are concatenated with an all-zero separator;
-    each weight is stored as ``weight + 1`` in five big-endian bytes, so a
-    shorter level that is a prefix of a longer one sorts first, as tuples do.
-    """
-    parts = [_char_key_parts(char) for char in unicodedata.normalize("NFD", session_id)]
-    separator = bytes(_KEY_WIDTH)
-    return separator.join(b"".join(part[level] for part in parts) for level in range(3)) + separator
-
-
-@lru_cache(maxsize=65536)
-def _char_key_parts(char: str) -> tuple[bytes, bytes, bytes]:
-    """One (NFD) character's encoded weights per level: the key is their per-level concatenation."""
-    primaries, secondaries, tertiaries = locale_compare_key(char)
-    return tuple(b"".join((weight + 1).to_bytes(_KEY_WIDTH, "big") for weight in level) for level in (primaries, secondaries, tertiaries))  # type: ignore[return-value]
