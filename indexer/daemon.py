@@ -450,6 +450,8 @@ def _fields(kind: str, report: ReconcileReport, **extra: Any) -> dict[str, Any]:
         "events": report.events,
         "txns": report.transactions,
         "problems": report.problems,
+        # Passes that used preparation workers say how many sessions they prepared.
+        **({"prepared": report.prepared, "worker_cpu_s": round(report.worker_cpu_seconds, 2)} if report.prepared else {}),
         "ms": round(report.seconds * 1000, 2),
     }
 

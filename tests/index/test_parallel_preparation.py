@@ -274,3 +274,11 @@ def test_workers_end_when_the_writer_is_killed() -> None:
     while time.monotonic() < deadline and not all(_gone(pid) for pid in pids):
         time.sleep(0.05)
     assert all(_gone(pid) for pid in pids), "preparation workers outlived their writer"
+
+
+def test_the_daemons_pass_log_says_what_the_workers_prepared() -> None:
+    from indexer.daemon import _fields
+
+    assert "prepared" not in _fields("full", ReconcileReport(reloaded=3))
+    fields = _fields("full", ReconcileReport(reloaded=3, prepared=3, worker_cpu_seconds=1.234))
+    assert (fields["prepared"], fields["worker_cpu_s"]) == (3, 1.23)
