@@ -38,7 +38,7 @@ from bench.common import (
 )
 from bench.corpus import ensure_single
 from indexer.writer import LogWriter
-from readmodel.search import SessionSearch
+from readmodel.search.fts5 import SessionSearch
 
 
 def _indexed(search: SessionSearch, session_id: str) -> bool:

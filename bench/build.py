@@ -67,7 +67,7 @@ def build_in_process(root: Path, db: str, workers: int | None = None) -> dict[st
     from indexer.daemon import Checkpointer, disable_autocheckpoint
     from indexer.layout import detect_compression, discover
     from indexer.reconcile import Reconciler
-    from readmodel.database import open_writer
+    from readmodel.store.database import open_writer
 
     remove_db(db)
     compression = detect_compression(root)

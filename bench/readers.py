@@ -69,7 +69,7 @@ LOCKED = "database is locked"
 
 def _reader(db: str, seed: int, duration: float, think_ms: float) -> dict[str, Any]:
     from bench.search import QUERIES
-    from readmodel.errors import SessionQueryError
+    from readmodel.core.errors import SessionQueryError
     from readmodel.query import SessionQuery
 
     rng = random.Random(seed)

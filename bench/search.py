@@ -32,7 +32,7 @@ import sys
 from typing import Any
 
 from bench.common import emit, percentile, record, timed_ms
-from readmodel.search import SessionSearch
+from readmodel.search.fts5 import SessionSearch
 
 QUERY_KINDS: dict[str, list[str]] = {
     "common": ["the", "a", "and", "to", "is", "file", "error", "test", "return", "read"],

@@ -7,16 +7,14 @@ No traceback is printed unless ``--debug`` is given.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 # Shared CLI plumbing lives in readmodel (the read-side commands use it too);
 # re-exported here because the write-side commands look it up on this module.
-from readmodel.cliutil import CliContext, default_db, emit_json, handles_errors  # noqa: F401
+from readmodel.cli.support import CliContext, default_db, emit_json, handles_errors, root_option  # noqa: F401
 
 from .failures import as_query_error
 from .layout import Compression, LayoutError, detect_compression
@@ -25,31 +23,11 @@ from .reader import inspect_session, inspect_view
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def dsh_home() -> Path:
-    return Path(os.environ.get("DSH_HOME") or Path.home() / ".dsh")
-
-
-def default_root() -> str:
-    """``$SESSIONQ_ROOT``, else the harness's own ``$DSH_HOME/sessions``."""
-    return os.environ.get("SESSIONQ_ROOT") or str(dsh_home() / "sessions")
-
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="Show Python tracebacks on errors.")
 @click.version_option(package_name="sessionq")
 def main(debug: bool) -> None:
     """sessionq: search and trace AI coding-agent session history."""
-
-
-def root_option(func: F) -> F:
-    return click.option(
-        "--root",
-        "root",
-        default=default_root,
-        show_default="$SESSIONQ_ROOT or $DSH_HOME/sessions",
-        type=click.Path(file_okay=False, path_type=str),
-        help="The session log root.",
-    )(func)
 
 
 def compression_option(func: F) -> F:
@@ -96,7 +74,7 @@ for _command in _WRITE_SIDE_COMMANDS:
     main.add_command(_command)
 
 # The read-side commands (sessions, read, events, ..., rpc) live in readmodel.
-from readmodel.cli import COMMANDS as _READ_SIDE_COMMANDS  # noqa: E402
+from readmodel.cli.reads import COMMANDS as _READ_SIDE_COMMANDS  # noqa: E402
 
 for _command in _READ_SIDE_COMMANDS:
     main.add_command(_command)

@@ -2,9 +2,8 @@
 
 They are plain click commands registered on the group in :mod:`indexer.cli`.
 The shared CLI plumbing (exit statuses, ``--db``, JSON output) comes from
-:mod:`readmodel.cliutil`; nothing is imported from :mod:`indexer.cli` at import
-time, because that module imports this one (and ``python -m indexer.cli`` runs
-it as ``__main__``).  Heavy imports (watchdog, rich, alembic) happen only
+:mod:`readmodel.cli.support`; this module never imports :mod:`indexer.cli`,
+which imports it (and ``python -m indexer.cli`` runs as ``__main__``).  Heavy imports (watchdog, rich, alembic) happen only
 inside the commands, so they do not slow down every other invocation.
 """
 
@@ -18,33 +17,17 @@ from typing import Any, TypeVar
 
 import click
 
-from readmodel.cliutil import db_option as _db_option
-from readmodel.cliutil import emit_json
-from readmodel.cliutil import handles_errors as _handles_errors
+from readmodel.cli.support import db_option as _db_option
+from readmodel.cli.support import root_option as _root_option
+from readmodel.cli.support import emit_json
+from readmodel.cli.support import handles_errors as _handles_errors
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _default_root() -> str:
-    from .cli import default_root
-
-    return default_root()
-
-
-def _root_option(func: F) -> F:
-    return click.option(
-        "--root",
-        "root",
-        default=_default_root,
-        show_default="$SESSIONQ_ROOT or $DSH_HOME/sessions",
-        type=click.Path(file_okay=False, path_type=str),
-        help="The session log root.",
-    )(func)
-
-
 def _refuse_foreign(db: str) -> None:
     """Refuse a file that is not a sessionq index before anything is created beside it (the lock)."""
-    from readmodel.database import IndexDatabaseError, check_identity, create_index_engine, sqlite_path
+    from readmodel.store.database import IndexDatabaseError, check_identity, create_index_engine, sqlite_path
 
     path = sqlite_path(db)
     if path is None or not os.path.exists(path):
@@ -107,7 +90,7 @@ def index_command(
     """
     import sys
 
-    from readmodel.database import IndexDatabaseError, open_writer
+    from readmodel.store.database import IndexDatabaseError, open_writer
 
     from .daemon import Daemon, DaemonError, DaemonOptions, IndexLock, configure_logging
     from .layout import Compression, detect_compression
@@ -173,7 +156,7 @@ def index_command(
 
 def _stored_compression(db: str) -> Any:
     """The compression an existing index was built with, for an empty root."""
-    from readmodel.database import create_index_engine, sqlite_path
+    from readmodel.store.database import create_index_engine, sqlite_path
 
     from .layout import Compression
 
@@ -220,7 +203,7 @@ def _summary(root: str, db: str, report: Any) -> str:
 @_handles_errors
 def status_command(db: str, as_json: bool) -> None:
     """Index identity, schema, generation, counts, errors, layout problems, lag (read-only)."""
-    from readmodel.status import format_status, read_status
+    from readmodel.store.status import format_status, read_status
 
     status = read_status(db)
     if as_json:
@@ -239,7 +222,7 @@ def db_group() -> None:
 
 def _open_existing(db: str) -> Any:
     """A read-only engine on an existing sessionq index (refuses foreign and empty files)."""
-    from readmodel.database import check_identity, create_index_engine, sqlite_path
+    from readmodel.store.database import check_identity, create_index_engine, sqlite_path
 
     path = sqlite_path(db)
     if path is not None and not os.path.exists(path):
@@ -263,7 +246,7 @@ def _open_existing(db: str) -> Any:
 @_handles_errors
 def db_current(db: str) -> None:
     """Print the index's schema revision (and whether it is the head)."""
-    from readmodel.database import current_revision, head_revision
+    from readmodel.store.database import current_revision, head_revision
 
     engine = _open_existing(db)
     try:
@@ -280,7 +263,7 @@ def db_current(db: str) -> None:
 @_handles_errors
 def db_check(db: str) -> None:
     """Compare the index's schema with the models; exit 1 on any drift."""
-    from readmodel.schemacheck import schema_drift
+    from readmodel.store.schemacheck import schema_drift
 
     engine = _open_existing(db)
     try:
@@ -303,7 +286,14 @@ def db_upgrade(db: str) -> None:
 
     Takes the indexer's lock, so it refuses to run while a daemon writes.
     """
-    from readmodel.database import IndexDatabaseError, create_index_engine, current_revision, head_revision, open_writer, sqlite_path
+    from readmodel.store.database import (
+        IndexDatabaseError,
+        create_index_engine,
+        current_revision,
+        head_revision,
+        open_writer,
+        sqlite_path,
+    )
 
     from .daemon import DaemonError, IndexLock
 

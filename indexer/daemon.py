@@ -48,7 +48,7 @@ from typing import Any, Final, TextIO
 
 from sqlalchemy import Engine, event
 
-from readmodel.status import writer_lock_path
+from readmodel.store.status import writer_lock_path
 
 from .layout import Compression
 from .reconcile import ReconcileReport, Reconciler

@@ -9,7 +9,7 @@ a layout problem, an I/O error).  A missing transcript is
 
 from __future__ import annotations
 
-from readmodel.errors import SessionQueryError
+from readmodel.core.errors import SessionQueryError
 
 from .layout import LayoutError
 from .reader import ResumeMismatch

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from readmodel.headers import FORMAT_VERSION
-from readmodel.jsvalues import is_negative_zero, is_non_negative_safe_integer, is_number, is_record
+from readmodel.projection.headers import FORMAT_VERSION
+from readmodel.core.jsvalues import is_negative_zero, is_non_negative_safe_integer, is_number, is_record
 
 from .records import LogFormatError, RecordError, decode_json_exact
 

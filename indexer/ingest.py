@@ -16,8 +16,8 @@ from typing import Any, Final, Protocol
 
 import msgspec
 
-from readmodel.jsvalues import is_number
-from readmodel.rowkeys import id_sort_key
+from readmodel.core.jsvalues import is_number
+from readmodel.store.rowkeys import id_sort_key
 
 from .layout import Compression
 from .projection import SessionProjector, delete_session_rows, load_surface, unshadow_from

@@ -22,7 +22,7 @@ from typing import Any, Final
 
 import msgspec
 
-from readmodel.jsvalues import utf16_units
+from readmodel.core.jsvalues import utf16_units
 
 NO_CWD_DIR: Final = "_no-cwd"
 _SAFE_UNITS: Final = frozenset(map(ord, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"))

@@ -10,8 +10,14 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from readmodel.eventmodel import EventShapeError
-from readmodel.jsvalues import is_non_negative_safe_integer, is_number, is_record, is_safe_integer, js_string
+from readmodel.projection.eventmodel import EventShapeError
+from readmodel.core.jsvalues import (
+    is_non_negative_safe_integer,
+    is_number,
+    is_record,
+    is_safe_integer,
+    js_string,
+)
 
 _SIMPLE_REASONS: Final = frozenset({"completed", "blocked", "max-tokens", "interrupted"})
 _TURN_END_KEYS: Final = frozenset({"turn", "reason"})

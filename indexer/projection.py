@@ -30,11 +30,21 @@ from typing import Any, Final
 import msgspec
 import zstandard
 
-from readmodel.blocks import BLOCK_BYTES, BLOCK_EVENTS, compress_payload, encode_events, pack_run_times, pack_run_types, unpack_run_times, unpack_run_types
-from readmodel.extraction import TEXT_EVENT_TYPES, extract_event_text
-from readmodel.jsvalues import MAX_SAFE_INTEGER
-from readmodel.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, docid
-from readmodel.surface import SURFACE_EVENT_TYPES, tool_result_fingerprint
+from readmodel.store.blocks import (
+    BLOCK_BYTES,
+    BLOCK_EVENTS,
+    compress_payload,
+    encode_events,
+    pack_run_times,
+    pack_run_types,
+    unpack_run_times,
+    unpack_run_types,
+)
+from readmodel.projection.extraction import TEXT_EVENT_TYPES, extract_event_text
+from readmodel.core.jsvalues import MAX_SAFE_INTEGER
+from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, docid
+from readmodel.projection.surface import SURFACE_EVENT_TYPES
+from readmodel.projection.toolresults import tool_result_fingerprint
 
 log = logging.getLogger("sessionq.indexer")
 

@@ -26,7 +26,7 @@ from typing import Any, BinaryIO, Final
 
 import msgspec
 
-from readmodel.eventmodel import (
+from readmodel.projection.eventmodel import (
     KNOWN_EVENT_TYPES,
     REJECTED_EVENT_TYPES,
     SURFACE_EVENT_TYPES,
@@ -37,9 +37,9 @@ from readmodel.eventmodel import (
     check_request_header,
     is_known_or_ignorable,
 )
-from readmodel.headers import HeaderValidationError, check_restored_header
-from readmodel.jsvalues import MAX_SAFE_INTEGER
-from readmodel.surface import SurfaceBase, SurfaceFold, SurfaceFoldError
+from readmodel.projection.headers import HeaderValidationError, check_restored_header
+from readmodel.core.jsvalues import MAX_SAFE_INTEGER
+from readmodel.projection.surface import SurfaceBase, SurfaceFold, SurfaceFoldError
 
 from .headers import NotAHeader, parse_header_line
 from .layout import Compression, LayoutError, expected_transcript_path, locate, revision_token, same_file
@@ -547,7 +547,7 @@ class LogReader:
     resumed, torn tail), decided by the line's bytes alone.  Nothing else
     changes: the same events pass and fail with the same errors, and
     ``msgspec.json.encode`` of each event gives the same bytes as without it.
-    (``json.dumps`` cannot encode ``Raw``; :func:`readmodel.blocks.encode_event`
+    (``json.dumps`` cannot encode ``Raw``; :func:`readmodel.store.blocks.encode_event`
     never falls back to it for such an event, whose other strings msgspec
     decoded and so hold no lone surrogate.)  Callers that look at those
     values (inspect views, replay, conformance) keep the default.

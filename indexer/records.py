@@ -22,7 +22,7 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from readmodel.jsvalues import MAX_SAFE_INTEGER, is_non_negative_safe_integer, is_safe_integer
+from readmodel.core.jsvalues import MAX_SAFE_INTEGER, is_non_negative_safe_integer, is_safe_integer
 
 ROW_TAGS: Final = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
 _ROW_ENVELOPE_KEYS: Final = frozenset({"type", "seq0", "time0", "data"})

@@ -16,7 +16,7 @@ from typing import Any, Final
 import msgspec
 import zstandard
 
-from readmodel.jsvalues import is_non_negative_safe_integer, is_number, is_record, is_safe_integer
+from readmodel.core.jsvalues import is_non_negative_safe_integer, is_number, is_record, is_safe_integer
 
 from .layout import Compression, expected_transcript_path
 

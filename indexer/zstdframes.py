@@ -1,6 +1,6 @@
 """Zstandard frame scanning for the log reader.
 
-The scanner itself is shared with the export (``readmodel.zstdframes``); here its
+The scanner itself is shared with the export (``readmodel.export.frames``); here its
 damage errors become the reader's corrupt-log errors.
 
 :func:`iter_region` is the reader's hot path: it decodes a log held in memory
@@ -20,8 +20,14 @@ from typing import BinaryIO, Final
 
 import zstandard
 
-from readmodel import zstdframes as _frames
-from readmodel.zstdframes import DEFAULT_MAX_FRAME_PLAINTEXT, ZSTD_MAGIC, FrameSpan, TornFrame, ZstdFrameError
+from readmodel.export import frames as _frames
+from readmodel.export.frames import (
+    DEFAULT_MAX_FRAME_PLAINTEXT,
+    ZSTD_MAGIC,
+    FrameSpan,
+    TornFrame,
+    ZstdFrameError,
+)
 
 from .records import LogFormatError
 
@@ -62,7 +68,7 @@ def _as_log_error(exc: ZstdFrameError) -> LogFormatError:
 
 
 def scan_frames(fh: BinaryIO, start: int = 0, size: int | None = None) -> Iterator[FrameSpan | TornFrame]:
-    """See :func:`readmodel.zstdframes.scan_frames`; damage is a corrupt log."""
+    """See :func:`readmodel.export.frames.scan_frames`; damage is a corrupt log."""
     try:
         yield from _frames.scan_frames(fh, start, size)
     except ZstdFrameError as exc:
@@ -70,7 +76,7 @@ def scan_frames(fh: BinaryIO, start: int = 0, size: int | None = None) -> Iterat
 
 
 def decode_frame(fh: BinaryIO, span: FrameSpan, sink: Callable[[bytes], None], max_plaintext: int = DEFAULT_MAX_FRAME_PLAINTEXT) -> int:
-    """See :func:`readmodel.zstdframes.decode_frame`; failures are a corrupt log."""
+    """See :func:`readmodel.export.frames.decode_frame`; failures are a corrupt log."""
     try:
         return _frames.decode_frame(fh, span, sink, max_plaintext)
     except ZstdFrameError as exc:
@@ -111,7 +117,7 @@ def decode_frame_at_once(frame: bytes | memoryview, max_plaintext: int) -> bytes
 
 
 def _stream_frame(fh: BinaryIO, span: FrameSpan, max_plaintext: int) -> Iterator[bytes]:
-    """:func:`readmodel.zstdframes.iter_frame` with failures as corrupt-log errors."""
+    """:func:`readmodel.export.frames.iter_frame` with failures as corrupt-log errors."""
     try:
         yield from _frames.iter_frame(fh, span, max_plaintext)
     except ZstdFrameError as exc:
@@ -121,7 +127,7 @@ def _stream_frame(fh: BinaryIO, span: FrameSpan, max_plaintext: int) -> Iterator
 def frame_end(data: bytes, pos: int, size: int) -> int:
     """End offset of the frame starting at ``pos`` in ``data[:size]``, or -1 when it is torn.
 
-    The in-memory twin of :func:`readmodel.zstdframes.scan_frames` (same
+    The in-memory twin of :func:`readmodel.export.frames.scan_frames` (same
     structural walk, same damage errors, raised as :class:`LogFormatError`);
     ``len(data)`` must be ``size``.
     """

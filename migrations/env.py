@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from readmodel.schema import KNOWN_TABLES, metadata
+from readmodel.store.schema import KNOWN_TABLES, metadata
 
 _FTS_PREFIX = "documents_fts"
 

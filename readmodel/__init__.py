@@ -11,12 +11,12 @@ from typing import Any
 
 _LAZY = {
     "SessionQuery": "readmodel.query",
-    "SessionQueryError": "readmodel.errors",
+    "SessionQueryError": "readmodel.core.errors",
     "InMemoryLiveSource": "readmodel.live",
     "LiveSource": "readmodel.live",
-    "AbortController": "readmodel.cancel",
-    "AbortSignal": "readmodel.cancel",
-    "QueryConfig": "readmodel.config",
+    "AbortController": "readmodel.core.cancel",
+    "AbortSignal": "readmodel.core.cancel",
+    "QueryConfig": "readmodel.core.config",
 }
 
 __all__ = sorted(_LAZY)

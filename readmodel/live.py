@@ -21,9 +21,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from readmodel.errors import SessionQueryError
-from readmodel.lineage import clone_json
-from readmodel.vocabulary import Event, Header
+from readmodel.core.errors import SessionQueryError
+from readmodel.projection.lineage import clone_json
+from readmodel.core.vocabulary import Event, Header
 
 
 @runtime_checkable

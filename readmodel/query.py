@@ -4,7 +4,7 @@
 service from two sources, merged exactly as the reference merges
 ``ctx.sessions`` with its persistence backend:
 
-* the **index** (:class:`readmodel.store.IndexStore`), the persisted corpus;
+* the **index** (:class:`readmodel.store.sqlite.IndexStore`), the persisted corpus;
   listing it plays the backend's ``list``, fetching a session's rows plays
   ``inspect``;
 * an optional **live source** (:class:`readmodel.live.LiveSource`): in-process
@@ -15,7 +15,7 @@ committed index generation even while the indexer writes.
 
 Python equivalents of the reference's asynchronous behaviour:
 
-* cancellable reads take an optional :class:`readmodel.cancel.AbortSignal`
+* cancellable reads take an optional :class:`readmodel.core.cancel.AbortSignal`
   and run the abort checks at the reference's points, raising the caller's
   reason object itself; a database call is never interrupted, the next check
   raises once it has returned ("wait for the backend call to settle");
@@ -38,33 +38,44 @@ from typing import Any, Final, Generic, TypeVar
 
 from msgspec import UNSET
 
-from readmodel.cancel import AbortSignal, is_aborted, throw_if_aborted
-from readmodel.config import QueryConfig, validate_config
-from readmodel.database import snapshot, sqlite_path
-from readmodel.errors import SessionQueryError
-from readmodel.eventtrace import assemble_trace, build_event_records, event_not_found, target_index
-from readmodel.eventtrace import trace_event as trace_live_event
-from readmodel.extraction import build_documents, extract_event_text
-from readmodel.filters import event_predicate, materialize_event_filters, materialize_session_filters, session_predicate
-from readmodel.frozen import snapshot_event
-from readmodel.jsvalues import is_integer, is_number, js_string
-from readmodel.lineage import clone_json, session_not_found
-from readmodel.lineage import trace_session as trace_lineage
+from readmodel.core.cancel import AbortSignal, is_aborted, throw_if_aborted
+from readmodel.core.config import QueryConfig, validate_config
+from readmodel.store.database import snapshot, sqlite_path
+from readmodel.core.errors import SessionQueryError
+from readmodel.projection.eventtrace import assemble_trace, build_event_records, event_not_found, target_index
+from readmodel.projection.eventtrace import trace_event as trace_live_event
+from readmodel.projection.extraction import build_documents, extract_event_text
+from readmodel.projection.filters import (
+    event_predicate,
+    materialize_event_filters,
+    materialize_session_filters,
+    session_predicate,
+)
+from readmodel.projection.frozen import snapshot_event
+from readmodel.core.jsvalues import is_integer, is_number, js_string
+from readmodel.projection.lineage import clone_json, session_not_found
+from readmodel.projection.lineage import trace_session as trace_lineage
 from readmodel.live import LiveSnapshot, LiveSource, assert_headers_compatible, snapshot_live
-from readmodel.replay import validate_replay
-from readmodel.requests import (
+from readmodel.projection.replay import validate_replay
+from readmodel.core.requests import (
     SessionEventReadRequest,
     SessionEventTraceRequest,
     SessionTitleObservationResult,
     read_request,
     trace_request,
 )
-from readmodel.schema import SURFACE_NAMES, id_sort_key
-from readmodel.search import SessionEventSearchPage, SessionSearch, SessionSearchPage, search_config, search_disabled
-from readmodel.store import IndexReader, IndexStore, StoredSession
-from readmodel.surface import fold_session_surface
-from readmodel.titles import title_observation, title_snapshot
-from readmodel.vocabulary import (
+from readmodel.store.schema import SURFACE_NAMES, id_sort_key
+from readmodel.search.fts5 import (
+    SessionEventSearchPage,
+    SessionSearch,
+    SessionSearchPage,
+    search_config,
+    search_disabled,
+)
+from readmodel.store.sqlite import IndexReader, IndexStore, StoredSession
+from readmodel.projection.surface import fold_session_surface
+from readmodel.projection.titles import title_observation, title_snapshot
+from readmodel.core.vocabulary import (
     Event,
     Header,
     SessionEventRange,
@@ -194,7 +205,7 @@ class SessionQuery:
     Construct with :meth:`open` (a database path or URL) or directly with an
     :class:`IndexStore` (``None`` means no persistence: only live sessions).
     Thread-safe.  Method names are the reference's in snake_case; results are
-    the msgspec structs of :mod:`readmodel.vocabulary`.
+    the msgspec structs of :mod:`readmodel.core.vocabulary`.
     """
 
     def __init__(
@@ -259,11 +270,11 @@ class SessionQuery:
 
     def status(self) -> dict[str, Any]:
         """The index health report: the ``sessionq status --json`` object
-        (:func:`readmodel.status.collect_status`); ``SESSION_QUERY_INDEX_FAILED``
+        (:func:`readmodel.store.status.collect_status`); ``SESSION_QUERY_INDEX_FAILED``
         when there is no index or it cannot be read."""
         if self.store is None:
             raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", "no index database is open")
-        from readmodel.status import collect_status
+        from readmodel.store.status import collect_status
 
         try:
             with snapshot(self.store.engine) as conn:
@@ -416,7 +427,7 @@ class SessionQuery:
     def trace_session(self, session_id: str, signal: AbortSignal | None = None) -> SessionLineageTrace:
         """``traceSession``: ancestors and descendants over one listing (§5.1).
 
-        Deep traces must be encoded with :func:`readmodel.lineage.encode_lineage_trace`.
+        Deep traces must be encoded with :func:`readmodel.projection.lineage.encode_lineage_trace`.
         """
         records = self._records(signal)
         throw_if_aborted(signal)
@@ -428,7 +439,7 @@ class SessionQuery:
         """``readSession``: the header and the complete raw log.
 
         A live log is replay-validated first (a plain
-        :class:`readmodel.replay.ReplayError` on failure); events are
+        :class:`readmodel.projection.replay.ReplayError` on failure); events are
         frozen-message snapshots.
         """
         observed = self._observe(session_id, None, lambda txn, row: txn.raw_all(row.sid))

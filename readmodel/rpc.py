@@ -27,12 +27,12 @@ from typing import IO, Any, Final
 
 import msgspec
 
-from readmodel.errors import SessionQueryError
-from readmodel.eventmodel import EventShapeError
-from readmodel.jsonout import encode_json
-from readmodel.lineage import encode_lineage_trace
-from readmodel.replay import ReplayError
-from readmodel.requests import error_to_builtins, title_result_to_builtins
+from readmodel.core.errors import SessionQueryError
+from readmodel.projection.eventmodel import EventShapeError
+from readmodel.core.jsonout import encode_json
+from readmodel.projection.lineage import encode_lineage_trace
+from readmodel.projection.replay import ReplayError
+from readmodel.core.requests import error_to_builtins, title_result_to_builtins
 
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600

@@ -27,7 +27,7 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
-from readmodel.blocks import decompress_block, unpack_run_times, unpack_run_types
+from readmodel.store.blocks import decompress_block, unpack_run_times, unpack_run_types
 
 SESSION_SKIP = frozenset({"sid", "generation", "indexed_at"})
 DEFAULT_PROBES = ("reconcile", "deploy", "parser", "tokenizer", "alpha", "omega", "session", "error")

@@ -21,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from readmodel.tools.boundary import OP_IDS_AUTH, OP_TARGET_AUTH, ServiceBoundary
 from readmodel.tools.errors import MISSING_AGENT, ToolError, invalid_args, unauthorized
-from readmodel.vocabulary import Event, Header
+from readmodel.core.vocabulary import Event, Header
 
 _ABSENT: Any = object()
 

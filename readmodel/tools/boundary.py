@@ -11,7 +11,7 @@ Rules (search-tools spec §8.5), for one call under the execution signal:
    safe :class:`ToolError` chosen by the failure's code alone.  The original
    message and cause never reach the model.
 
-Classification: a :class:`readmodel.errors.SessionQueryError` with a known code
+Classification: a :class:`readmodel.core.errors.SessionQueryError` with a known code
 maps through :data:`SAFE_ERRORS`; a tool error already carrying the
 unauthorized code stays the standard unauthorized error; everything else
 (plain exceptions, odd or unknown codes, ``INVALID_CONFIG``,
@@ -30,8 +30,8 @@ import traceback
 from collections.abc import Callable
 from typing import Any, Final, Protocol, TypeVar
 
-from readmodel.cancel import AbortSignal, is_aborted
-from readmodel.errors import SessionQueryError
+from readmodel.core.cancel import AbortSignal, is_aborted
+from readmodel.core.errors import SessionQueryError
 from readmodel.tools.errors import TOOL_FAILED, UNAUTHORIZED, ToolError, tool_failed, unauthorized
 
 T = TypeVar("T")

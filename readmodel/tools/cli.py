@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from readmodel.cliutil import db_option, handles_errors
+from readmodel.cli.support import db_option, handles_errors
 
 
 @click.command("mcp")

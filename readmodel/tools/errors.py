@@ -5,7 +5,7 @@ as the reference spells them (hosts and tests key on them); messages are
 sessionq's own wording and never carry data from a failed backend call.
 
 Codes owned by the tools (as opposed to the ``SESSION_QUERY_*`` service codes
-of :mod:`readmodel.errors`, which the service boundary maps to fixed safe
+of :mod:`readmodel.core.errors`, which the service boundary maps to fixed safe
 messages):
 
 ``INVALID_ARGS``

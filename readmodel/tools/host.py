@@ -35,8 +35,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from readmodel.cancel import AbortSignal, is_aborted
-from readmodel.jsvalues import MAX_SAFE_INTEGER
+from readmodel.core.cancel import AbortSignal, is_aborted
+from readmodel.core.jsvalues import MAX_SAFE_INTEGER
 from readmodel.tools import inputs, operations
 from readmodel.tools.access import Caller
 from readmodel.tools.boundary import LOG_PREFIX, ServiceBoundary, WarningLogger, describe_failure

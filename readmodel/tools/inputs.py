@@ -23,7 +23,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final
 
-from readmodel.jsvalues import MAX_SAFE_INTEGER, js_collapse_whitespace, js_trim
+from readmodel.core.jsvalues import MAX_SAFE_INTEGER, js_collapse_whitespace, js_trim
 from readmodel.tools.errors import invalid_args, invalid_filter, invalid_query
 
 AVAILABILITY_VALUES: Final = ("live", "persisted")

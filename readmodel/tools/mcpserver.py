@@ -31,12 +31,12 @@ from typing import Any, Final
 
 import anyio
 
-from readmodel.cancel import AbortController
-from readmodel.errors import SessionQueryError
+from readmodel.core.cancel import AbortController
+from readmodel.core.errors import SessionQueryError
 from readmodel.tools.access import Caller, LazyCaller
 from readmodel.tools.errors import ABORTED, ToolError
 from readmodel.tools.host import PROMPT_SECTION_TEXT, SessionTools, ToolDefinition, ToolResult
-from readmodel.vocabulary import Event
+from readmodel.core.vocabulary import Event
 
 SERVER_NAME: Final = "sessionq"
 ERROR_CODE_META_KEY: Final = "sessionq/errorCode"

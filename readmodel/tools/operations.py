@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from readmodel.jsvalues import MAX_SAFE_INTEGER
+from readmodel.core.jsvalues import MAX_SAFE_INTEGER
 from readmodel.tools.access import (
     Caller,
     authorize_session_ids,

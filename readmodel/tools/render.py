@@ -23,10 +23,10 @@ from typing import Any, Final
 
 from msgspec import UNSET
 
-from readmodel.extraction import extract_event_text
-from readmodel.jsvalues import js_float_string
+from readmodel.projection.extraction import extract_event_text
+from readmodel.core.jsvalues import js_float_string
 from readmodel.tools.timestamps import format_instant
-from readmodel.vocabulary import Event
+from readmodel.core.vocabulary import Event
 
 DASH: Final = " \u2014 "
 INDENT: Final = "   "

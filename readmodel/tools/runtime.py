@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from readmodel.cancel import AbortSignal, throw_if_aborted
+from readmodel.core.cancel import AbortSignal, throw_if_aborted
 
 _POLL_SECONDS = 0.02
 

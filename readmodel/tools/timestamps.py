@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from readmodel.jsvalues import is_safe_integer
+from readmodel.core.jsvalues import is_safe_integer
 from readmodel.tools.errors import invalid_filter
 
 _TIMESTAMP: Final = re.compile(

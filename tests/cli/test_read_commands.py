@@ -10,7 +10,7 @@ from click.testing import CliRunner, Result
 
 from indexer.cli import main
 from readmodel.query import SessionQuery
-from readmodel.vocabulary import to_builtins
+from readmodel.core.vocabulary import to_builtins
 from tests.cli.helpers import json_out, sessionq
 from tests.logfactory import header, simple_turn, write_log
 from tests.projection.builders import title as title_event

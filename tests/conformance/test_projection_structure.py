@@ -17,10 +17,10 @@ import msgspec
 import pytest
 
 from indexer.reader import inspect_view, read_log
-from readmodel.eventtrace import build_event_records, trace_event
-from readmodel.lineage import lineage_trace_to_builtins, trace_session
-from readmodel.surface import fold_events
-from readmodel.vocabulary import SessionRecord
+from readmodel.projection.eventtrace import build_event_records, trace_event
+from readmodel.projection.lineage import lineage_trace_to_builtins, trace_session
+from readmodel.projection.surface import fold_events
+from readmodel.core.vocabulary import SessionRecord
 from tests.corpus import SYNTHETIC_ROOT, ZSTD_ROOT, golden, golden_by_session, require_corpus
 
 require_corpus()

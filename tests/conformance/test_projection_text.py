@@ -19,10 +19,10 @@ import pytest
 
 from indexer.reader import inspect_view, read_log
 from indexer.repair import is_closer_text
-from readmodel.extraction import build_documents
-from readmodel.surface import classify_events
-from readmodel.titles import fold_title
-from readmodel.vocabulary import to_builtins
+from readmodel.projection.extraction import build_documents
+from readmodel.projection.surface import classify_events
+from readmodel.projection.titles import fold_title
+from readmodel.core.vocabulary import to_builtins
 from tests.corpus import SYNTHETIC_ROOT, ZSTD_ROOT, golden_by_session, require_corpus
 
 require_corpus()

@@ -2,7 +2,7 @@
 error case — through ``sessionq rpc`` in a real subprocess, equals the reference's
 items, order and snippets.
 
-Both span counters answer every case: the C accelerator (``readmodel.ftsaux``)
+Both span counters answer every case: the C accelerator (``readmodel.search.accelerator``)
 and the pure-SQL paths it replaces (``SESSIONQ_FTSAUX=0``).
 
 The synthetic corpus is indexed with the reference's closer wording swapped in
@@ -25,8 +25,8 @@ import pytest
 from indexer import repair
 from indexer.layout import Compression
 from indexer.reconcile import Reconciler
-from readmodel import ftsaux
-from readmodel.database import open_writer
+from readmodel.search import accelerator as ftsaux
+from readmodel.store.database import open_writer
 from tests.corpus import REPO, SYNTHETIC_ROOT, ZSTD_ROOT, golden, reference_closer_texts, require_corpus
 
 require_corpus()
@@ -100,7 +100,7 @@ def clients(request: pytest.FixtureRequest, indexes: dict[bool, str]) -> Any:
     accelerated = request.param
     if accelerated and os.environ.get("SESSIONQ_FTSAUX") == "0":
         pytest.skip("the C accelerator is disabled by SESSIONQ_FTSAUX=0")
-    assert not accelerated or ftsaux.available(), "readmodel._ftsaux is not built: run scripts/bootstrap (needs gcc and libsqlite3-dev)"
+    assert not accelerated or ftsaux.available(), "readmodel.search._ftsaux is not built: run scripts/bootstrap (needs gcc and libsqlite3-dev)"
     opened = {synthetic: RpcClient(db, accelerated) for synthetic, db in indexes.items()}
     yield opened
     for client in opened.values():

@@ -58,7 +58,7 @@ def _warm_up() -> None:
     import indexer.daemon  # noqa: F401
     import indexer.reconcile  # noqa: F401
     import indexer.watching  # noqa: F401
-    import readmodel.database  # noqa: F401
+    import readmodel.store.database  # noqa: F401
     from alembic.runtime.migration import MigrationContext  # noqa: F401
     from alembic.script import ScriptDirectory  # noqa: F401
 

@@ -10,7 +10,7 @@ from click.testing import CliRunner, Result
 
 from indexer.cli import main
 from indexer.samples import build_sample_root
-from readmodel.database import head_revision
+from readmodel.store.database import head_revision
 from tests.daemon.support import Processes, new_session, query, write_corrupt_session
 
 

@@ -21,7 +21,7 @@ from indexer.daemon import DaemonError, IndexLock, WorkQueue
 from indexer.layout import Compression
 from indexer.reconcile import Reconciler
 from indexer.watching import TranscriptEventHandler
-from readmodel.database import open_writer
+from readmodel.store.database import open_writer
 from tests.daemon.support import append_turn, new_session, query
 from tests.indexstate import index_state
 

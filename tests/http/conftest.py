@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from readmodel.http import create_app
+from readmodel.http.app import create_app
 from tests.query.support import build_index
 
 BASE = "http://127.0.0.1:8765"

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 from starlette.testclient import TestClient
 
-from readmodel.http import create_app, error_status
+from readmodel.http.app import create_app, error_status
 from readmodel.query import SessionQuery
 from readmodel.rpc import METHODS, Dispatcher
 from tests.http.conftest import Site
@@ -208,14 +208,14 @@ def test_extra_allowed_host(indexed: Site) -> None:
 
 
 def test_serve_refuses_non_loopback_without_token() -> None:
-    from readmodel.cli import serve_command
+    from readmodel.cli.reads import serve_command
 
     result = CliRunner().invoke(serve_command, ["--host", "0.0.0.0", "--db", "/nonexistent.db"])
     assert result.exit_code != 0 and "--token" in result.output
 
 
 def test_serve_is_registered() -> None:
-    from readmodel.cli import COMMANDS
+    from readmodel.cli.reads import COMMANDS
 
     assert "serve" in {command.name for command in COMMANDS}
 
@@ -230,7 +230,7 @@ def test_page_and_static(indexed: Site) -> None:
 
 
 def test_export_command_writes_the_same_archive(indexed: Site, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from readmodel.cli import export_command
+    from readmodel.cli.reads import export_command
     from tests.http.conftest import unzip
 
     out = tmp_path / "out.zip"

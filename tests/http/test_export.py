@@ -22,14 +22,8 @@ import pytest
 import zstandard
 
 from indexer.layout import Compression
-from readmodel.artifacts import ArtifactError, AttachmentStore
-from readmodel.http import (
-    PREPARE_FAILED,
-    Exporter,
-    ExportStreamError,
-    create_app,
-    safe_id,
-)
+from readmodel.export.artifacts import ArtifactError, AttachmentStore
+from readmodel.http.app import PREPARE_FAILED, Exporter, ExportStreamError, create_app, safe_id
 from tests.http.conftest import Site, names, unzip
 from tests.logfactory import header, line, simple_turn, tool_result, user, write_log
 
@@ -95,7 +89,7 @@ def test_raw_jsonl_root_export(tmp_path: Path) -> None:
 
 def build_index_none(site: Site) -> None:
     from indexer.reconcile import Reconciler
-    from readmodel.database import open_writer
+    from readmodel.store.database import open_writer
 
     engine = open_writer(str(site.db))
     try:
@@ -535,7 +529,7 @@ def test_image_scan_line_cap_does_not_change_the_archive(site: Site, cap: int) -
 
 
 def test_image_scanner_rescan_is_flagged_only_when_needed() -> None:
-    from readmodel.artifacts import ImageScanner
+    from readmodel.export.artifacts import ImageScanner
 
     event = json.dumps({"data": {"content": [{"type": "text", "text": "x" * 500}, {"type": "image", "attachment": {"attachmentId": "sha256:1"}}]}})
     scanner = ImageScanner(line_cap=100)

@@ -11,7 +11,7 @@ schemathesis = pytest.importorskip("schemathesis")
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import positive_data_acceptance
 
-from readmodel.http import create_app
+from readmodel.http.app import create_app
 from tests.logfactory import header, simple_turn, write_log
 from tests.query.support import build_index
 

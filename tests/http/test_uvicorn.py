@@ -15,7 +15,7 @@ import httpx
 import pytest
 import uvicorn
 
-from readmodel.http import create_app
+from readmodel.http.app import create_app
 from tests.http.conftest import Site
 from tests.http.test_export import lineage
 from tests.logfactory import header, user, write_log

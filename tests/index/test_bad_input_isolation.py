@@ -7,8 +7,8 @@ from pathlib import Path
 
 from indexer.layout import Compression, encode_segment, project_key
 from indexer.reconcile import Reconciler
-from readmodel.blocks import decode_events
-from readmodel.database import open_writer
+from readmodel.store.blocks import decode_events
+from readmodel.store.database import open_writer
 from tests.logfactory import frame, header, header_bytes, line, simple_turn, write_log
 
 
@@ -69,8 +69,8 @@ def test_an_id_that_cannot_be_stored_is_a_reported_problem(tmp_path: Path) -> No
 
 
 def test_the_code_schema_revision_is_the_newest_migration() -> None:
-    from readmodel.database import head_revision
-    from readmodel.schema import SCHEMA_REVISION
+    from readmodel.store.database import head_revision
+    from readmodel.store.schema import SCHEMA_REVISION
 
     assert head_revision() == SCHEMA_REVISION
 

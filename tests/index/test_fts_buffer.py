@@ -17,7 +17,7 @@ from indexer import projection
 from indexer.layout import Compression
 from indexer.zstdframes import frame_end
 from indexer.reconcile import Reconciler
-from readmodel.database import open_writer
+from readmodel.store.database import open_writer
 from tests.logfactory import header, simple_turn, write_log
 
 

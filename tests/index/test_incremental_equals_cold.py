@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from indexer.layout import Compression
 from indexer.reconcile import Reconciler
 from indexer.writer import LogWriter, batch_bytes
-from readmodel.database import open_writer
+from readmodel.store.database import open_writer
 from tests.indexstate import fts_consistent, index_state
 from tests.logfactory import assistant, chunk, ev, header, step_end, step_start, tool_call, tool_result, turn_end, turn_start, user
 

@@ -10,8 +10,14 @@ from alembic import command
 
 from indexer.layout import Compression
 from indexer.reconcile import Reconciler
-from readmodel.database import IndexDatabaseError, alembic_config, create_index_engine, current_revision, open_writer
-from readmodel.schema import APPLICATION_ID, SCHEMA_REVISION
+from readmodel.store.database import (
+    IndexDatabaseError,
+    alembic_config,
+    create_index_engine,
+    current_revision,
+    open_writer,
+)
+from readmodel.store.schema import APPLICATION_ID, SCHEMA_REVISION
 from tests.logfactory import header, simple_turn, write_log
 
 

@@ -24,7 +24,7 @@ from indexer import preparation
 from indexer.layout import Compression
 from indexer.preparation import PrepTask, Preparer, RecordingCursor, prepare_chunk
 from indexer.reconcile import ReconcileReport, Reconciler
-from readmodel.database import open_writer
+from readmodel.store.database import open_writer
 from tests.corpus import RAW_ROOT, REPO, SYNTHETIC_ROOT, ZSTD_ROOT, require_corpus
 from tests.index.test_incremental_equals_cold import World
 from tests.indexstate import index_state

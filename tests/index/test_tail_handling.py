@@ -10,8 +10,8 @@ import pytest
 
 from indexer.layout import Compression
 from indexer.reconcile import Reconciler
-from readmodel.database import open_writer
-from readmodel.schema import SURFACE_CODES
+from readmodel.store.database import open_writer
+from readmodel.store.schema import SURFACE_CODES
 from tests.index.test_incremental_equals_cold import World
 from tests.indexstate import index_state
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from readmodel.vocabulary import SessionRecord
+from readmodel.core.vocabulary import SessionRecord
 
 ABSENT: Any = object()
 

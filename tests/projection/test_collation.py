@@ -9,14 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from readmodel.collation import (
+from readmodel.projection.collation import (
     locale_compare,
     locale_compare_key,
     sort_records_newest_first,
     sort_records_oldest_first,
 )
-from readmodel.schema import id_sort_key
-from readmodel.vocabulary import SessionRecord
+from readmodel.store.schema import id_sort_key
+from readmodel.core.vocabulary import SessionRecord
 from tests.corpus import golden
 from tests.projection.surface_builders import record
 

@@ -7,8 +7,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from readmodel.errors import SessionQueryError
-from readmodel.eventtrace import (
+from readmodel.core.errors import SessionQueryError
+from readmodel.projection.eventtrace import (
     assemble_trace,
     build_event_records,
     derived_event_seqs,
@@ -20,8 +20,8 @@ from readmodel.eventtrace import (
     target_index,
     trace_event,
 )
-from readmodel.surface import fold_events
-from readmodel.vocabulary import SessionEventRecord, to_builtins
+from readmodel.projection.surface import fold_events
+from readmodel.core.vocabulary import SessionEventRecord, to_builtins
 from tests.projection.surface_builders import (
     ABSENT,
     assistant,

@@ -6,15 +6,15 @@ from typing import Any
 
 import pytest
 
-from readmodel.extraction import (
+from readmodel.projection.extraction import (
     build_documents,
     codepoint_length,
     content_text,
     extract_event_text,
     join_text,
 )
-from readmodel.jsvalues import JS_WHITESPACE
-from readmodel.vocabulary import SessionEventSearchDocument, to_builtins
+from readmodel.core.jsvalues import JS_WHITESPACE
+from readmodel.core.vocabulary import SessionEventSearchDocument, to_builtins
 from tests.projection.builders import assistant, event, text, title, tool_result, turn_end, user
 
 CALL = "call"

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from readmodel.errors import SessionQueryError
-from readmodel.extraction import build_documents
-from readmodel.filters import (
+from readmodel.core.errors import SessionQueryError
+from readmodel.projection.extraction import build_documents
+from readmodel.projection.filters import (
     _simple_fold,
     compile_text_filter,
     event_predicate,
@@ -24,8 +24,8 @@ from readmodel.filters import (
     materialize_session_filters,
     session_predicate,
 )
-from readmodel.jsvalues import JS_WHITESPACE
-from readmodel.vocabulary import SessionEventSearchDocument, SessionRecord
+from readmodel.core.jsvalues import JS_WHITESPACE
+from readmodel.core.vocabulary import SessionEventSearchDocument, SessionRecord
 from tests.corpus import golden
 from tests.projection.builders import text, user
 from tests.projection.test_extraction import T_SH_3_SURFACES, t_sh_3_events

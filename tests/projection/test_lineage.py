@@ -10,8 +10,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from readmodel.errors import SessionQueryError
-from readmodel.lineage import (
+from readmodel.core.errors import SessionQueryError
+from readmodel.projection.lineage import (
     children_index,
     clone_json,
     encode_lineage_trace,
@@ -19,7 +19,7 @@ from readmodel.lineage import (
     lineage_trace_to_builtins,
     trace_session,
 )
-from readmodel.vocabulary import SessionLineageNode, SessionLineageTrace, SessionRecord
+from readmodel.core.vocabulary import SessionLineageNode, SessionLineageTrace, SessionRecord
 from tests.projection.surface_builders import ABSENT, record
 
 

@@ -23,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from indexer.projection import SessionProjector, insert_event_rows, link_spans, sanitize_document
-from readmodel.blocks import (
+from readmodel.store.blocks import (
     BLOCK_BYTES,
     BLOCK_EVENTS,
     decompress_block,
@@ -34,10 +34,10 @@ from readmodel.blocks import (
     unpack_run_times,
     unpack_run_types,
 )
-from readmodel.database import open_writer
-from readmodel.jsvalues import MAX_SAFE_INTEGER
-from readmodel.schema import MAX_LINK_SPAN
-from readmodel.store import EventRow, IndexReader
+from readmodel.store.database import open_writer
+from readmodel.core.jsvalues import MAX_SAFE_INTEGER
+from readmodel.store.schema import MAX_LINK_SPAN
+from readmodel.store.sqlite import EventRow, IndexReader
 
 # Text with the characters the fast paths special-case: NUL, the highlight
 # markers, lone surrogates, non-ASCII and plain ASCII.

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from readmodel.errors import SessionQueryError
-from readmodel.eventtrace import build_event_records
-from readmodel.surface import (
+from readmodel.core.errors import SessionQueryError
+from readmodel.projection.eventtrace import build_event_records
+from readmodel.projection.surface import (
     SurfaceDelta,
     SurfaceFold,
     SurfaceFoldError,

@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from readmodel.surface import SurfaceFold, SurfaceFoldError, SurfaceReplacement, fold_events
+from readmodel.projection.surface import SurfaceFold, SurfaceFoldError, SurfaceReplacement, fold_events
 from tests.projection.surface_builders import (
     ABSENT,
     assistant,

@@ -9,14 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from readmodel.titles import (
+from readmodel.projection.titles import (
     advance_title,
     fold_title,
     latest_title_event,
     title_observation,
     title_snapshot,
 )
-from readmodel.vocabulary import SessionTitleObservation, SessionTitleSnapshot, to_builtins
+from readmodel.core.vocabulary import SessionTitleObservation, SessionTitleSnapshot, to_builtins
 from tests.projection.builders import event, text, title, user
 
 HEADER: dict[str, Any] = {"version": 0, "id": "persisted", "createdAt": 2, "cwd": "/same", "origin": {"kind": "fork", "from": ["x"]}}

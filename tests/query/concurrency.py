@@ -98,7 +98,7 @@ class GrowingLog:
 def grow(root: Path, db: Path, seconds: float, sessions: int = 12, seed: int = 3) -> dict[str, int]:
     """The writer: append batches and reconcile, repeatedly, for ``seconds``."""
     from indexer.reconcile import Reconciler
-    from readmodel.database import open_writer
+    from readmodel.store.database import open_writer
 
     rng = random.Random(seed)
     logs = [GrowingLog(root, f"grow-{n:02d}", 1000 + n) for n in range(sessions)]

@@ -17,10 +17,10 @@ from typing import Any
 
 from indexer.layout import Compression
 from indexer.reconcile import Reconciler
-from readmodel.database import open_writer
+from readmodel.store.database import open_writer
 from readmodel.live import InMemoryLiveSource
 from readmodel.query import SessionQuery
-from readmodel.store import IndexReader, IndexStore
+from readmodel.store.sqlite import IndexReader, IndexStore
 from tests.logfactory import write_log
 
 LISTING_CALLS = frozenset({"list_headers", "list_keyed_headers", "lookup", "lookup_many"})

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from readmodel.cancel import AbortController, AbortError, aborted_signal
-from readmodel.errors import SessionQueryError
+from readmodel.core.cancel import AbortController, AbortError, aborted_signal
+from readmodel.core.errors import SessionQueryError
 from readmodel.live import InMemoryLiveSource
 from readmodel.query import SessionQuery
 from tests.logfactory import header as log_header

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from readmodel.config import QueryConfig, validate_config
-from readmodel.errors import SessionQueryError
+from readmodel.core.config import QueryConfig, validate_config
+from readmodel.core.errors import SessionQueryError
 from readmodel.query import SessionQuery
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from readmodel.errors import SessionQueryError
+from readmodel.core.errors import SessionQueryError
 from readmodel.live import InMemoryLiveSource
 from readmodel.query import EVENT_RANGE_MAX
-from readmodel.vocabulary import to_builtins
+from readmodel.core.vocabulary import to_builtins
 from tests.logfactory import header as log_header
 from tests.projection.surface_builders import assistant, event, log_only, replace, user
 from tests.query.support import Corpus, live_header

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from readmodel.cancel import AbortController
-from readmodel.errors import SessionQueryError
+from readmodel.core.cancel import AbortController
+from readmodel.core.errors import SessionQueryError
 from readmodel.live import InMemoryLiveSource
 from readmodel.query import SessionQuery
-from readmodel.replay import ReplayError
-from readmodel.vocabulary import to_builtins
+from readmodel.projection.replay import ReplayError
+from readmodel.core.vocabulary import to_builtins
 from tests.logfactory import header as log_header
 from tests.projection.surface_builders import assistant, event, log_only, replace, user
 from tests.query.support import Corpus, fail_on, live_header
@@ -494,7 +494,7 @@ def test_lone_surrogates_survive_the_index(corpus: Corpus) -> None:
     # A log may carry an escaped lone surrogate; the reference returns it as is.
     import json
 
-    from readmodel.jsonout import encode_json
+    from readmodel.core.jsonout import encode_json
     from tests.logfactory import header_bytes, transcript_path, write_frames
 
     hdr = log_header("odd")

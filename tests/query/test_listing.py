@@ -8,11 +8,11 @@ import sys
 import msgspec
 import pytest
 
-from readmodel.errors import SessionQueryError
-from readmodel.lineage import encode_lineage_trace, iter_lineage_nodes
+from readmodel.core.errors import SessionQueryError
+from readmodel.projection.lineage import encode_lineage_trace, iter_lineage_nodes
 from readmodel.live import InMemoryLiveSource
 from readmodel.query import SessionQuery
-from readmodel.vocabulary import to_builtins
+from readmodel.core.vocabulary import to_builtins
 from tests.logfactory import header as log_header
 from tests.projection.surface_builders import user
 from tests.query.support import Corpus, fail_on, live_header
@@ -184,7 +184,7 @@ def test_a_3000_deep_lineage_neither_overflows_nor_truncates(live: InMemoryLiveS
 
 
 def test_listing_flatness_check_never_misjudges_nested_headers() -> None:
-    from readmodel.store import _all_flat
+    from readmodel.store.sqlite import _all_flat
 
     flat = [b'{"version":0,"id":"a","createdAt":1}', b'{"version":0,"id":"b{[","createdAt":2}']
     assert _all_flat(flat[0], 1)

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 import readmodel.query as query_module
-from readmodel.errors import SessionQueryError
+from readmodel.core.errors import SessionQueryError
 from readmodel.live import InMemoryLiveSource
 from readmodel.query import SessionQuery
-from readmodel.requests import title_result_to_builtins
-from readmodel.vocabulary import to_builtins
+from readmodel.core.requests import title_result_to_builtins
+from readmodel.core.vocabulary import to_builtins
 from tests.logfactory import header as log_header
 from tests.projection.builders import title as title_event
 from tests.projection.surface_builders import user

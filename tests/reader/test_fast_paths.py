@@ -22,7 +22,7 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import readmodel.surface as surface_module
+import readmodel.projection.surface as surface_module
 from indexer import records
 from indexer.layout import Compression
 from indexer.reader import LogReader
@@ -34,13 +34,9 @@ from indexer.records import (
     expand_row,
 )
 from indexer.zstdframes import TornFrame, decode_frame, iter_region, scan_frames
-from readmodel.jsvalues import (
-    MAX_SAFE_INTEGER,
-    is_non_negative_safe_integer,
-    is_number,
-    is_safe_integer,
-)
-from readmodel.surface import SurfaceFold, SurfaceFoldError, tool_result_fingerprint
+from readmodel.core.jsvalues import MAX_SAFE_INTEGER, is_non_negative_safe_integer, is_number, is_safe_integer
+from readmodel.projection.surface import SurfaceFold, SurfaceFoldError
+from readmodel.projection.toolresults import tool_result_fingerprint
 from tests.logfactory import (
     assistant,
     chunk,

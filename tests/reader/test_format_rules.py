@@ -18,8 +18,8 @@ from indexer.reader import inspect_session, inspect_view, read_from, read_log
 from indexer.records import LogFormatError, decode_json
 from indexer.repair import NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT
 from indexer.writer import batch_bytes, header_line
-from readmodel.surface import fold_events
-from readmodel.titles import fold_title
+from readmodel.projection.surface import fold_events
+from readmodel.projection.titles import fold_title
 from tests.logfactory import (
     assistant,
     chunk,

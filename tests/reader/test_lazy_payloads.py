@@ -32,8 +32,8 @@ from indexer.layout import Compression, detect_compression, discover
 from indexer.reader import LogReader, inspect_view
 from indexer.records import LogFormatError, RecordError, decode_json, decode_record, decode_request_header_lazily
 from indexer.writer import LogWriter
-from readmodel.blocks import encode_events
-from readmodel.surface import surface_base_of
+from readmodel.store.blocks import encode_events
+from readmodel.projection.surface import surface_base_of
 from tests.corpus import SYNTHETIC_ROOT, ZSTD_ROOT, require_corpus
 from tests.logfactory import header, header_bytes, events_bytes, simple_turn, tool_call, turn_start, user, step_start
 from tests.reader.paths import decode_paths

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from indexer.records import LineScanner, RecordError, _framed_line_count, decode_json, decode_record, expand_row
-from readmodel.jsvalues import MAX_SAFE_INTEGER
+from readmodel.core.jsvalues import MAX_SAFE_INTEGER
 
 
 def _reference_framing(region: bytes) -> int:

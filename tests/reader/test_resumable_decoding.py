@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from indexer.layout import Compression
 from indexer.reader import LogReader, ResumeMismatch, read_log
-from readmodel.surface import surface_base_of
+from readmodel.projection.surface import surface_base_of
 from indexer.writer import LogWriter
 from tests.logfactory import assistant, chunk, header, simple_turn, step_end, step_start, tool_call, turn_start, user
 

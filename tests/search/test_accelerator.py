@@ -1,4 +1,4 @@
-"""The C accelerator (``readmodel.ftsaux``) answers exactly as the paths it replaces.
+"""The C accelerator (``readmodel.search.accelerator``) answers exactly as the paths it replaces.
 
 * ``sessionq_spans`` equals the number of spans ``highlight()`` marks, and
   ``sessionq_first_span`` the UTF-8 offset of its first marker, for arbitrary
@@ -20,15 +20,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from readmodel import ftsaux
-from readmodel import search as search_module
+from readmodel.search import accelerator as ftsaux
+from readmodel.search import fts5 as search_module
 from readmodel.live import InMemoryLiveSource
-from readmodel.search import END_MARK, START_MARK, SearchConfig, SessionSearch, make_snippet, match_expression
+from readmodel.search.fts5 import END_MARK, START_MARK, SearchConfig, SessionSearch, make_snippet, match_expression
 from tests.logfactory import header, turn_end, turn_start, user
 from tests.search.test_highlight_shortcuts import _WORDS, _documents, _index_with
 from indexer.layout import Compression
 from indexer.reconcile import Reconciler
-from readmodel.database import open_writer
+from readmodel.store.database import open_writer
 from tests.search.test_search_engine import write
 
 pytestmark = pytest.mark.skipif(
@@ -38,7 +38,7 @@ pytestmark = pytest.mark.skipif(
 
 def test_the_accelerator_is_built() -> None:
     """scripts/bootstrap builds it (gcc and libsqlite3-dev); CI must not silently lose it."""
-    assert ftsaux.available(), "readmodel._ftsaux is missing: run scripts/bootstrap with gcc and libsqlite3-dev installed"
+    assert ftsaux.available(), "readmodel.search._ftsaux is missing: run scripts/bootstrap with gcc and libsqlite3-dev installed"
 
 
 def test_a_closed_connection_is_refused() -> None:

@@ -18,8 +18,8 @@ import sqlite3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from readmodel import search as search_module
-from readmodel.search import (
+from readmodel.search import fts5 as search_module
+from readmodel.search.fts5 import (
     _MARKS,
     _TERMS_DDL,
     END_MARK,

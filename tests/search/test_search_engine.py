@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from indexer.layout import Compression
 from indexer.reconcile import Reconciler
 from indexer.writer import LogWriter
-from readmodel.database import open_writer
-from readmodel.errors import SessionQueryError
+from readmodel.store.database import open_writer
+from readmodel.core.errors import SessionQueryError
 from readmodel.live import InMemoryLiveSource
-from readmodel.search import SearchConfig, SessionSearch
+from readmodel.search.fts5 import SearchConfig, SessionSearch
 from tests.logfactory import ev, header, turn_end, turn_start, user
 
 
@@ -234,7 +234,7 @@ def test_hostile_queries_never_reach_fts_syntax(hostile_index: SessionSearch, pa
 def test_a_second_process_sees_the_same_results(tmp_path: Path) -> None:
     _, db, _ = build(tmp_path, {"x": ["needle here"], "y": ["needle there"]})
     code = (
-        "import sys, msgspec; from readmodel.search import SessionSearch; "
+        "import sys, msgspec; from readmodel.search.fts5 import SessionSearch; "
         f"p = SessionSearch({db!r}).search_sessions({{'query': 'needle', 'limit': 1}}); "
         "sys.stdout.write(p.next_cursor)"
     )
@@ -243,7 +243,7 @@ def test_a_second_process_sees_the_same_results(tmp_path: Path) -> None:
 
 
 def test_an_aborted_signal_cancels_a_search_even_mid_statement(tmp_path: Path) -> None:
-    from readmodel.cancel import AbortController
+    from readmodel.core.cancel import AbortController
 
     _, db, _ = build(tmp_path, {f"s{i}": [" ".join(["needle"] * 200)] * 3 for i in range(40)})
     search = SessionSearch(db)
@@ -290,7 +290,7 @@ def test_the_strongest_event_per_session_follows_every_tie_break(tmp_path: Path)
 
 @pytest.mark.parametrize("cache_rows", [500, 7])
 def test_cached_pages_equal_fresh_rankings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache_rows: int) -> None:
-    import readmodel.search as search_module
+    import readmodel.search.fts5 as search_module
 
     monkeypatch.setattr(search_module, "RANKED_CACHE_ROWS", cache_rows)
     _, db, _ = build(tmp_path, {f"s{i:02}": [" ".join(["needle"] * (1 + i % 4)) + f" filler {i}"] * (1 + i % 3) for i in range(25)})

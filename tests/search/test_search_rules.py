@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from readmodel.errors import SessionQueryError
-from readmodel.search import (
+from readmodel.core.errors import SessionQueryError
+from readmodel.search.fts5 import (
     ELLIPSIS,
     END_MARK,
     START_MARK,

@@ -82,7 +82,7 @@ def corpus_db(tmp_path_factory: pytest.TempPathFactory) -> str:
     """An index of the shared reference corpus (``zstd-root``), built in a tmp dir."""
     from indexer.layout import Compression
     from indexer.reconcile import Reconciler
-    from readmodel.database import open_writer
+    from readmodel.store.database import open_writer
     from tests.corpus import ZSTD_ROOT, require_corpus
 
     require_corpus()

@@ -18,9 +18,9 @@ from typing import Any
 from indexer.layout import Compression
 from indexer.reconcile import Reconciler
 from indexer.writer import LogWriter
-from readmodel.database import open_writer
+from readmodel.store.database import open_writer
 from readmodel.query import SessionQuery
-from readmodel.store import IndexStore
+from readmodel.store.sqlite import IndexStore
 from readmodel.tools import SessionTools, ToolCaller, ToolResult
 from tests.logfactory import ev, step_start, turn_end, turn_start, user
 

@@ -7,12 +7,18 @@ from typing import Any
 
 import pytest
 
-from readmodel.cancel import AbortController
-from readmodel.errors import SessionQueryError
+from readmodel.core.cancel import AbortController
+from readmodel.core.errors import SessionQueryError
 from readmodel.query import SessionQuery
 from readmodel.tools.errors import GENERIC_FAILURE_MESSAGE, UNAUTHORIZED_MESSAGE
-from readmodel.tools.render import HIDDEN_ANCESTORS, HIDDEN_PARENT, HIDDEN_SUBTREE, NO_SESSION_MATCHES, ROOT_SESSION
-from readmodel.vocabulary import SessionRecord
+from readmodel.tools.render import (
+    HIDDEN_ANCESTORS,
+    HIDDEN_PARENT,
+    HIDDEN_SUBTREE,
+    NO_SESSION_MATCHES,
+    ROOT_SESSION,
+)
+from readmodel.core.vocabulary import SessionRecord
 from tests.tools.conftest import ME_EVENTS
 from tests.tools.support import OTHER, W, ListLogger, Spy, caller, err, ok, tools_for
 

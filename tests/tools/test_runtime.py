@@ -12,8 +12,8 @@ from typing import Any
 
 import anyio
 
-from readmodel.cancel import AbortController
-from readmodel.errors import SessionQueryError
+from readmodel.core.cancel import AbortController
+from readmodel.core.errors import SessionQueryError
 from readmodel.query import SessionQuery
 from readmodel.tools.errors import ToolTimeout
 from readmodel.tools.mcpserver import ToolServer, result_payload, tool_descriptor, wire_text

@@ -9,7 +9,7 @@ import pytest
 
 from readmodel.live import InMemoryLiveSource
 from readmodel.query import SessionQuery
-from readmodel.store import IndexStore
+from readmodel.store.sqlite import IndexStore
 from readmodel.tools.render import CAP_NOTICE, NO_EVENT_MATCHES, NO_SESSION_MATCHES
 from tests.logfactory import step_start, turn_end, turn_start, user
 from tests.tools.support import OTHER, W, Session, Spy, build_index, caller, chat, hdr, ok, title_event, tools_for

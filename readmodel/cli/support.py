@@ -1,0 +1,123 @@
+"""CLI plumbing shared by every ``sessionq`` command (read side and write side).
+
+Lives in :mod:`readmodel` so that both :mod:`readmodel.cli.reads` and
+:mod:`indexer.cli` can use it (``readmodel`` never imports ``indexer``).
+
+Exit status contract (interface.md): 0 success; 2 a query error (with
+``--json`` the object ``{"error": {"code", "message"}}`` on stdout); 1 anything
+else.  No traceback unless the root ``--debug`` flag is given.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from readmodel.core.errors import SessionQueryError
+from readmodel.core.jsonout import encode_json
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def default_db() -> str:
+    """``$SESSIONQ_DB``, else ``$XDG_DATA_HOME/sessionq/index.db``."""
+    if os.environ.get("SESSIONQ_DB"):
+        return os.environ["SESSIONQ_DB"]
+    data_home = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return str(data_home / "sessionq" / "index.db")
+
+
+def dsh_home() -> str:
+    """The harness's home: ``$DSH_HOME``, else ``~/.dsh``."""
+    return os.environ.get("DSH_HOME") or str(Path.home() / ".dsh")
+
+
+def default_root() -> str:
+    """The log root every command defaults to: ``$SESSIONQ_ROOT``, else ``$DSH_HOME/sessions``."""
+    return os.environ.get("SESSIONQ_ROOT") or os.path.join(dsh_home(), "sessions")
+
+
+def default_attachments() -> str:
+    """The attachment store: ``$SESSIONQ_ATTACHMENTS``, else ``$DSH_HOME/attachments/v1``."""
+    return os.environ.get("SESSIONQ_ATTACHMENTS") or os.path.join(dsh_home(), "attachments", "v1")
+
+
+def emit_json(value: Any) -> None:
+    """Print one JSON document (the exact reference shape) on stdout."""
+    emit_json_bytes(encode_json(value))
+
+
+def emit_json_bytes(data: bytes) -> None:
+    """Print one already encoded JSON document on stdout."""
+    sys.stdout.buffer.write(data + b"\n")
+    sys.stdout.flush()
+
+
+class CliContext:
+    """Options shared by every command."""
+
+    def __init__(self, debug: bool) -> None:
+        self.debug = debug
+
+
+def handles_errors(func: F) -> F:
+    """Map failures to the documented exit statuses and error output."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        ctx = click.get_current_context()
+        debug = bool(ctx.find_root().params.get("debug"))
+        as_json = bool(kwargs.get("as_json"))
+        try:
+            return func(*args, **kwargs)
+        except SessionQueryError as exc:
+            if debug:
+                raise
+            if as_json:
+                emit_json({"error": exc.to_json()})
+            else:
+                click.echo(f"error: {exc.code}: {exc.message}", err=True)
+            ctx.exit(2)
+        except (click.ClickException, click.exceptions.Exit, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence
+            if debug:
+                raise
+            click.echo(f"error: {type(exc).__name__}: {exc}", err=True)
+            ctx.exit(1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def db_option(func: F) -> F:
+    """``--db PATH_OR_URL`` defaulting to :func:`default_db`."""
+    return click.option(
+        "--db",
+        "db",
+        default=default_db,
+        show_default="$SESSIONQ_DB or $XDG_DATA_HOME/sessionq/index.db",
+        help="The index database (a path, or a SQLAlchemy URL).",
+    )(func)
+
+
+def root_option(func: F) -> F:
+    """``--root DIR`` defaulting to :func:`default_root`."""
+    return click.option(
+        "--root",
+        "root",
+        default=default_root,
+        show_default="$SESSIONQ_ROOT or $DSH_HOME/sessions",
+        type=click.Path(file_okay=False, path_type=str),
+        help="The session log root.",
+    )(func)
+
+
+def json_option(func: F) -> F:
+    """``--json``: print the exact reference JSON instead of a table."""
+    return click.option("--json", "as_json", is_flag=True, help="Print the exact JSON shape.")(func)

@@ -1,0 +1,373 @@
+"""Streaming raw-artifact reads for the session-log export (readRaw semantics).
+
+format-spec §2.3 "Raw artifact export": a zstd transcript yields the
+concatenated plaintext of all complete frames (a torn final frame is omitted,
+checksum and decoder failures are fatal, zero frames is an error); a raw
+transcript yields the whole file decoded as UTF-8 with replacement.  The first
+line must be a well-shaped header carrying the requested id.
+
+Everything here streams: text comes out in bounded pieces (never splitting a
+character, since Python strings are code-point sequences), so a log of any
+size is exported with memory bounded by the read chunk.
+
+``readmodel`` may not import ``indexer``; the frame scan below is a small,
+self-contained structural walk of frame and block headers (same format rules
+as the indexer's scanner).
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import os
+import re
+import sqlite3
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, BinaryIO, Final
+
+from readmodel.store.database import sqlite_path
+from readmodel.core.jsvalues import js_string
+from readmodel.export.frames import FrameSpan, ZstdFrameError, iter_frame, scan_frames
+
+READ_CHUNK: Final = 1 << 16
+TEXT_SLICE: Final = 65_536
+ARTIFACT_NAME: Final = "session.jsonl"
+
+
+class ArtifactError(Exception):
+    """A stored artifact exists but cannot be exported (corrupt, wrong header, I/O)."""
+
+
+# --------------------------------------------------------------------------- locating
+
+
+def locate_artifact(db: str, session_id: str, root: str | os.PathLike[str] | None = None) -> Path | None:
+    """The transcript path the index recorded for ``session_id`` (``None`` if unknown)."""
+    path = sqlite_path(db)
+    if path is None:
+        raise ArtifactError("raw artifacts need a SQLite index database")
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        row = conn.execute('SELECT "path" FROM "sessions" WHERE "id" = ?', (session_id,)).fetchone()
+    finally:
+        conn.close()
+    if row is None:
+        return None
+    found = Path(row[0])
+    if not found.is_absolute() and root is not None:
+        found = Path(root) / found
+    return found
+
+
+# --------------------------------------------------------------------------- zstd frames
+
+
+def _zstd_bytes(fh: BinaryIO) -> Iterator[bytes]:
+    """The plaintext of every complete frame, streamed; a torn final frame is left out.
+
+    The whole frame structure is checked first, so structural damage anywhere
+    fails before any text is produced; content damage (a checksum) fails
+    where its frame is reached.
+    """
+    size = fh.seek(0, 2)
+    try:
+        spans = [item for item in scan_frames(fh, 0, size) if isinstance(item, FrameSpan)]
+        if not spans:
+            raise ArtifactError("zstd session log holds no complete frame")
+        for span in spans:
+            yield from iter_frame(fh, span)
+    except ZstdFrameError as exc:
+        raise ArtifactError(exc.message) from None
+
+
+def _raw_bytes(fh: BinaryIO) -> Iterator[bytes]:
+    while piece := fh.read(READ_CHUNK):
+        yield piece
+
+
+# --------------------------------------------------------------------------- text
+
+
+def _check_header(first_line: str, session_id: str) -> None:
+    try:
+        header = json.loads(first_line)
+    except ValueError:
+        raise ArtifactError("session log does not start with a header") from None
+    if type(header) is not dict or header.get("id") != session_id:
+        raise ArtifactError("session log header does not name the requested session")
+
+
+class RawArtifact:
+    """An opened artifact: iterate :meth:`text_slices` exactly once."""
+
+    name = ARTIFACT_NAME
+
+    def __init__(self, path: Path, session_id: str) -> None:
+        self.path = path
+        self.session_id = session_id
+        self._fh: BinaryIO | None = open(path, "rb")  # noqa: SIM115 - closed by the iterator
+        self.zstd = str(path).endswith(".zstd")
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def _bytes(self) -> Iterator[bytes]:
+        assert self._fh is not None
+        return _zstd_bytes(self._fh) if self.zstd else _raw_bytes(self._fh)
+
+    def text_slices(self, slice_units: int = TEXT_SLICE) -> Iterator[str]:
+        """The artifact text in slices of at most ``slice_units`` code points.
+
+        The first line is validated as a header before any text is produced.
+        """
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        pending = ""
+        header_checked = False
+        try:
+            for chunk in self._bytes():
+                text = decoder.decode(chunk)
+                if not header_checked:
+                    pending += text
+                    newline = pending.find("\n")
+                    if newline < 0:
+                        if len(pending) > (64 << 20):
+                            raise ArtifactError("session log header line is too long")
+                        continue
+                    _check_header(pending[:newline], self.session_id)
+                    header_checked = True
+                    text, pending = pending, ""
+                yield from _slices(text, slice_units)
+            text = pending + decoder.decode(b"", final=True)
+            if not header_checked:
+                _check_header(text.split("\n", 1)[0], self.session_id)
+            yield from _slices(text, slice_units)
+        finally:
+            self.close()
+
+
+def _slices(text: str, size: int) -> Iterator[str]:
+    for start in range(0, len(text), size):
+        yield text[start : start + size]
+
+
+def open_raw(path: Path | None, session_id: str) -> RawArtifact | None:
+    """``readRaw``: ``None`` when there is no stored transcript; else the opened artifact."""
+    if path is None:
+        return None
+    try:
+        return RawArtifact(path, session_id)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ArtifactError(f"cannot open session log: {exc}") from None
+
+
+def read_raw_text(path: Path | None, session_id: str) -> str | None:
+    """The whole artifact text (tests and small exports)."""
+    artifact = open_raw(path, session_id)
+    return None if artifact is None else "".join(artifact.text_slices())
+
+
+# --------------------------------------------------------------------------- images
+
+
+class _LinePass:
+    """One pass over an artifact's text: scans every kept line into ``found``.
+
+    A line is kept whole when it is at most ``cap`` characters, when it
+    mentions ``image`` within its first ``cap`` characters, or when its
+    ordinal is in ``whole``.  Otherwise it is dropped as soon as it passes the
+    cap (only a short tail is kept to spot ``image`` across pieces); dropped
+    lines that do mention ``image`` later are recorded in :attr:`missed`.
+    """
+
+    WORD: Final = "image"
+
+    def __init__(self, cap: int, found: dict[str, dict[str, Any]], whole: frozenset[int] = frozenset()) -> None:
+        self.cap = cap
+        self.found = found
+        self.whole = whole
+        self.missed: list[int] = []
+        self.ordinal = 0
+        self._line: list[str] = []
+        self._size = 0
+        self._dropped = False
+        self._tail = ""
+
+    def feed(self, text: str) -> None:
+        parts = text.split("\n")
+        self._extend(parts[0])
+        for part in parts[1:]:
+            self.finish_line()
+            self._extend(part)
+
+    def _extend(self, piece: str) -> None:
+        if not piece:
+            return
+        if self._dropped:
+            if self.WORD in self._tail + piece and (not self.missed or self.missed[-1] != self.ordinal):
+                self.missed.append(self.ordinal)
+            self._tail = (self._tail + piece)[-(len(self.WORD) - 1) :]
+            return
+        self._line.append(piece)
+        self._size += len(piece)
+        if self._size > self.cap and self.ordinal not in self.whole:
+            joined = "".join(self._line)
+            if self.WORD in joined:
+                self._line = [joined]
+                self._size = len(joined)
+                self.whole = self.whole | {self.ordinal}
+            else:
+                self._dropped = True
+                self._line = []
+                self._tail = joined[-(len(self.WORD) - 1) :]
+
+    def finish_line(self) -> None:
+        if not self._dropped:
+            _scan_line("".join(self._line), self.found)
+        self.ordinal += 1
+        self._line = []
+        self._size = 0
+        self._dropped = False
+        self._tail = ""
+
+
+class ImageScanner:
+    """Collects image references of artifacts line by line (export-spec §9.3).
+
+    Keys are ``str(attachmentId)`` in first-seen order; a later sighting
+    overwrites the ref but keeps the position (a ``dict`` does exactly that),
+    so merging per-artifact results in export order equals one sequential scan.
+
+    Memory stays bounded by ``line_cap`` for lines that do not mention
+    ``image``.  When a long line mentions it only past the cap, the artifact
+    :attr:`needs_rescan`: the caller streams it again through :meth:`rescan`,
+    which keeps those lines whole (they must be parsed).
+    """
+
+    def __init__(self, line_cap: int = 8 << 20) -> None:
+        self.refs: dict[str, dict[str, Any]] = {}
+        self.line_cap = line_cap
+        self.needs_rescan = False
+        self._missed: frozenset[int] = frozenset()
+        self._pass = _LinePass(line_cap, {})
+
+    def feed(self, text: str) -> None:
+        self._pass.feed(text)
+
+    def end_artifact(self) -> None:
+        """Close the current artifact; its refs join :attr:`refs` unless a rescan is due."""
+        current = self._pass
+        current.finish_line()
+        if current.missed:
+            self.needs_rescan = True
+            self._missed = frozenset(current.missed)
+        else:
+            self._merge(current.found)
+        self._pass = _LinePass(self.line_cap, {})
+
+    def rescan(self, slices: Iterable[str]) -> None:
+        """Scan the artifact flagged by :attr:`needs_rescan` again, in full."""
+        second = _LinePass(self.line_cap, {}, self._missed)
+        for text in slices:
+            second.feed(text)
+        second.finish_line()
+        self._merge(second.found)
+        self.needs_rescan = False
+        self._missed = frozenset()
+
+    def _merge(self, found: dict[str, dict[str, Any]]) -> None:
+        for key, ref in found.items():
+            self.refs[key] = ref
+
+
+def _scan_line(line: str, found: dict[str, dict[str, Any]]) -> None:
+    if not line or "image" not in line:
+        return
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return
+    if type(event) is not dict:
+        return
+    data = event.get("data")
+    if type(data) is not dict:
+        return
+    _scan(data.get("content"), found)
+    message = data.get("message")
+    if type(message) is dict:
+        _scan(message.get("content"), found)
+    inserted = data.get("inserted")
+    if type(inserted) is list:
+        for item in inserted:
+            if type(item) is dict:
+                _scan(item.get("content"), found)
+    chunk = data.get("chunk")
+    if type(chunk) is dict and chunk.get("type") == "block-end":
+        _scan([chunk.get("block")], found)
+
+
+def _scan(items: Any, found: dict[str, dict[str, Any]]) -> None:
+    if type(items) is not list:
+        return
+    stack = list(items)
+    while stack:
+        item = stack.pop()
+        if type(item) is not dict:
+            continue
+        attachment = item.get("attachment")
+        if item.get("type") == "image" and type(attachment) is dict:
+            found[_js_string(attachment.get("attachmentId", _MISSING))] = attachment
+        nested = item.get("content")
+        if type(nested) is list:
+            stack.extend(nested)
+
+
+_MISSING: Final = object()
+
+
+def _js_string(value: Any) -> str:
+    """``String(value)`` of an attachment id, ``undefined`` when the key is absent."""
+    return "undefined" if value is _MISSING else js_string(value)
+
+
+# --------------------------------------------------------------------------- attachments
+
+IMAGE_EXTENSIONS: Final = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp", "image/gif": "gif"}
+_SHA256_REF: Final = re.compile(r"sha256:([0-9a-f]{64})")
+
+
+class AttachmentError(Exception):
+    """An image reference that cannot be read from the attachment store."""
+
+
+class AttachmentStore:
+    """Content-addressed image store: ``objects/<first 2 hex>/<sha256>``."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+
+    def extension(self, ref: dict[str, Any]) -> str:
+        ext = IMAGE_EXTENSIONS.get(ref.get("mediaType"))  # type: ignore[arg-type]
+        if ext is None:
+            raise AttachmentError(f"unsupported image media type {ref.get('mediaType')!r}")
+        return ext
+
+    def read_image(self, ref: dict[str, Any], slice_bytes: int = READ_CHUNK) -> Iterator[bytes]:
+        """The stored bytes in slices; raises :class:`AttachmentError` when absent or malformed."""
+        ident = ref.get("attachmentId")
+        match = _SHA256_REF.fullmatch(ident) if type(ident) is str else None
+        if match is None:
+            raise AttachmentError(f"attachment reference {ident!r} is not a sha256 reference")
+        digest = match.group(1)
+        path = self.directory / "objects" / digest[:2] / digest
+        try:
+            fh = open(path, "rb")  # noqa: SIM115
+        except OSError:
+            raise AttachmentError(f"attachment {ident} is not in the attachment store") from None
+        with fh:
+            while piece := fh.read(slice_bytes):
+                yield piece

@@ -1,0 +1,1341 @@
+"""Ranked full-text search over the index: literal phrases, exact ranking, snippets, cursors.
+
+The semantics follow the reference's SQLite FTS5 provider (search-tools-export-spec
+§2–§5, §7):
+
+* the query is trimmed and whitespace-collapsed (JS whitespace set), then becomes
+  exactly one FTS5 phrase bound as a parameter, so FTS5 syntax in a query is data;
+* a document's strength is the number of highlighted-match spans FTS5's own
+  ``highlight()`` produces, then its length in code points, then newer time and
+  higher seq; cross-session search keeps each session's strongest event and
+  orders sessions by it (ties by session id in UTF-8 byte order);
+* metadata filters compile to parameterised predicates applied before ranking,
+  within the reference's predicate and binding budgets;
+* snippets are bounded plain-text excerpts positioned by the first highlight;
+* cursors are opaque, bound to the index identity, the normalised request and
+  the generation of the scope, and signed, so a forged or foreign cursor is
+  invalid and a cursor over a changed corpus is stale.  They work in any reader
+  process of the same index.
+
+The live overlay (sessions held in memory by the host) lives in connection-local
+TEMP tables that shadow the index for the same session id, as in the reference.
+
+Deliberate difference: a session whose log is corrupt or unsupported never
+enters the search corpus (the reference fails every search while one persisted
+log cannot be read); searching within such a session raises its stored error.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import hashlib
+import hmac
+import math
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import msgspec
+
+from readmodel.search import accelerator as ftsaux
+from readmodel.core.errors import SessionQueryError
+from readmodel.projection.extraction import build_documents
+from readmodel.projection.filters import materialize_event_metadata_filters, materialize_session_filters
+from readmodel.core.jsvalues import (
+    MAX_SAFE_INTEGER,
+    is_safe_integer,
+    js_collapse_whitespace,
+    js_trim,
+    JS_WHITESPACE,
+)
+from readmodel.projection.surface import classify_events, invalid_surface_error, SurfaceFoldError
+from readmodel.core.vocabulary import Header, Struct, Surface
+
+from msgspec import UNSET, UnsetType
+
+START_MARK: Final = "\ufdd0"
+END_MARK: Final = "\ufdd1"
+ELLIPSIS: Final = "\u2026"
+OUTER_PREDICATE_LIMIT: Final = 14
+BINDING_LIMIT: Final = 32_766
+FIXED_BINDINGS: Final = 10
+MAX_PAGE_LIMIT: Final = MAX_SAFE_INTEGER - 1
+OPEN_AT_VALUES: Final = ("startup", "first-search", "never")
+JOURNAL_MODES: Final = ("wal", "delete", "truncate", "persist")
+_SANITIZE: Final = str.maketrans({"\x00": "\ufffd", START_MARK: "\ufffd", END_MARK: "\ufffd"})
+_WHITESPACE: Final = frozenset(JS_WHITESPACE)
+_WHITESPACE_RUN: Final = re.compile("[" + "".join(re.escape(char) for char in sorted(JS_WHITESPACE)) + "]+")
+_CURSOR_VERSION: Final = 1
+RANKED_CACHE_ROWS: Final = 500
+"""Rows of a ranking kept per (request, generation) for cheap later pages."""
+RANKED_FIRST_ROWS: Final = 64
+"""Rows a first request ranks (about three default pages)."""
+RANKED_CACHE_SIZE: Final = 32
+_SURROGATES: Final = re.compile("[\ud800-\udfff]")
+
+
+# --------------------------------------------------------------------------- vocabulary
+
+
+class SessionEventSearchHit(Struct):
+    session_id: str
+    seq: int
+    type: str
+    time: Any
+    surface: Surface
+    snippet: str
+
+
+class SessionSearchHit(Struct):
+    header: Header
+    live: bool
+    persisted: bool
+    best_match: SessionEventSearchHit
+
+
+class SessionSearchPage(Struct, kw_only=True):
+    items: list[SessionSearchHit]
+    next_cursor: str | UnsetType = UNSET
+
+
+class SessionEventSearchPage(Struct, kw_only=True):
+    session: Header
+    items: list[SessionEventSearchHit]
+    next_cursor: str | UnsetType = UNSET
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+class SearchConfig(msgspec.Struct, frozen=True):
+    """Validated provider configuration (search-tools-export-spec §7)."""
+
+    default_limit: int = 20
+    max_limit: int = 100
+    snippet_chars: int = 240
+    open_at: str = "startup"
+    journal_mode: str = "wal"
+
+
+def _config_error(detail: str) -> SessionQueryError:
+    return SessionQueryError("SESSION_QUERY_INVALID_CONFIG", f"session-search SQLite config: {detail}")
+
+
+def _limit_setting(raw: Mapping[str, Any], key: str, default: int) -> int:
+    value = raw.get(key)
+    if value is None:
+        return default
+    if not (is_safe_integer(value) and 1 <= value <= MAX_PAGE_LIMIT):
+        raise _config_error(f"{key} must be an integer between 1 and {MAX_PAGE_LIMIT}")
+    return int(value)
+
+
+def search_config(raw: Mapping[str, Any] | None = None) -> SearchConfig:
+    """Validate search settings in the reference's order; absent or null keys take defaults."""
+    raw = raw or {}
+    open_at = raw.get("openAt")
+    if open_at is None:
+        open_at = "startup"
+    if open_at not in OPEN_AT_VALUES:
+        raise _config_error("openAt must be startup, first-search or never")
+    default_limit = _limit_setting(raw, "defaultLimit", 20)
+    max_limit = _limit_setting(raw, "maxLimit", 100)
+    snippet = raw.get("snippetChars")
+    if snippet is None:
+        snippet = 240
+    elif not (type(snippet) in (int, float) and math.isfinite(snippet) and float(snippet).is_integer() and snippet >= 1):
+        raise _config_error("snippetChars must be a positive integer")
+    if default_limit > max_limit:
+        raise _config_error("defaultLimit must be less than or equal to maxLimit")
+    journal = raw.get("journalMode")
+    if journal is None:
+        journal = "wal"
+    if type(journal) is not str or journal.lower() not in JOURNAL_MODES:
+        raise _config_error("journalMode must be wal, delete, truncate or persist")
+    return SearchConfig(default_limit, max_limit, int(snippet), open_at, journal.lower())
+
+
+# --------------------------------------------------------------------------- normalisation
+
+
+@dataclass(frozen=True)
+class SessionsRequest:
+    query: str
+    session_filters: list[dict[str, Any]]
+    event_filters: list[dict[str, Any]]
+    limit: int
+    cursor: str | None
+
+
+@dataclass(frozen=True)
+class EventsRequest:
+    session_id: str
+    query: str
+    filters: list[dict[str, Any]]
+    limit: int
+    cursor: str | None
+
+
+def _field(request: Any, name: str, attribute: str) -> Any:
+    """A request field from a mapping (camelCase) or a struct (snake_case); ``None`` when absent."""
+    if isinstance(request, Mapping):
+        return request.get(name)
+    value = getattr(request, attribute, None)
+    return None if value is UNSET else value
+
+
+def normalize_query(query: Any) -> str:
+    """Trim, collapse whitespace runs, refuse empty or NUL, neutralise the highlight markers."""
+    if type(query) is not str:
+        raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", "session-search query must be text")
+    text = js_collapse_whitespace(js_trim(query))
+    if not text:
+        raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", "session-search query must contain non-whitespace text")
+    if "\x00" in text:
+        raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", "session-search query must not contain NUL")
+    return text.translate(_SANITIZE)
+
+
+def normalize_limit(limit: Any, config: SearchConfig) -> int:
+    if limit is None:
+        return config.default_limit
+    maximum = min(config.max_limit, MAX_PAGE_LIMIT)
+    if not (is_safe_integer(limit) and 1 <= limit <= maximum):
+        raise SessionQueryError("SESSION_QUERY_INVALID_LIMIT", f"session-search limit must be an integer between 1 and {maximum}")
+    return int(limit)
+
+
+def _normalize_cursor(cursor: Any) -> str | None:
+    if cursor is None:
+        return None
+    if type(cursor) is not str:
+        raise SessionQueryError("SESSION_QUERY_INVALID_CURSOR", "session-search cursor must be text")
+    return cursor
+
+
+def normalize_sessions_request(request: Any, config: SearchConfig) -> SessionsRequest:
+    """Validate and copy a cross-session request in the reference's check order."""
+    session_filters = _field(request, "sessionFilters", "session_filters")
+    event_filters = _field(request, "eventFilters", "event_filters")
+    materialized_sessions = materialize_session_filters([] if session_filters is None else session_filters)
+    materialized_events = materialize_event_metadata_filters([] if event_filters is None else event_filters)
+    cursor = _normalize_cursor(_field(request, "cursor", "cursor"))
+    query = normalize_query(_field(request, "query", "query"))
+    limit = normalize_limit(_field(request, "limit", "limit"), config)
+    return SessionsRequest(query, materialized_sessions, materialized_events, limit, cursor)
+
+
+def normalize_events_request(request: Any, config: SearchConfig) -> EventsRequest:
+    """Validate and copy a within-session request in the reference's check order."""
+    session_id = _field(request, "sessionId", "session_id")
+    if type(session_id) is not str:
+        raise SessionQueryError("SESSION_QUERY_INVALID_FILTER", "session-search session id must be text")
+    filters = _field(request, "filters", "filters")
+    materialized = materialize_event_metadata_filters([] if filters is None else filters)
+    cursor = _normalize_cursor(_field(request, "cursor", "cursor"))
+    query = normalize_query(_field(request, "query", "query"))
+    limit = normalize_limit(_field(request, "limit", "limit"), config)
+    return EventsRequest(session_id, query, materialized, limit, cursor)
+
+
+def match_expression(query: str) -> str:
+    """The whole normalised query as one FTS5 phrase string (quotes doubled)."""
+    return '"' + query.replace('"', '""') + '"'
+
+
+# --------------------------------------------------------------------------- SQL predicates
+
+
+def _budget_error() -> SessionQueryError:
+    return SessionQueryError(
+        "SESSION_QUERY_INVALID_FILTER",
+        f"session-search request exceeds the supported SQLite FTS5 outer-predicate budget of {OUTER_PREDICATE_LIMIT}; reduce filters",
+    )
+
+
+def _binding_error() -> SessionQueryError:
+    return SessionQueryError(
+        "SESSION_QUERY_INVALID_FILTER",
+        f"session-search request exceeds the portable SQLite binding limit of {BINDING_LIMIT}; reduce filter values",
+    )
+
+
+class _Where:
+    """Fragments and bindings of one predicate builder, with its own budgets."""
+
+    def __init__(self) -> None:
+        self.fragments: list[str] = []
+        self.params: list[Any] = []
+
+    def add(self, fragment: str, params: Sequence[Any] = ()) -> None:
+        self.fragments.append(fragment)
+        self.params.extend(params)
+        if len(self.fragments) > OUTER_PREDICATE_LIMIT:
+            raise _budget_error()
+        if len(self.params) > BINDING_LIMIT:
+            raise _binding_error()
+
+    def sql(self) -> str:
+        return " AND ".join(self.fragments)
+
+
+def _placeholders(count: int) -> str:
+    return ", ".join("?" for _ in range(count))
+
+
+def _range(where: _Where, column: str, clause: Mapping[str, Any]) -> None:
+    if "from" in clause:
+        where.add(f"CAST({column} AS INTEGER) >= ?", [clause["from"]])
+    if "to" in clause:
+        where.add(f"CAST({column} AS INTEGER) <= ?", [clause["to"]])
+
+
+def _nullable_in(where: _Where, column: str, values: Sequence[Any]) -> None:
+    if not values:
+        where.add("0")
+        return
+    present = [value for value in values if value is not None]
+    parts: list[str] = []
+    if present:
+        parts.append(f"{column} IN ({_placeholders(len(present))})")
+    if len(present) != len(values):
+        parts.append(f"{column} IS NULL")
+    where.add("(" + " OR ".join(parts) + ")", present)
+
+
+def _plain_in(where: _Where, column: str, values: Sequence[Any]) -> None:
+    if not values:
+        where.add("0")
+    else:
+        where.add(f"{column} IN ({_placeholders(len(values))})", values)
+
+
+def session_where(filters: Sequence[Mapping[str, Any]]) -> _Where:
+    """Session filters as predicates over the ``matched`` rows (search-tools-export-spec §2.6)."""
+    where = _Where()
+    for clause in filters:
+        kind = clause["kind"]
+        if kind == "id":
+            _plain_in(where, "session_id", clause["values"])
+        elif kind in ("cwd", "parent"):
+            _nullable_in(where, "cwd" if kind == "cwd" else "parent_session", clause["values"])
+        elif kind == "created-at":
+            _range(where, "created_at", clause)
+        elif kind == "availability":
+            values = set(clause["values"])
+            if not values:
+                where.add("0")
+            elif len(values) == 1:
+                where.add("live = 1" if "live" in values else "persisted = 1")
+        else:
+            raise SessionQueryError("SESSION_QUERY_INVALID_FILTER", f'session filter contains unknown kind "{kind}"')
+    return where
+
+
+def event_where(filters: Sequence[Mapping[str, Any]]) -> _Where:
+    """Event metadata filters as predicates over the ``matched`` rows."""
+    where = _Where()
+    for clause in filters:
+        kind = clause["kind"]
+        if kind in ("seq", "time"):
+            _range(where, kind, clause)
+        elif kind in ("type", "surface"):
+            _plain_in(where, kind, clause["values"])
+        else:
+            raise SessionQueryError("SESSION_QUERY_INVALID_FILTER", f'session filter contains unknown kind "{kind}"')
+    return where
+
+
+# --------------------------------------------------------------------------- snippets
+
+
+def _normalised(marked_text: str, max_chars: int) -> tuple[list[str], int, int | None, bool]:
+    """Whitespace-normalised characters up to where the snippet window is decided.
+
+    Returns ``(chars, base, match_start, complete)``: the normalised characters
+    from offset ``base`` on (earlier ones can never enter the window), the
+    normalised offset of the first highlight, and whether the whole text was
+    consumed (``False``: the window was decided before the end, so any text
+    after the stopping point cannot change it).  The text before the first
+    highlight holds no markers and is collapsed by a regular expression, so a
+    match deep in a large document costs no per-character Python.
+    """
+    chars: list[str] = []
+    base = 0
+    match_start: int | None = None
+    first = marked_text.find(START_MARK)
+    if first > 0:
+        chars, base = _head_before_match(marked_text[:first], max_chars + 2)
+        marked_text = marked_text[first:]
+    for char in marked_text:
+        if char == START_MARK:
+            if match_start is None:
+                match_start = len(chars)
+        elif char == END_MARK:
+            continue
+        elif char in _WHITESPACE:
+            if chars and chars[-1] != " ":
+                chars.append(" ")
+        else:
+            if match_start is not None and len(chars) > match_start + max_chars + 1:
+                return chars, base, match_start + base, False
+            chars.append(char)
+    return chars, base, None if match_start is None else match_start + base, True
+
+
+def _head_before_match(head: str, keep: int) -> tuple[list[str], int]:
+    """The last ``keep`` normalised characters before the first match, and their offset.
+
+    Only a window of the raw text is collapsed, grown until it yields more than
+    ``keep`` characters (a first character that may be a cut whitespace run is
+    never kept).  A head that long has at least ``keep`` normalised characters,
+    and past that every quantity the snippet computes is a difference of
+    offsets, so the kept characters may be placed at offset 0.
+    """
+    window = _head_window(head, keep)
+    if window is not None:
+        return list(window[-keep:]), 0
+    whole = _WHITESPACE_RUN.sub(" ", head)
+    if whole.startswith(" "):
+        whole = whole[1:]
+    base = max(0, len(whole) - keep)
+    return list(whole[base:]), base
+
+
+def _head_window(head: str, keep: int) -> str | None:
+    """A collapsed suffix window of ``head`` with more than ``keep`` characters, or
+    ``None`` when none of the growing windows short of the whole head has them.
+
+    Only the suffix the window covers is read, so a head cut short at its start
+    gives the whole head's answer whenever this is not ``None``.
+    """
+    width = 4 * (keep + 1)
+    while width < len(head):
+        window = _WHITESPACE_RUN.sub(" ", head[-width:])
+        if len(window) > keep:
+            return window
+        width *= 4
+    return None
+
+
+def snippet_source_decides(source: str, max_chars: int) -> str | None:
+    """The marked text to cut a snippet from, given ``sessionq_snippet_source()``'s answer.
+
+    ``source`` is a flags character, then text before the first span (possibly
+    cut short at its start), then ``highlight()``'s output from the first span
+    on (possibly cut short at its end).  Returns ``head + window`` when it
+    provably yields the whole document's snippet: a short head must still
+    decide the collapsed text before the match (:func:`_head_window` — beyond
+    that point :func:`make_snippet` never looks), and a short window must
+    decide the snippet window (:func:`prefix_decides_snippet`).  ``None``
+    otherwise.
+    """
+    flags = ord(source[0]) - ord("0")
+    marked = source[1:]
+    if flags & 1 and _head_window(marked[: marked.find(START_MARK)], max_chars + 2) is None:
+        return None
+    if not flags & 2 and not prefix_decides_snippet(marked, max_chars):
+        return None
+    return marked
+
+
+def prefix_decides_snippet(marked_prefix: str, max_chars: int) -> bool:
+    """Whether a highlighted *prefix* of a document yields the whole document's snippet.
+
+    True when the first highlight ends before the prefix does (so its last
+    token was not cut, and no earlier match can straddle the cut) and the
+    snippet window is decided within the prefix.  Tokenisation is local, so
+    every complete token of the prefix is a token of the document.
+    """
+    start = marked_prefix.find(START_MARK)
+    if start < 0:
+        return False
+    end = marked_prefix.find(END_MARK, start)
+    if end < 0 or end >= len(marked_prefix) - 1:
+        return False
+    return not _normalised(marked_prefix, max_chars)[3]
+
+
+def make_snippet(marked_text: str, max_chars: int) -> str:
+    """A bounded plain-text excerpt positioned by the first highlight (search-tools-export-spec §4).
+
+    Normalisation stops early once the window is decided: with at least
+    ``match_start + max_chars + 1`` normalised characters the text is known to
+    extend past the window, so the rest of a large document never matters.
+    """
+    chars, base, match_start, complete = _normalised(marked_text, max_chars)
+    if complete and chars and chars[-1] == " ":
+        chars.pop()
+    n = base + len(chars) + (0 if complete else 1)  # incomplete: more text follows
+    if complete and n <= max_chars:
+        return "".join(chars)
+    if max_chars == 1:
+        return ELLIPSIS
+    m = min(match_start or 0, n - 1)
+    start = max(0, m - max_chars // 3)
+    prefix = ELLIPSIS if start > 0 else ""
+    suffix = ELLIPSIS
+    content = max_chars - len(prefix) - len(suffix)
+    if content < 1:
+        start = m
+        suffix = ""
+        content = max_chars - len(prefix)
+    elif m >= start + content:
+        start = m - content + 1
+    end = min(n, start + content)
+    if complete and end == n:
+        suffix = ""
+        content = max_chars - len(prefix)
+        start = max(0, end - content)
+    end = min(n, start + content)
+    return prefix + "".join(chars[start - base : end - base]) + suffix
+
+
+# --------------------------------------------------------------------------- cursors
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    if any(ch not in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_" for ch in text):
+        raise ValueError("not base64url")
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _canonical_clause(clause: Mapping[str, Any]) -> dict[str, Any]:
+    if "values" in clause:
+        values = sorted(clause["values"], key=lambda v: (v is not None, v or ""))
+        return {"kind": clause["kind"], "values": values}
+    if clause["kind"] in ("created-at", "seq", "time"):
+        return {"kind": clause["kind"], "from": clause.get("from"), "to": clause.get("to")}
+    return dict(clause)
+
+
+def _canon(filters: Sequence[Mapping[str, Any]]) -> list[str]:
+    return sorted(msgspec.json.encode(_canonical_clause(clause)).decode() for clause in filters)
+
+
+def request_fingerprint(request: SessionsRequest | EventsRequest) -> str:
+    """A digest of the normalised request; clause and value order do not matter."""
+    if isinstance(request, SessionsRequest):
+        identity: dict[str, Any] = {
+            "scope": "sessions",
+            "query": request.query,
+            "sessionFilters": _canon(request.session_filters),
+            "eventFilters": _canon(request.event_filters),
+            "limit": request.limit,
+        }
+    else:
+        identity = {"scope": "events", "sessionId": request.session_id, "query": request.query, "filters": _canon(request.filters), "limit": request.limit}
+    return hashlib.sha256(msgspec.json.encode(identity)).hexdigest()[:32]
+
+
+class CursorCodec:
+    """Signs and checks cursors for one index (its identity is the signing secret's seed)."""
+
+    def __init__(self, index_identity: str) -> None:
+        self.identity = index_identity
+        self._key = hashlib.sha256(b"sessionq-cursor\x00" + index_identity.encode()).digest()
+
+    def _sign(self, payload: bytes) -> bytes:
+        return hmac.new(self._key, payload, hashlib.sha256).digest()[:16]
+
+    def encode(self, scope: str, fingerprint: str, generation: str, offset: int) -> str:
+        payload = msgspec.json.encode(
+            {"version": _CURSOR_VERSION, "instance": self.identity, "scope": scope, "fingerprint": fingerprint, "generation": generation, "offset": offset}
+        )
+        return _b64(payload) + "." + _b64(self._sign(payload))
+
+    def decode(self, cursor: str, scope: str, fingerprint: str, generation: str) -> int:
+        """The offset a cursor resumes at; INVALID before STALE, as in the reference."""
+        invalid = SessionQueryError("SESSION_QUERY_INVALID_CURSOR", "session-search cursor is invalid")
+        try:
+            body, _, signature = cursor.partition(".")
+            payload = _unb64(body)
+            if not hmac.compare_digest(_unb64(signature), self._sign(payload)):
+                raise invalid
+            data = msgspec.json.decode(payload)
+        except SessionQueryError:
+            raise
+        except (ValueError, msgspec.DecodeError):
+            raise invalid from None
+        if type(data) is not dict:
+            raise invalid
+        offset = data.get("offset")
+        if (
+            data.get("version") != _CURSOR_VERSION
+            or data.get("instance") != self.identity
+            or data.get("scope") != scope
+            or data.get("fingerprint") != fingerprint
+            or not (type(offset) is int and 0 <= offset <= MAX_SAFE_INTEGER)
+        ):
+            raise invalid
+        if data.get("generation") != generation:
+            raise SessionQueryError("SESSION_QUERY_STALE_CURSOR", "session-search cursor is stale because its relevant corpus changed")
+        return offset
+
+
+# --------------------------------------------------------------------------- live overlay
+
+
+# The first prefix of a document tried for a snippet (plus four snippet widths;
+# the second try is sixteen times as long, then the whole document).
+_SNIPPET_PREFIX_CHARS: Final = 2048
+
+_TEMP_DDL: Final = (
+    # External content, so emptying it ('delete-all') does not re-tokenise the old text.
+    'CREATE TEMP TABLE IF NOT EXISTS "snippet_text" ("id" INTEGER PRIMARY KEY, "text" TEXT NOT NULL)',
+    'CREATE VIRTUAL TABLE IF NOT EXISTS temp."snippet_scratch" USING fts5("text", content=\'snippet_text\', '
+    'content_rowid=\'id\', tokenize=\'unicode61\')',
+    'CREATE TEMP TABLE IF NOT EXISTS "live_sessions" ("id" TEXT PRIMARY KEY, "header_json" BLOB NOT NULL, '
+    '"created_at" REAL, "cwd" TEXT, "parent_session" TEXT, "persisted" INTEGER NOT NULL, '
+    '"generation" INTEGER NOT NULL, "fingerprint" TEXT NOT NULL)',
+    'CREATE VIRTUAL TABLE IF NOT EXISTS temp."live_docs" USING fts5("text", "session_id" UNINDEXED, "seq" UNINDEXED, '
+    '"type" UNINDEXED, "time" UNINDEXED, "surface" UNINDEXED, "length" UNINDEXED, tokenize=\'unicode61\')',
+)
+
+
+def _sanitize(text: str) -> str:
+    """Document sanitisation as at index time (markers, NUL and lone surrogates → U+FFFD)."""
+    text = text.translate(_SANITIZE)
+    return text if text.isascii() else _SURROGATES.sub("\ufffd", text)
+
+
+def _live_fingerprint(header: Header, events: Sequence[Any]) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(msgspec.json.encode(header))
+    for event in events:
+        digest.update(msgspec.json.encode(event))
+    return digest.hexdigest()
+
+
+@dataclass
+class _LiveState:
+    """What this connection's TEMP overlay holds, and the process-local generations."""
+
+    fingerprints: dict[str, str] = field(default_factory=dict)
+    epoch: int = 0
+    next_generation: int = 0
+
+
+# --------------------------------------------------------------------------- the engine
+
+# The candidate set: one row per matching document, persisted rows shadowed by
+# live rows of the same session.  ``match_count`` is the number of highlighted
+# spans FTS5's highlight() would produce.  Without the C accelerator (below):
+# for a one-token phrase every token instance is its own span, so the count
+# comes straight from the posting list (fts5vocab), which is far cheaper than
+# highlighting every matching document; phrases of rarer tokens are counted from
+# the posting lists too, and the rest by the markers of highlight() itself.
+_SESSION_COLUMNS: Final = """s."id" AS session_id, s."sid" AS header_json, s."created_at" AS created_at, s."cwd" AS cwd,
+         s."parent_session" AS parent_session, 0 AS live, 1 AS persisted, d."docid" AS docid, d."seq" AS seq,
+         d."type" AS type, d."time" AS time,
+         CASE d."surface" WHEN 1 THEN 'current' WHEN 2 THEN 'shadowed' ELSE 'log-only' END AS surface,
+         d."length" AS document_length"""
+_MARKS: Final = "((length(CAST({h} AS BLOB)) - length(CAST(replace({h}, ?, '') AS BLOB))) / 3)"
+_PERSISTED_BY_TOKEN: Final = """
+  SELECT {columns}, c."n" AS match_count
+  FROM (SELECT "doc", count(*) AS "n" FROM temp."documents_terms" WHERE "term" = ?{doc_range} GROUP BY "doc") c
+  JOIN "documents" d ON d."docid" = c."doc" JOIN "sessions" s ON s."sid" = d."sid"
+  WHERE s."status" = 'ok' AND NOT EXISTS (SELECT 1 FROM temp."live_sessions" l WHERE l."id" = s."id")
+"""
+_PERSISTED_BY_PHRASE: Final = """
+  SELECT {columns}, {marks} AS match_count
+  FROM "documents_fts" JOIN "documents" d ON d."docid" = "documents_fts"."rowid" JOIN "sessions" s ON s."sid" = d."sid"
+  WHERE "documents_fts" MATCH ? AND s."status" = 'ok'
+    AND NOT EXISTS (SELECT 1 FROM temp."live_sessions" l WHERE l."id" = s."id"){doc_range}
+"""
+_LIVE_BRANCH: Final = """
+  SELECT l."id" AS session_id, NULL AS header_json, l."created_at" AS created_at, l."cwd" AS cwd,
+         l."parent_session" AS parent_session, 1 AS live, l."persisted" AS persisted, -ld."rowid" AS docid, ld."seq" AS seq,
+         ld."type" AS type, ld."time" AS time, ld."surface" AS surface, ld."length" AS document_length, {marks} AS match_count
+  FROM temp."live_docs" ld JOIN temp."live_sessions" l ON l."id" = ld."session_id"
+  WHERE "live_docs" MATCH ?{scope}
+"""
+_RANK: Final = "match_count DESC, document_length ASC, time DESC"
+# The same order (plus seq DESC, unique within a session) as one fixed-width text
+# key, so each session's strongest event is a plain max() per group: SQLite takes
+# the bare columns from that row, which is cheaper than a window function.
+_RANK_KEY: Final = (
+    "printf('%010d%012d%017d%012d', match_count, 999999999999 - document_length, time + 9007199254740991, seq)"
+)
+_TERMS_DDL: Final = (
+    'CREATE VIRTUAL TABLE IF NOT EXISTS temp."query_terms" USING fts5("text", tokenize=\'unicode61\')',
+    'CREATE VIRTUAL TABLE IF NOT EXISTS temp."query_terms_v" USING fts5vocab(temp, "query_terms", instance)',
+    'CREATE VIRTUAL TABLE IF NOT EXISTS temp."documents_terms" USING fts5vocab(main, "documents_fts", instance)',
+    'CREATE VIRTUAL TABLE IF NOT EXISTS temp."documents_term_rows" USING fts5vocab(main, "documents_fts", row)',
+)
+# A phrase whose tokens have at most this many instances in the whole index is
+# counted from the posting lists (a few µs per instance) instead of by
+# highlight(), which tokenises every matching document whole (tens of ns per
+# character, and matching documents can be large tool outputs).
+PHRASE_INSTANCE_BUDGET: Final = 150_000
+_PERSISTED_BY_COUNTS: Final = """
+  SELECT {columns}, c."n" AS match_count
+  FROM (SELECT json_extract(j."value", '$[0]') AS "doc", json_extract(j."value", '$[1]') AS "n" FROM json_each(?) j) c
+  JOIN "documents" d ON d."docid" = c."doc" JOIN "sessions" s ON s."sid" = d."sid"
+  WHERE s."status" = 'ok' AND NOT EXISTS (SELECT 1 FROM temp."live_sessions" l WHERE l."id" = s."id")
+"""
+
+
+# With the C accelerator (readmodel/ftsaux.py) every match's span count is one
+# call on FTS5's position list, and a ranking is pruned before anything but
+# the filters' own columns is joined: per session only the documents with the
+# session's highest count can be its strongest, and a session whose highest
+# count is below the k-th highest of all sessions has k sessions ahead of it,
+# so it cannot reach the first k places.  The aggregate sessionq_leaders() does
+# that grouping in one pass over the matches (they come in docid order, so in
+# session order); only the surviving documents are joined for the remaining
+# keys (length, time, session id, seq).  Filters and the live overlay's
+# shadowing apply to the matches first, so nothing they exclude can raise the
+# cut.  Within one session the cut is the k-th highest count itself.
+_SPANS_OF: Final = 'sessionq_spans("{table}")'
+_MATCHES: Final = """
+  "matches" AS MATERIALIZED (
+    SELECT "documents_fts"."rowid" AS "doc", sessionq_spans("documents_fts") AS "n"
+    FROM "documents_fts" WHERE "documents_fts" MATCH ?{conditions}
+  )"""
+# With event filters each match is joined to its document row first (the filters
+# read its columns); FTS5 stays the outer loop, so the order is still docid order.
+_FILTERED_MATCHES: Final = """
+  "scored" AS MATERIALIZED (
+    SELECT "documents_fts"."rowid" AS "doc", sessionq_spans("documents_fts") AS "n", d."seq" AS seq, d."type" AS type,
+           d."time" AS time, CASE d."surface" WHEN 1 THEN 'current' WHEN 2 THEN 'shadowed' ELSE 'log-only' END AS surface
+    FROM "documents_fts" JOIN "documents" d ON d."docid" = "documents_fts"."rowid"
+    WHERE "documents_fts" MATCH ?{conditions}
+  ),
+  "matches" AS MATERIALIZED (SELECT "doc", "n" FROM "scored" WHERE {event_where})"""
+# Session filters select the eligible sessions once, under the candidate column names.
+_ELIGIBLE: Final = """
+  "eligible" AS MATERIALIZED (
+    SELECT "sid" FROM (
+      SELECT s."sid" AS "sid", s."id" AS session_id, s."cwd" AS cwd, s."parent_session" AS parent_session,
+             s."created_at" AS created_at, 0 AS live, 1 AS persisted
+      FROM "sessions" s WHERE s."status" = 'ok'
+    ) WHERE {session_where}
+  ),"""
+_IN_RANGE: Final = ' AND "documents_fts"."rowid" BETWEEN ? AND ?'
+_IN_ELIGIBLE: Final = ' AND "documents_fts"."rowid" >> 32 IN (SELECT "sid" FROM "eligible")'
+_NOT_SHADOWED: Final = (
+    ' AND "documents_fts"."rowid" >> 32 NOT IN (SELECT s."sid" FROM temp."live_sessions" l JOIN "sessions" s ON s."id" = l."id")'
+)
+# Filters bind their values twice on the pruned paths (once to prune, once for
+# the live rows); past this many the unpruned path keeps well inside SQLite's limit.
+PRUNED_FILTER_BINDINGS: Final = 4_000
+_LEADING_SESSIONS: Final = """
+  candidates AS (
+    SELECT {columns}, json_extract(j."value", '$[1]') AS match_count
+    FROM json_each((SELECT sessionq_leaders("doc", "n", ?) FROM "matches")) j
+    JOIN "documents" d ON d."docid" = json_extract(j."value", '$[0]') JOIN "sessions" s ON s."sid" = d."sid"
+    WHERE s."status" = 'ok'
+    UNION ALL {live}
+  )"""
+_LEADING_EVENTS: Final = """
+  "cut" AS MATERIALIZED (SELECT coalesce((SELECT "n" FROM "matches" ORDER BY "n" DESC LIMIT 1 OFFSET ?), 0) AS "floor"),
+  candidates AS (
+    SELECT {columns}, m."n" AS match_count
+    FROM "matches" m JOIN "documents" d ON d."docid" = m."doc" JOIN "sessions" s ON s."sid" = d."sid"
+    WHERE m."n" >= (SELECT "floor" FROM "cut") AND s."status" = 'ok'
+  )"""
+
+
+def phrase_spans_from_postings(
+    conn: sqlite3.Connection, terms: list[str], phrase: str, doc_range: tuple[int, int] | None = None
+) -> list[tuple[int, int]] | None:
+    """``(docid, spans)`` of every stored document matching a multi-token phrase,
+    where ``spans`` is the number of highlighted spans ``highlight()`` would mark.
+
+    A phrase instance starts at token position ``p`` when term ``i`` occurs at
+    ``p + i`` for every ``i``; like FTS5's highlighter, instances that overlap
+    the span before them extend it instead of opening a new one.  ``None`` when
+    the phrase's tokens are too common for this to be cheaper than
+    ``highlight()`` (see :data:`PHRASE_INSTANCE_BUDGET`).
+    """
+    distinct = sorted(set(terms))
+    total = 0
+    for term in distinct:
+        row = conn.execute('SELECT "cnt" FROM temp."documents_term_rows" WHERE "term" = ?', (term,)).fetchone()
+        total += row[0] if row else 0
+    if total > PHRASE_INSTANCE_BUDGET:
+        return None
+    sql = 'SELECT "rowid" FROM "documents_fts" WHERE "documents_fts" MATCH ?'
+    args: list[Any] = [phrase]
+    if doc_range is not None:
+        sql += ' AND "rowid" BETWEEN ? AND ?'
+        args += list(doc_range)
+    docs = [row[0] for row in conn.execute(sql, args)]
+    if not docs:
+        return []
+    wanted = msgspec.json.encode(docs).decode()
+    offsets: dict[str, dict[int, set[int]]] = {}
+    for term in distinct:
+        per_doc: dict[int, set[int]] = {}
+        rows = conn.execute(
+            'SELECT "doc", "offset" FROM temp."documents_terms" WHERE "term" = ? AND "doc" IN (SELECT "value" FROM json_each(?))',
+            (term, wanted),
+        )
+        for doc, offset in rows:
+            found = per_doc.get(doc)
+            if found is None:
+                per_doc[doc] = {offset}
+            else:
+                found.add(offset)
+        offsets[term] = per_doc
+    size = len(terms)
+    head = offsets[terms[0]]
+    tail = [(i, offsets[term]) for i, term in enumerate(terms) if i > 0]
+    empty: set[int] = set()
+    counts: list[tuple[int, int]] = []
+    for doc in docs:
+        later = [(i, per_doc.get(doc, empty)) for i, per_doc in tail]
+        spans, end = 0, -1
+        for start in sorted(head.get(doc, empty)):
+            if all(start + i in positions for i, positions in later):
+                if start > end:
+                    spans += 1
+                end = start + size - 1
+        if spans == 0:
+            return None  # cannot happen for a matching document; let highlight() decide
+        counts.append((doc, spans))
+    return counts
+
+
+@dataclass
+class _Row:
+    session_id: str
+    header_json: Any  # the session's sid while ranking (NULL for live rows); the header JSON once fetched
+    live: int
+    persisted: int
+    docid: int  # negative: -rowid of a live document
+    seq: int
+    type: str
+    time: Any
+    surface: Surface
+    marked_text: str = ""
+
+
+class SessionSearch:
+    """Search over one index database file, with an optional live overlay.
+
+    Holds one read-only connection whose TEMP tables carry the live overlay.
+    Thread-safe: calls are serialised.
+    """
+
+    def __init__(self, db_path: str | None, *, live: Any = None, config: SearchConfig | None = None) -> None:
+        """``db_path`` is the index file (opened read-only), or ``None`` for live sessions only."""
+        self.config = config or SearchConfig()
+        self.live = live
+        self._lock = threading.Lock()
+        self._live_state = _LiveState()
+        self._conn: sqlite3.Connection | None = None
+        self._db_path = db_path
+        self._codec: CursorCodec | None = None
+        self._accelerated = False  # whether the connection has readmodel.search.accelerator's functions
+        self._ranked_rows: OrderedDict[tuple[str, ...], tuple[list[tuple[Any, ...]], bool]] = OrderedDict()
+
+    # -- connection -----------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            try:
+                if self._db_path is None:
+                    conn = _empty_index()
+                else:
+                    conn = sqlite3.connect(f"file:{self._db_path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
+                conn.execute("PRAGMA busy_timeout = 30000")
+                # As every sessionq connection: the doclist of one common word alone
+                # outgrows SQLite's default 2 MB page cache.
+                conn.execute("PRAGMA cache_size = -65536")
+                for ddl in (*_TEMP_DDL, *_TERMS_DDL):
+                    conn.execute(ddl)
+                self._accelerated = ftsaux.install(conn)
+                identity = conn.execute('SELECT "identity" FROM "index_meta"').fetchone()[0]
+            except sqlite3.Error as exc:
+                raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", f"session-search SQLite index failed to open: {exc}", exc) from exc
+            self._conn = conn
+            self._codec = CursorCodec(identity)
+        return self._conn
+
+    def open(self) -> None:
+        """Open the connection now (``openAt: startup``) so failures surface early."""
+        with self._lock:
+            self._connection()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    # -- public operations ------------------------------------------------------
+
+    def search_sessions(self, request: Any, signal: Any = None) -> SessionSearchPage:
+        """Cross-session search.  ``signal`` (an abort signal) cancels it, even mid-statement."""
+        self._check_enabled()
+        normalized = normalize_sessions_request(request, self.config)
+        with self._serialised(signal), self._cancellable(signal):
+            conn = self._connection()
+            conn.execute("BEGIN")
+            try:
+                self._sync_live(conn)
+                generation = self._global_generation(conn)
+                fingerprint = request_fingerprint(normalized)
+                offset = self._offset(normalized.cursor, "sessions", fingerprint, generation)
+                rows = self._query_sessions(conn, normalized, offset, ("sessions", fingerprint, generation))
+            finally:
+                _finish(conn)
+        items = [self._session_hit(row) for row in rows[: normalized.limit]]
+        if len(rows) > normalized.limit:
+            assert self._codec is not None
+            return SessionSearchPage(items=items, next_cursor=self._codec.encode("sessions", fingerprint, generation, offset + normalized.limit))
+        return SessionSearchPage(items=items)
+
+    def search_events(self, request: Any, signal: Any = None) -> SessionEventSearchPage:
+        """Within-session search.  ``signal`` (an abort signal) cancels it, even mid-statement."""
+        self._check_enabled()
+        normalized = normalize_events_request(request, self.config)
+        with self._serialised(signal), self._cancellable(signal):
+            conn = self._connection()
+            conn.execute("BEGIN")
+            try:
+                self._sync_live(conn)
+                header, generation, sid = self._target(conn, normalized.session_id)
+                fingerprint = request_fingerprint(normalized)
+                offset = self._offset(normalized.cursor, "events", fingerprint, generation)
+                rows = self._query_events(conn, normalized, sid, offset, ("events", fingerprint, generation))
+            finally:
+                _finish(conn)
+        items = [self._event_hit(row) for row in rows[: normalized.limit]]
+        if len(rows) > normalized.limit:
+            assert self._codec is not None
+            cursor = self._codec.encode("events", fingerprint, generation, offset + normalized.limit)
+            return SessionEventSearchPage(session=header, items=items, next_cursor=cursor)
+        return SessionEventSearchPage(session=header, items=items)
+
+    # -- internals ----------------------------------------------------------------
+
+    @contextmanager
+    def _serialised(self, signal: Any) -> Iterator[None]:
+        """Hold the connection lock; a queued call stays cancellable while it waits."""
+        if signal is None:
+            with self._lock:
+                yield
+            return
+        while not self._lock.acquire(timeout=0.02):
+            if signal.aborted:
+                raise _aborted(signal)
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    @contextmanager
+    def _cancellable(self, signal: Any) -> Iterator[None]:
+        """Abort checks before and after, and a SQLite progress handler in between
+        that interrupts the running statement once ``signal`` is aborted."""
+        if signal is None:
+            yield
+            return
+        if signal.aborted:
+            raise _aborted(signal)
+        conn = self._connection()
+        conn.set_progress_handler(lambda: 1 if signal.aborted else 0, 1000)
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            if signal.aborted:
+                raise _aborted(signal) from exc
+            raise
+        finally:
+            conn.set_progress_handler(None, 0)
+        if signal.aborted:
+            raise _aborted(signal)
+
+    def _check_enabled(self) -> None:
+        if self.config.open_at == "never":
+            raise search_disabled()
+
+    def _offset(self, cursor: str | None, scope: str, fingerprint: str, generation: str) -> int:
+        if cursor is None:
+            return 0
+        assert self._codec is not None
+        return self._codec.decode(cursor, scope, fingerprint, generation)
+
+    def _global_generation(self, conn: sqlite3.Connection) -> str:
+        main = conn.execute('SELECT "global_generation" FROM "index_meta"').fetchone()[0]
+        return f"{main}.{self._live_state.epoch}"
+
+    def _target(self, conn: sqlite3.Connection, session_id: str) -> tuple[Header, str, int | None]:
+        live = conn.execute('SELECT "header_json", "generation" FROM temp."live_sessions" WHERE "id" = ?', (session_id,)).fetchone()
+        if live is not None:
+            return msgspec.json.decode(live[0]), f"live:{live[1]}", None
+        row = conn.execute(
+            'SELECT "sid", "header_json", "generation", "status", "error_code", "error_message" FROM "sessions" WHERE "id" = ?',
+            (session_id,),
+        ).fetchone()
+        if row is None:
+            raise SessionQueryError("SESSION_QUERY_SESSION_NOT_FOUND", f'session "{session_id}" not found')
+        if row[3] != "ok":
+            raise SessionQueryError(row[4], row[5])
+        return msgspec.json.decode(row[1]), f"persisted:{row[2]}", row[0]
+
+    def _sync_live(self, conn: sqlite3.Connection) -> None:
+        """Bring the TEMP overlay in line with the live source (only changed sessions are rewritten)."""
+        if self.live is None:
+            return
+        state = self._live_state
+        sessions = {session.header["id"]: session for session in self.live.list()}
+        changed = False
+        for session_id in [sid for sid in state.fingerprints if sid not in sessions]:
+            conn.execute('DELETE FROM temp."live_docs" WHERE "session_id" = ?', (session_id,))
+            conn.execute('DELETE FROM temp."live_sessions" WHERE "id" = ?', (session_id,))
+            del state.fingerprints[session_id]
+            changed = True
+        for session_id, session in sessions.items():
+            header, events = session.header, list(session.events)
+            persisted = conn.execute('SELECT 1 FROM "sessions" WHERE "id" = ?', (session_id,)).fetchone() is not None
+            fingerprint = _live_fingerprint(header, events) + (":p" if persisted else ":l")
+            if state.fingerprints.get(session_id) == fingerprint:
+                continue
+            try:
+                surfaces = classify_events(events)
+            except SurfaceFoldError as error:
+                raise invalid_surface_error(error) from error
+            documents = build_documents(session_id, events, surfaces)
+            conn.execute('DELETE FROM temp."live_docs" WHERE "session_id" = ?', (session_id,))
+            conn.execute('DELETE FROM temp."live_sessions" WHERE "id" = ?', (session_id,))
+            state.next_generation += 1
+            created = header.get("createdAt")
+            cwd, parent = header.get("cwd"), header.get("parentSession")
+            conn.execute(
+                'INSERT INTO temp."live_sessions" VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+                (
+                    session_id,
+                    msgspec.json.encode(header),
+                    created if type(created) in (int, float) else None,
+                    cwd if type(cwd) is str else None,
+                    parent if type(parent) is str else None,
+                    1 if persisted else 0,
+                    state.next_generation,
+                    fingerprint,
+                ),
+            )
+            conn.executemany(
+                'INSERT INTO temp."live_docs" ("text", "session_id", "seq", "type", "time", "surface", "length") VALUES (?, ?, ?, ?, ?, ?, ?)',
+                [(text, session_id, doc.seq, doc.type, doc.time, doc.surface, len(text)) for doc in documents for text in (_sanitize(doc.text),)],
+            )
+            state.fingerprints[session_id] = fingerprint
+            changed = True
+        if changed:
+            state.epoch += 1
+
+    @staticmethod
+    def _terms(conn: sqlite3.Connection, query: str) -> list[str]:
+        """The query's tokens exactly as FTS5's unicode61 tokenizer produces them."""
+        conn.execute('DELETE FROM temp."query_terms"')
+        conn.execute('INSERT INTO temp."query_terms" ("text") VALUES (?)', (query,))
+        return [row[0] for row in conn.execute('SELECT "term" FROM temp."query_terms_v" ORDER BY "offset"')]
+
+    def _candidates(
+        self,
+        conn: sqlite3.Connection,
+        terms: list[str],
+        phrase: str,
+        doc_range: tuple[int, int] | None = None,
+        live_session: str | None = None,
+    ) -> tuple[str, list[Any]]:
+        """The ``candidates`` CTE and its parameters.
+
+        ``doc_range`` limits the persisted side to one session's documents
+        (docids are ``sid << 32 | seq``); ``live_session`` limits the live side.
+        Within-session searches pass exactly one of them and exclude the other side.
+        """
+        scoped = doc_range is not None or live_session is not None
+        range_args = list(doc_range) if doc_range is not None else []
+        if doc_range is None and scoped:
+            persisted, persisted_args = 'SELECT * FROM (SELECT NULL AS session_id) WHERE 0', []
+        elif self._accelerated:
+            clause = ' AND "documents_fts"."rowid" BETWEEN ? AND ?' if doc_range is not None else ""
+            marks = _SPANS_OF.format(table="documents_fts")
+            persisted = _PERSISTED_BY_PHRASE.format(columns=_SESSION_COLUMNS, marks=marks, doc_range=clause)
+            persisted_args = [phrase, *range_args]
+        elif len(terms) == 1:
+            clause = ' AND "doc" BETWEEN ? AND ?' if doc_range is not None else ""
+            persisted = _PERSISTED_BY_TOKEN.format(columns=_SESSION_COLUMNS, doc_range=clause)
+            persisted_args = [terms[0], *range_args]
+        elif (counted := phrase_spans_from_postings(conn, terms, phrase, doc_range)) is not None:
+            persisted = _PERSISTED_BY_COUNTS.format(columns=_SESSION_COLUMNS)
+            persisted_args = [msgspec.json.encode(counted).decode()]
+        else:
+            clause = ' AND "documents_fts"."rowid" BETWEEN ? AND ?' if doc_range is not None else ""
+            marks = _MARKS.format(h='highlight("documents_fts", 0, ?, ?)')
+            persisted = _PERSISTED_BY_PHRASE.format(columns=_SESSION_COLUMNS, marks=marks, doc_range=clause)
+            persisted_args = [START_MARK, END_MARK, START_MARK, END_MARK, START_MARK, phrase, *range_args]
+        if scoped and live_session is None:
+            return f"WITH candidates AS ({persisted})", persisted_args
+        live, live_args = self._live_candidates(phrase, live_session)
+        if scoped:
+            return f"WITH candidates AS ({live})", live_args
+        return f"WITH candidates AS ({persisted} UNION ALL {live})", [*persisted_args, *live_args]
+
+    def _matches(
+        self, phrase: str, *, doc_range: tuple[int, int] | None = None, sessions: _Where | None = None, events: _Where | None = None
+    ) -> tuple[str, list[Any]]:
+        """The ``matches`` CTE (preceded by what it needs) and its parameters: the
+        docid and span count of every persisted match that passes the filters,
+        in docid order, without sessions the live overlay shadows."""
+        prefix, args, conditions = "", [], ""
+        if sessions is not None and sessions.fragments:
+            prefix = _ELIGIBLE.format(session_where=sessions.sql())
+            args += sessions.params
+            conditions += _IN_ELIGIBLE
+        args.append(phrase)
+        if doc_range is not None:
+            conditions += _IN_RANGE
+            args += list(doc_range)
+        if self._live_state.fingerprints:
+            conditions += _NOT_SHADOWED
+        if events is not None and events.fragments:
+            return prefix + _FILTERED_MATCHES.format(conditions=conditions, event_where=events.sql()), [*args, *events.params]
+        return prefix + _MATCHES.format(conditions=conditions), args
+
+    def _live_candidates(self, phrase: str, live_session: str | None = None) -> tuple[str, list[Any]]:
+        """The live overlay's candidate rows (one session's with ``live_session``) and their parameters."""
+        scope = ' AND ld."session_id" = ?' if live_session else ""
+        scope_args = [live_session] if live_session else []
+        if self._accelerated:
+            return _LIVE_BRANCH.format(marks=_SPANS_OF.format(table="live_docs"), scope=scope), [phrase, *scope_args]
+        marks = _MARKS.format(h='highlight("live_docs", 0, ?, ?)')
+        return _LIVE_BRANCH.format(marks=marks, scope=scope), [START_MARK, END_MARK, START_MARK, END_MARK, START_MARK, phrase, *scope_args]
+
+    def _ranked(self, key: tuple[str, ...], fetch: Callable[[int, int], list[tuple[Any, ...]]], offset: int, need: int) -> list[_Row]:
+        """Rows ``offset .. offset + need`` of a ranking, served from a small cache.
+
+        The ranking of one request over one generation never changes, so a
+        call keeps the leading rows it ranked (only their identity columns) and
+        later pages — a cursor walk, the tools' internal paging — are cut from
+        them instead of ranking every match again.  The first call ranks
+        :data:`RANKED_FIRST_ROWS` (a pruned ranking costs less the fewer rows
+        it must produce); each miss doubles that, up to :data:`RANKED_CACHE_ROWS`.
+        """
+        cached = self._ranked_rows.get(key)
+        held = 0
+        if cached is not None:
+            self._ranked_rows.move_to_end(key)
+            rows, complete = cached
+            if complete or offset + need <= len(rows):
+                return [_Row(*row) for row in rows[offset : offset + need]]
+            held = len(rows)
+        if offset + need > RANKED_CACHE_ROWS:
+            return [_Row(*row) for row in fetch(need, offset)]
+        want = min(RANKED_CACHE_ROWS, max(offset + need, 2 * held, RANKED_FIRST_ROWS))
+        rows = fetch(want, 0)
+        self._ranked_rows[key] = (rows, len(rows) < want)
+        while len(self._ranked_rows) > RANKED_CACHE_SIZE:
+            self._ranked_rows.popitem(last=False)
+        return [_Row(*row) for row in rows[offset : offset + need]]
+
+    def _query_sessions(self, conn: sqlite3.Connection, request: SessionsRequest, offset: int, cache_key: tuple[str, ...]) -> list[_Row]:
+        sessions, events = session_where(request.session_filters), event_where(request.event_filters)
+        if len(sessions.fragments) + len(events.fragments) > OUTER_PREDICATE_LIMIT:
+            raise _budget_error()
+        filters = sessions.params + events.params
+        if FIXED_BINDINGS + len(filters) + 2 > BINDING_LIMIT:
+            raise _binding_error()
+        phrase = match_expression(request.query)
+        terms = self._terms(conn, request.query)
+        if not terms:
+            return []  # a phrase without tokens matches nothing
+        where = " AND ".join(fragment for fragment in (sessions.sql(), events.sql()) if fragment)
+
+        def fetch(limit: int, skip: int) -> list[tuple[Any, ...]]:
+            # Built only when the ranking cache cannot answer: building may count phrase spans.
+            if self._accelerated and len(filters) <= PRUNED_FILTER_BINDINGS:
+                matches, args = self._matches(phrase, sessions=sessions, events=events)
+                live, live_args = self._live_candidates(phrase)
+                cte = "WITH" + matches + "," + _LEADING_SESSIONS.format(columns=_SESSION_COLUMNS, live=live)
+                args += [limit + skip, *live_args]
+            else:
+                cte, args = self._candidates(conn, terms, phrase)
+            sql = (
+                cte
+                + ", filtered AS (SELECT * FROM candidates"
+                + (f" WHERE {where}" if where else "")
+                + "), best AS (SELECT session_id, header_json, live, persisted, docid, seq, type, time, surface, match_count, "
+                + f"document_length, max({_RANK_KEY}) FROM filtered GROUP BY session_id) "
+                + "SELECT session_id, header_json, live, persisted, docid, seq, type, time, surface FROM best "
+                + f"ORDER BY {_RANK}, session_id ASC, seq DESC LIMIT ? OFFSET ?"
+            )
+            return conn.execute(sql, [*args, *filters, limit, skip]).fetchall()
+
+        rows = self._ranked(cache_key, fetch, offset, request.limit + 1)
+        return self._highlight(conn, rows, phrase)
+
+    def _query_events(
+        self, conn: sqlite3.Connection, request: EventsRequest, sid: int | None, offset: int, cache_key: tuple[str, ...]
+    ) -> list[_Row]:
+        events = event_where(request.filters)
+        if 1 + len(events.fragments) > OUTER_PREDICATE_LIMIT:
+            raise _budget_error()
+        if FIXED_BINDINGS + len(events.params) + 1 + 2 > BINDING_LIMIT:
+            raise _binding_error()
+        phrase = match_expression(request.query)
+        terms = self._terms(conn, request.query)
+        if not terms:
+            return []
+        where = events.sql()
+
+        def fetch(limit: int, skip: int) -> list[tuple[Any, ...]]:
+            # Only the target's documents are read (docid ranges and rowid ranges).
+            if sid is None:
+                cte, args = self._candidates(conn, terms, phrase, live_session=request.session_id)
+            elif self._accelerated and len(events.params) <= PRUNED_FILTER_BINDINGS:
+                matches, args = self._matches(phrase, doc_range=(sid << 32, (sid << 32) | 0xFFFFFFFF), events=events)
+                cte = "WITH" + matches + "," + _LEADING_EVENTS.format(columns=_SESSION_COLUMNS)
+                args += [limit + skip - 1]
+            else:
+                cte, args = self._candidates(conn, terms, phrase, doc_range=(sid << 32, (sid << 32) | 0xFFFFFFFF))
+            sql = (
+                cte
+                + " SELECT session_id, header_json, live, persisted, docid, seq, type, time, surface FROM candidates WHERE session_id = ?"
+                + (f" AND {where}" if where else "")
+                + f" ORDER BY {_RANK}, seq DESC LIMIT ? OFFSET ?"
+            )
+            return conn.execute(sql, [*args, request.session_id, *events.params, limit, skip]).fetchall()
+
+        rows = self._ranked(cache_key, fetch, offset, request.limit + 1)
+        return self._highlight(conn, rows, phrase)
+
+    def _marked_document(self, conn: sqlite3.Connection, docid: int, phrase: str) -> str:
+        """The highlighted text the snippet of one stored document needs.
+
+        ``highlight()`` tokenises a whole document, which costs milliseconds for
+        the largest tool outputs, while the snippet only needs the text around
+        the first match.  With the accelerator, ``sessionq_snippet_source()``
+        returns just that part of ``highlight()``'s output, grown once if it
+        does not provably decide the snippet (:func:`snippet_source_decides`).
+        Without it, two prefixes are highlighted in a scratch FTS5 table with
+        the same tokenizer, and the first that provably decides the snippet
+        (:func:`prefix_decides_snippet`) is used.  The whole document is the
+        fallback of both.
+        """
+        width = self.config.snippet_chars
+        first = _SNIPPET_PREFIX_CHARS + 4 * width
+        if self._accelerated:
+            sql = (
+                'SELECT sessionq_snippet_source("documents_fts", ?, ?, ?, ?) FROM "documents_fts" '
+                'WHERE "documents_fts" MATCH ? AND "rowid" = ?'
+            )
+            for scale in (1, 16):
+                before = 16 * (width + 3) * scale  # _head_window tries 4 * (width + 3) first
+                source = conn.execute(sql, (START_MARK, END_MARK, before, first * scale, phrase, docid)).fetchone()
+                if source is None or source[0] is None:
+                    break
+                marked = snippet_source_decides(source[0], width)
+                if marked is not None:
+                    return marked
+        else:
+            found = conn.execute('SELECT "text" FROM "documents" WHERE "docid" = ?', (docid,)).fetchone()
+            text = found[0] if found else ""
+            # Two tries, then the whole text: a match deep in a huge document costs
+            # little more than highlighting it whole.
+            for size in (first, 16 * first):
+                if size >= len(text):
+                    break
+                conn.execute('INSERT INTO temp."snippet_scratch" ("snippet_scratch") VALUES (\'delete-all\')')
+                conn.execute('DELETE FROM temp."snippet_text"')
+                conn.execute('INSERT INTO temp."snippet_text" ("id", "text") VALUES (1, ?)', (text[:size],))
+                conn.execute('INSERT INTO temp."snippet_scratch" ("rowid", "text") VALUES (1, ?)', (text[:size],))
+                marked_prefix = conn.execute(
+                    'SELECT highlight("snippet_scratch", 0, ?, ?) FROM temp."snippet_scratch" WHERE "snippet_scratch" MATCH ?',
+                    (START_MARK, END_MARK, phrase),
+                ).fetchone()
+                if marked_prefix is not None and prefix_decides_snippet(marked_prefix[0], width):
+                    return marked_prefix[0]
+        sql = 'SELECT highlight("documents_fts", 0, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ? AND "rowid" = ?'
+        whole = conn.execute(sql, (START_MARK, END_MARK, phrase, docid)).fetchone()
+        return whole[0] if whole else ""
+
+    def _highlight(self, conn: sqlite3.Connection, rows: list[_Row], phrase: str) -> list[_Row]:
+        """Headers and highlighted text of the page's rows only.
+
+        Ranking carries just the session's rowid; the header JSON and the
+        highlighted document (for the snippet) are fetched for the few rows of
+        the page, not for every match.
+        """
+        for row in rows:
+            if row.live:
+                found_header = conn.execute('SELECT "header_json" FROM temp."live_sessions" WHERE "id" = ?', (row.session_id,)).fetchone()
+            else:
+                found_header = conn.execute('SELECT "header_json" FROM "sessions" WHERE "sid" = ?', (row.header_json,)).fetchone()
+            row.header_json = found_header[0]
+            if row.docid >= 0:
+                row.marked_text = self._marked_document(conn, row.docid, phrase)
+            else:
+                sql = 'SELECT highlight("live_docs", 0, ?, ?) FROM temp."live_docs" WHERE "live_docs" MATCH ? AND "rowid" = ?'
+                found = conn.execute(sql, (START_MARK, END_MARK, phrase, -row.docid)).fetchone()
+                row.marked_text = found[0] if found else ""
+        return rows
+
+    def _event_hit(self, row: _Row) -> SessionEventSearchHit:
+        return SessionEventSearchHit(
+            session_id=row.session_id,
+            seq=row.seq,
+            type=row.type,
+            time=row.time,
+            surface=row.surface,
+            snippet=make_snippet(row.marked_text, self.config.snippet_chars),
+        )
+
+    def _session_hit(self, row: _Row) -> SessionSearchHit:
+        return SessionSearchHit(
+            header=msgspec.json.decode(row.header_json),
+            live=row.live == 1,
+            persisted=row.persisted == 1,
+            best_match=self._event_hit(row),
+        )
+
+
+def search_disabled() -> SessionQueryError:
+    return SessionQueryError("SESSION_QUERY_SEARCH_DISABLED", "session-search is disabled by configuration (openAt: never)")
+
+
+def _empty_index() -> sqlite3.Connection:
+    """An in-memory, empty index: searching live sessions when no index is bound."""
+    import uuid
+
+    from sqlalchemy import create_engine
+    from sqlalchemy.schema import CreateIndex, CreateTable
+
+    from readmodel.store.schema import FTS_DDL, metadata
+
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    dialect = create_engine("sqlite://").dialect
+    for table in metadata.sorted_tables:
+        conn.execute(str(CreateTable(table).compile(dialect=dialect)))
+        for index in table.indexes:
+            conn.execute(str(CreateIndex(index).compile(dialect=dialect)))
+    conn.execute(FTS_DDL)
+    conn.execute(
+        'INSERT INTO "index_meta" ("singleton", "identity", "global_generation", "created_at") VALUES (1, ?, 0, 0)',
+        (uuid.uuid4().hex,),
+    )
+    return conn
+
+
+def _finish(conn: sqlite3.Connection) -> None:
+    """End the read transaction (an interrupted statement may already have ended it)."""
+    if conn.in_transaction:
+        conn.execute("COMMIT")
+
+
+def _aborted(signal: Any) -> SessionQueryError:
+    reason = getattr(signal, "reason", None)
+    return SessionQueryError("SESSION_QUERY_ABORTED", "session-search was aborted", reason if isinstance(reason, BaseException) else None)

@@ -1,0 +1,218 @@
+"""The index database schema (SQLAlchemy Core) and its identity constants.
+
+The index is a projection of the logs, rebuilt from them at will.  Its tables:
+
+``index_meta``
+    One row: the random index identity (cursors bind to it), the global
+    generation (bumped by every transaction that changes the corpus), the root
+    it projects and when it was last reconciled.
+``sessions``
+    One row per transcript: the header (exact JSON plus typed columns for
+    filters and ordering), where decoding stopped (byte offset, fingerprint and
+    resumable walk states), the final surface order, the title event, the
+    session's own generation, and an error code for a log that cannot be read.
+``events``
+    One row per event (but see ``event_runs``): type, time, surface, replacement and provenance links,
+    the surface order key (an appended node's seq; a replacement inherits the
+    key of the first node it removed) and, for tool results, the digest the
+    rewrite rule compares.  Current nodes ordered by key are the surface.
+    The raw event JSON lives in ``event_blocks`` (zstd-compressed runs of
+    consecutive events), so the index stays close to the size of the logs.
+``event_runs``
+    The bulk of a log in compact form: a run of consecutive *plain* events
+    (log-only, without provenance, with an integer time — chunks, steps,
+    request headers, tool calls, turn ends, ...) is one row with its first
+    seq, count, and the members' types and times.  Each event is in exactly
+    one of ``events`` and ``event_runs``; the read side merges them.
+``event_links``
+    Reverse provenance: which later events cite an event as a source.  A row
+    covers the ``span`` consecutive sources ``source_seq`` …
+    ``source_seq + span - 1`` cited by ``seq``, with ``span`` at most
+    :data:`MAX_LINK_SPAN` so a lookup scans a bounded key range.
+``documents`` + ``documents_fts``
+    Semantic documents (the text each event contributes) and an external-content
+    FTS5 index (``unicode61``) over them; surface updates touch only the
+    plain table.
+``layout_problems``
+    Artifacts the layout rules excluded, reported by ``status``.
+
+FTS5 has no SQLAlchemy construct; its DDL is explicit in the migration and in
+:data:`FTS_DDL`.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    PrimaryKeyConstraint,
+    Table,
+    Text,
+)
+
+# The row-key vocabulary lives in a module without SQLAlchemy (preparation
+# workers import it); re-exported here, where the schema's readers look.
+from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, SURFACE_NAMES, docid, id_sort_key  # noqa: F401
+
+APPLICATION_ID: Final = 0x53515849  # "SQXI"
+"""``PRAGMA application_id`` of a sessionq index; any other non-zero id is foreign."""
+
+SCHEMA_REVISION: Final = "0005"
+"""The Alembic head revision this code reads and writes."""
+
+
+metadata = MetaData()
+
+index_meta = Table(
+    "index_meta",
+    metadata,
+    Column("singleton", Integer, primary_key=True),
+    Column("identity", Text, nullable=False),
+    Column("global_generation", Integer, nullable=False),
+    Column("root", Text),
+    Column("compression", Text),
+    Column("created_at", Float, nullable=False),
+    Column("last_reconcile_at", Float),
+    Column("last_reconcile_seconds", Float),
+)
+
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("sid", Integer, primary_key=True),
+    Column("id", Text, nullable=False, unique=True),
+    Column("path", Text, nullable=False, unique=True),
+    Column("header_json", LargeBinary, nullable=False),
+    Column("created_at", Float),
+    Column("id_key", LargeBinary, nullable=False),
+    Column("cwd", Text),
+    Column("parent_session", Text),
+    Column("revision", Text, nullable=False),
+    Column("size", BigInteger, nullable=False),
+    Column("resume", LargeBinary),
+    Column("event_count", Integer, nullable=False),
+    Column("stored_count", Integer, nullable=False),
+    Column("synthetic_from", Integer),
+    Column("tail_state", Text, nullable=False),
+    Column("surface_nodes", LargeBinary),
+    Column("title_seq", Integer),
+    Column("status", Text, nullable=False),
+    Column("error_code", Text),
+    Column("error_message", Text),
+    Column("generation", Integer, nullable=False),
+    Column("indexed_at", Float, nullable=False),
+)
+Index("sessions_listing", sessions.c.created_at.desc(), sessions.c.id_key, sessions.c.header_json)
+Index("sessions_parent", sessions.c.parent_session)
+# Search's session filters read only these columns (see migration 0005).
+Index("sessions_filters", sessions.c.cwd, sessions.c.status, sessions.c.created_at, sessions.c.parent_session, sessions.c.id)
+
+events = Table(
+    "events",
+    metadata,
+    Column("sid", Integer, ForeignKey("sessions.sid", ondelete="CASCADE"), nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("type", Text, nullable=False),
+    Column("time", Integer),
+    Column("surface", Integer, nullable=False),
+    Column("replaced_by", Integer),
+    Column("sources", LargeBinary),
+    Column("replaced", LargeBinary),
+    Column("synthetic", Integer, nullable=False),
+    Column("surface_key", Integer),
+    Column("digest", LargeBinary),
+    PrimaryKeyConstraint("sid", "seq"),
+    sqlite_with_rowid=False,
+)
+Index("events_surface", events.c.sid, events.c.surface_key, sqlite_where=events.c.surface == 1)
+
+event_blocks = Table(
+    "event_blocks",
+    metadata,
+    Column("sid", Integer, ForeignKey("sessions.sid", ondelete="CASCADE"), nullable=False),
+    Column("first_seq", Integer, nullable=False),
+    Column("count", Integer, nullable=False),
+    Column("synthetic", Integer, nullable=False),
+    Column("data", LargeBinary, nullable=False),
+    PrimaryKeyConstraint("sid", "first_seq"),
+    sqlite_with_rowid=False,
+)
+
+event_runs = Table(
+    "event_runs",
+    metadata,
+    Column("sid", Integer, ForeignKey("sessions.sid", ondelete="CASCADE"), nullable=False),
+    Column("first_seq", Integer, nullable=False),
+    Column("count", Integer, nullable=False),
+    Column("types", LargeBinary, nullable=False),  # the members' types, run-length coded (readmodel.store.blocks)
+    Column("times", LargeBinary, nullable=False),  # the members' integer times, delta coded (readmodel.store.blocks)
+    Column("synthetic", Integer, nullable=False),
+    PrimaryKeyConstraint("sid", "first_seq"),
+    sqlite_with_rowid=False,
+)
+
+event_links = Table(
+    "event_links",
+    metadata,
+    Column("sid", Integer, nullable=False),
+    Column("source_seq", Integer, nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("span", Integer, nullable=False, server_default="1"),
+    PrimaryKeyConstraint("sid", "source_seq", "seq"),
+    sqlite_with_rowid=False,
+)
+
+documents = Table(
+    "documents",
+    metadata,
+    Column("docid", Integer, primary_key=True),
+    Column("sid", Integer, nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("type", Text, nullable=False),
+    Column("time", Integer),
+    Column("surface", Integer, nullable=False),
+    Column("length", Integer, nullable=False),
+    Column("text", Text, nullable=False),
+)
+
+layout_problems = Table(
+    "layout_problems",
+    metadata,
+    Column("path", Text, primary_key=True),
+    Column("kind", Text, nullable=False),
+    Column("message", Text, nullable=False),
+    Column("observed_at", Float, nullable=False),
+)
+
+FTS_DDL: Final = (
+    "CREATE VIRTUAL TABLE documents_fts USING fts5("
+    "text, content='documents', content_rowid='docid', tokenize='unicode61')"
+)
+"""External-content FTS5 over ``documents.text``: the index stores no second copy."""
+
+KNOWN_TABLES: Final = frozenset(
+    {
+        "alembic_version",
+        "index_meta",
+        "sessions",
+        "events",
+        "event_blocks",
+        "event_runs",
+        "event_links",
+        "documents",
+        "layout_problems",
+        "documents_fts",
+        "documents_fts_data",
+        "documents_fts_idx",
+        "documents_fts_docsize",
+        "documents_fts_config",
+    }
+)

@@ -1,0 +1,199 @@
+"""The index's health report (``sessionq status`` and the ``status`` RPC method).
+
+Read-only: the database is opened with ``mode=ro`` and every figure comes from
+one read snapshot, so the report is consistent and safe to take while the
+daemon writes.  The JSON shape (camelCase, optional keys omitted)::
+
+    {"database", "fileSize", "identity", "schemaRevision", "headRevision",
+     "root"?, "compression"?, "createdAt", "generation",
+     "writerPid"?, "lastReconcileAt"?, "lagMs"?,
+     "sessions", "events", "documents", "heldTails", "syntheticTails",
+     "sessionsInError": [{"sessionId", "path", "status", "code", "message"}],
+     "layoutProblems": [{"kind", "path", "message", "observedAt"}]}
+
+Times are epoch milliseconds, like every time in the reference's shapes;
+``lagMs`` is now minus the last reconcile (how stale readers may be).  An idle
+daemon reconciles only on changes and at its periodic rescan, so with
+``writerPid`` present a growing lag means "nothing changed", not "behind".
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from sqlalchemy import Connection
+
+from readmodel.store.database import (
+    IndexDatabaseError,
+    check_identity,
+    create_index_engine,
+    current_revision,
+    head_revision,
+    snapshot,
+    sqlite_path,
+)
+from readmodel.core.errors import SessionQueryError
+
+
+def _ms(seconds: float | None) -> int | None:
+    return None if seconds is None else int(round(seconds * 1000))
+
+
+def file_size(db: str) -> int | None:
+    """Bytes on disk of a SQLite index including its write-ahead log (``None`` for URLs)."""
+    path = sqlite_path(db)
+    if path is None:
+        return None
+    total = 0
+    for suffix in ("", "-wal"):
+        try:
+            total += os.stat(path + suffix).st_size
+        except FileNotFoundError:
+            pass
+    return total
+
+
+def writer_lock_path(db: str) -> str | None:
+    """The indexer's sidecar lock file ``<db>.lock`` (``None`` for non-file databases).
+
+    The daemon holds an exclusive ``flock`` on it and writes its pid into it.
+    """
+    path = sqlite_path(db)
+    return None if path is None else os.path.abspath(path) + ".lock"
+
+
+def writer_pid(db: str) -> int | None:
+    """The pid of the live indexer writing ``db``, if any.
+
+    Read from the lock file without touching the lock (probing the lock could
+    make a daemon that is starting at that instant believe it is taken).  A
+    daemon killed with SIGKILL leaves its pid behind, so the process must exist.
+    """
+    path = writer_lock_path(db)
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as fh:
+            pid = int(fh.read(32).strip() or 0)
+    except (OSError, ValueError):
+        return None
+    if pid <= 0:
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass  # exists, owned by someone else
+    return pid
+
+
+def collect_status(conn: Connection, db: str, *, now: float | None = None) -> dict[str, Any]:
+    """The status object from one open read snapshot ``conn``."""
+    if check_identity(conn, db):
+        raise IndexDatabaseError(f"{db} is empty; run `sessionq index` first")
+    meta = conn.exec_driver_sql(
+        'SELECT "identity", "global_generation", "root", "compression", "created_at", "last_reconcile_at" FROM "index_meta"'
+    ).one()
+    out: dict[str, Any] = {"database": os.path.abspath(p) if (p := sqlite_path(db)) else db}
+    size = file_size(db)
+    if size is not None:
+        out["fileSize"] = size
+    out["identity"] = meta[0]
+    out["schemaRevision"] = current_revision(conn) or ""
+    out["headRevision"] = head_revision()
+    if meta[2] is not None:
+        out["root"] = meta[2]
+    if meta[3] is not None:
+        out["compression"] = meta[3]
+    out["createdAt"] = _ms(meta[4])
+    out["generation"] = meta[1]
+    pid = writer_pid(db)
+    if pid is not None:
+        out["writerPid"] = pid
+    if meta[5] is not None:
+        out["lastReconcileAt"] = _ms(meta[5])
+        out["lagMs"] = max(0, _ms((time.time() if now is None else now) - meta[5]) or 0)
+    # Per-session counters are maintained by the reconciler, so these stay
+    # cheap on large indexes (no scan of the events table).
+    counts = conn.exec_driver_sql(
+        'SELECT count(*), coalesce(sum(CASE WHEN "status" = \'ok\' THEN "event_count" END), 0), '
+        "coalesce(sum(\"tail_state\" = 'held'), 0), coalesce(sum(\"tail_state\" = 'settled'), 0) FROM \"sessions\""
+    ).one()
+    out["sessions"], out["events"], out["heldTails"], out["syntheticTails"] = (int(v) for v in counts)
+    out["documents"] = int(conn.exec_driver_sql('SELECT count(*) FROM "documents"').scalar() or 0)
+    out["sessionsInError"] = [
+        {"sessionId": row[0], "path": row[1], "status": row[2], "code": row[3] or "", "message": row[4] or ""}
+        for row in conn.exec_driver_sql(
+            'SELECT "id", "path", "status", "error_code", "error_message" FROM "sessions" WHERE "status" <> \'ok\' ORDER BY "path"'
+        )
+    ]
+    out["layoutProblems"] = [
+        {"kind": row[0], "path": row[1], "message": row[2], "observedAt": _ms(row[3])}
+        for row in conn.exec_driver_sql('SELECT "kind", "path", "message", "observed_at" FROM "layout_problems" ORDER BY "path"')
+    ]
+    return out
+
+
+def read_status(db: str) -> dict[str, Any]:
+    """Open ``db`` read-only and report; raises ``SESSION_QUERY_INDEX_FAILED`` when it cannot."""
+    path = sqlite_path(db)
+    if path is not None and not os.path.exists(path):
+        raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", f"index database {db} does not exist; run `sessionq index` first")
+    engine = create_index_engine(db, readonly=True)
+    try:
+        with snapshot(engine) as conn:
+            return collect_status(conn, db)
+    except SessionQueryError:
+        raise
+    except Exception as exc:
+        raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", f"cannot read index {db}: {exc}", exc) from exc
+    finally:
+        engine.dispose()
+
+
+def _when(ms: int | None) -> str:
+    if ms is None:
+        return "never"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000))
+
+
+def _bytes(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} B"  # pragma: no cover
+
+
+def format_status(status: dict[str, Any]) -> str:
+    """The human rendering of :func:`collect_status`'s object."""
+    lines = [
+        f"index       {status['database']}" + (f" ({_bytes(status['fileSize'])})" if "fileSize" in status else ""),
+        f"identity    {status['identity']}",
+        f"schema      {status['schemaRevision'] or '(none)'}" + ("" if status["schemaRevision"] == status["headRevision"] else f" (this sessionq needs {status['headRevision']}; run `sessionq db upgrade`)"),
+    ]
+    if "root" in status:
+        lines.append(f"root        {status['root']}" + (f" ({status['compression']})" if "compression" in status else ""))
+    lines.append(f"generation  {status['generation']}")
+    lines.append(f"indexer     running (pid {status['writerPid']})" if "writerPid" in status else "indexer     not running")
+    if "lastReconcileAt" in status:
+        lines.append(f"reconciled  {_when(status['lastReconcileAt'])} ({status['lagMs'] / 1000:.1f} s ago)")
+    else:
+        lines.append("reconciled  never")
+    lines.append(
+        f"sessions    {status['sessions']:,} ({len(status['sessionsInError'])} in error, "
+        f"{status['heldTails']} held tails, {status['syntheticTails']} settled tails)"
+    )
+    lines.append(f"events      {status['events']:,}")
+    lines.append(f"documents   {status['documents']:,}")
+    if status["sessionsInError"]:
+        lines.append("sessions in error:")
+        lines += [f"  {row['sessionId']}  {row['code']}  {row['message']}" for row in status["sessionsInError"]]
+    if status["layoutProblems"]:
+        lines.append("layout problems:")
+        lines += [f"  {row['kind']}  {row['message']}" for row in status["layoutProblems"]]
+    return "\n".join(lines)
