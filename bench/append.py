@@ -38,7 +38,8 @@ from bench.common import (
 )
 from bench.corpus import ensure_single
 from indexer.writer import LogWriter
-from readmodel.search.fts5 import SessionSearch
+from readmodel.search.engine import SessionSearch
+from readmodel.search.sqlite import sqlite_search
 
 
 def _indexed(search: SessionSearch, session_id: str) -> bool:
@@ -59,7 +60,7 @@ def measure(megabytes: float, appends: int, corpus_dir: Path, workdir: Path, pau
     header = info["header"]
     started = time.perf_counter()
     daemon = start_daemon(root, db)
-    search = SessionSearch(str(db))
+    search = sqlite_search(str(db))
     try:
         if not wait_until(lambda: db.exists() and _indexed(search, header["id"]), 3600, 0.05):
             raise RuntimeError("the daemon did not index the log")

@@ -32,7 +32,8 @@ import sys
 from typing import Any
 
 from bench.common import emit, percentile, record, timed_ms
-from readmodel.search.fts5 import SessionSearch
+from readmodel.search.engine import SessionSearch
+from readmodel.search.sqlite import sqlite_search
 
 QUERY_KINDS: dict[str, list[str]] = {
     "common": ["the", "a", "and", "to", "is", "file", "error", "test", "return", "read"],
@@ -102,7 +103,7 @@ def run(db: str, repeat: int = 3, depth: int = 3, events_db: str | None = None) 
     assert len(QUERIES) == 50, len(QUERIES)
     sessions, events = _counts(db)
     scopes: list[tuple[str, SessionSearch, Any, dict[str, Any]]] = []
-    search = SessionSearch(db)
+    search = sqlite_search(db)
     scopes.append(("sessions", search, search.search_sessions, {"sessions": sessions, "events": events}))
     workspace, workspace_sessions = _largest_workspace(db)
     scoped = [{"kind": "cwd", "values": [workspace]}]
@@ -111,7 +112,7 @@ def run(db: str, repeat: int = 3, depth: int = 3, events_db: str | None = None) 
     scopes.append(("events", search, lambda r: search.search_events({"sessionId": big, **r}), {"session_events": big_events}))
     long_search = None
     if events_db:
-        long_search = SessionSearch(events_db)
+        long_search = sqlite_search(events_db)
         long_id, long_events = _largest_session(events_db)
         scopes.append(("events_long", long_search, lambda r: long_search.search_events({"sessionId": long_id, **r}), {"session_events": long_events}))
     samples: dict[str, dict[str, list[tuple[str, float]]]] = {name: {"first": [], "deep": []} for name, *_ in scopes}

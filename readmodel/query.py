@@ -4,7 +4,7 @@
 service from two sources, merged exactly as the reference merges
 ``ctx.sessions`` with its persistence backend:
 
-* the **index** (:class:`readmodel.store.sqlite.IndexStore`), the persisted corpus;
+* the **index** (an :class:`readmodel.store.interface.IndexSource`; SQLite: :class:`readmodel.store.sqlite.IndexStore`), the persisted corpus;
   listing it plays the backend's ``list``, fetching a session's rows plays
   ``inspect``;
 * an optional **live source** (:class:`readmodel.live.LiveSource`): in-process
@@ -65,14 +65,12 @@ from readmodel.core.requests import (
     trace_request,
 )
 from readmodel.store.schema import SURFACE_NAMES, id_sort_key
-from readmodel.search.fts5 import (
-    SessionEventSearchPage,
-    SessionSearch,
-    SessionSearchPage,
-    search_config,
-    search_disabled,
-)
-from readmodel.store.sqlite import IndexReader, IndexStore, StoredSession
+from readmodel.search.config import search_config
+from readmodel.search.engine import SessionSearch, search_disabled
+from readmodel.search.sqlite import sqlite_search
+from readmodel.search.vocabulary import SessionEventSearchPage, SessionSearchPage
+from readmodel.store.interface import IndexReader, IndexSource, StoredSession
+from readmodel.store.sqlite import IndexStore
 from readmodel.projection.surface import fold_session_surface
 from readmodel.projection.titles import title_observation, title_snapshot
 from readmodel.core.vocabulary import (
@@ -210,7 +208,7 @@ class SessionQuery:
 
     def __init__(
         self,
-        store: IndexStore | None = None,
+        store: IndexSource | None = None,
         live: LiveSource | None = None,
         config: Mapping[str, Any] | QueryConfig | None = None,
     ) -> None:
@@ -247,7 +245,7 @@ class SessionQuery:
         with self._search_lock:
             if self._search is None:
                 db_path = sqlite_path(self.store.db) if self.store is not None else None
-                self._search = SessionSearch(db_path, live=self.live, config=self.search_config)
+                self._search = sqlite_search(db_path, live=self.live, config=self.search_config)
             return self._search
 
     def search_sessions(self, request: Any, signal: AbortSignal | None = None) -> SessionSearchPage:

@@ -14,6 +14,14 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 
 import pytest  # noqa: E402
 
+from tests.backends import BACKENDS, Backend  # noqa: E402
+
+
+@pytest.fixture(scope="session", params=BACKENDS, ids=[backend.name for backend in BACKENDS])
+def backend(request: pytest.FixtureRequest) -> Backend:
+    """Each index backend in turn (tests/backends.py): contract and conformance suites take it."""
+    return request.param
+
 
 @pytest.fixture
 def reference_wording(monkeypatch: pytest.MonkeyPatch) -> None:

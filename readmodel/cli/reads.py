@@ -377,7 +377,7 @@ COMMANDS: list[click.Command] = [
 ]
 
 # ``mcp``: the model-facing session tools over MCP (readmodel.tools).
-from readmodel.tools.cli import mcp_command
+from readmodel.cli.mcp import mcp_command
 
 COMMANDS.append(mcp_command)
 

@@ -1,15 +1,13 @@
 """Read access to the index database: the query side's persisted source.
 
-Everything a read needs is in the index (readmodel/schema.py); no log file is
+Everything a read needs is in the index (readmodel/store/schema.py); no log file is
 opened.  :class:`IndexStore` owns a read-only engine (``mode=ro``, WAL) and one
 SQLite connection per thread; :meth:`IndexStore.read` runs one read
 transaction (``BEGIN`` … ``COMMIT``), so every statement of one answer sees one
 committed generation even while the indexer writes.
 
-:class:`IndexReader` is the transaction's narrow query interface.  It plays
-the two roles of the reference's persistence backend: *listing* (headers,
-session lookup) and *inspection* (events, documents, raw event JSON).  A
-future server backend (PostgreSQL) would implement the same interface.
+:class:`SqliteIndexReader` is the transaction's narrow query interface, the
+SQLite implementation of :class:`readmodel.store.interface.IndexReader`.
 
 Raw events come from ``event_blocks``: zstd-compressed runs of consecutive
 events' compact JSON.  Only the blocks a read needs are fetched and decoded.
@@ -35,10 +33,10 @@ from sqlalchemy import Engine
 
 from readmodel.store.blocks import decode_events, decompress_block, unpack_run_times, unpack_run_types
 from readmodel.store.database import open_reader
-from readmodel.core.errors import SessionQueryError
 from readmodel.projection.lineage import clone_json
 from readmodel.store.schema import MAX_LINK_SPAN
 from readmodel.core.vocabulary import Event, Header
+from readmodel.store.interface import EventRow, StoredSession
 
 _decode_json: Final = msgspec.json.Decoder().decode
 _decode_objects: Final = msgspec.json.Decoder(list[dict[str, Any]]).decode
@@ -53,57 +51,6 @@ _SESSION_COLUMNS: Final = (
     '"sid", "id", "header_json", "status", "error_code", "error_message", '
     '"event_count", "title_seq", "generation"'
 )
-
-
-@dataclass(frozen=True, slots=True)
-class StoredSession:
-    """One ``sessions`` row: what listing knows about a persisted session."""
-
-    sid: int
-    id: str
-    header_json: bytes
-    status: str
-    error_code: str | None
-    error_message: str | None
-    event_count: int
-    title_seq: int | None
-    generation: int
-
-    def header(self) -> Header:
-        """A fresh decode of the stored header projection (a private copy)."""
-        return _decode_json(self.header_json)
-
-    def require_readable(self) -> None:
-        """Raise the session's stored query error unless its log was readable.
-
-        A corrupt, unsupported or unreadable log keeps its row (it is listed)
-        with the exact ``SessionQueryError`` every read of it must raise.
-        """
-        if self.status != "ok":
-            code = self.error_code or "SESSION_QUERY_PERSISTENCE_FAILED"
-            message = self.error_message or f'failed to inspect session "{self.id}": {self.status}'
-            raise SessionQueryError(code, message)  # type: ignore[arg-type]
-
-
-@dataclass(frozen=True, slots=True)
-class EventRow:
-    """One ``events`` row (everything but the raw JSON)."""
-
-    seq: int
-    type: str
-    time: Any
-    surface: int
-    replaced_by: int | None
-    sources: bytes | None
-    replaced: bytes | None
-
-    def source_seqs(self) -> list[int]:
-        """``sourceEventSeqs`` in recorded order; ``[]`` when absent."""
-        return _decode_seqs(self.sources) if self.sources else []
-
-    def replaced_seqs(self) -> list[int]:
-        """The nodes this replacement removed, in surface order; ``[]`` otherwise."""
-        return _decode_seqs(self.replaced) if self.replaced else []
 
 
 def _decode_line(line: bytes) -> Event:
@@ -147,8 +94,10 @@ class _ListingCache:
         self.entry: _Listing | None = None
 
 
-class IndexReader:
-    """Queries inside one read transaction (one consistent snapshot)."""
+class SqliteIndexReader:
+    """Queries inside one SQLite read transaction (one consistent snapshot).
+
+    Implements :class:`readmodel.store.interface.IndexReader`."""
 
     __slots__ = ("_cur", "_cache")
 
@@ -357,7 +306,9 @@ _BLOCK_INDEX: Final = 'SELECT "first_seq", "count" FROM "event_blocks" WHERE "si
 _BLOCK_DATA: Final = 'SELECT "data" FROM "event_blocks" WHERE "sid" = ? AND "first_seq" = ?'
 
 class IndexStore:
-    """The index opened for reading, with one connection per thread.
+    """The SQLite index opened for reading, with one connection per thread.
+
+    Implements :class:`readmodel.store.interface.IndexSource`.
 
     Thread-safe: each thread gets its own SQLite connection (opened lazily,
     kept for later reads); a forked child opens its own.  Read transactions
@@ -391,21 +342,21 @@ class IndexStore:
         return local.fairy.driver_connection
 
     @contextmanager
-    def read(self) -> Iterator[IndexReader]:
+    def read(self) -> Iterator[SqliteIndexReader]:
         """One read transaction; every query through the reader sees one snapshot."""
         connection = self._connection()
         local = self._local
         if local.depth:
             local.depth += 1
             try:
-                yield IndexReader(local.cursor, self._listing)
+                yield SqliteIndexReader(local.cursor, self._listing)
             finally:
                 local.depth -= 1
             return
         connection.execute("BEGIN")
         local.depth = 1
         try:
-            yield IndexReader(local.cursor, self._listing)
+            yield SqliteIndexReader(local.cursor, self._listing)
         except BaseException:
             local.depth = 0
             try:

@@ -11,7 +11,13 @@ Public API (see :mod:`readmodel.tools.host`)::
     result = tools.call("session_trace", {}, ToolCaller("s1", "/work/project", events))
 
 The MCP server over stdio is :mod:`readmodel.tools.mcpserver`
-(``sessionq mcp --cwd DIR [--session ID] [--db PATH]``).
+(``sessionq mcp --cwd DIR [--session ID] [--db PATH]``; the command itself
+is :mod:`readmodel.cli.mcp`).
+
+Owns: the tools' inputs, workspace authorisation, paging, deadlines, text
+rendering and the MCP server.
+
+Imports: the engine and the layers below it (never the CLI or HTTP adapters).
 """
 
 from __future__ import annotations

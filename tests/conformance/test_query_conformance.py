@@ -18,14 +18,13 @@ import json
 import subprocess
 import sys
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from indexer.repair import is_closer_text
 from tests.corpus import REPO, SYNTHETIC_ROOT, ZSTD_ROOT, golden, golden_by_session, require_corpus
-from tests.query.support import build_index
+from tests.backends import Backend
 
 require_corpus()
 
@@ -59,7 +58,7 @@ def without_closer_text(event: dict[str, Any]) -> dict[str, Any]:
 class Answers:
     """All answers of one ``rpc`` run, looked up by method and params."""
 
-    def __init__(self, db: Path, requests: list[tuple[str, dict[str, Any]]]) -> None:
+    def __init__(self, db: str, requests: list[tuple[str, dict[str, Any]]]) -> None:
         lines = [
             json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params})
             for n, (method, params) in enumerate(requests)
@@ -117,10 +116,9 @@ def _requests(synthetic: bool) -> list[tuple[str, dict[str, Any]]]:
 
 
 @pytest.fixture(scope="session", params=[False, True], ids=["real", "synthetic"])
-def answers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[bool, Answers]:
+def answers(backend: Backend, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[bool, Answers]:
     synthetic: bool = request.param
-    db = tmp_path_factory.mktemp("conformance") / "index.db"
-    build_index(SYNTHETIC_ROOT if synthetic else ZSTD_ROOT, db)
+    db = backend.build(SYNTHETIC_ROOT if synthetic else ZSTD_ROOT, backend.database(tmp_path_factory.mktemp("conformance"), "index"))
     return synthetic, Answers(db, _requests(synthetic))
 
 

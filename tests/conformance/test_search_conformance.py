@@ -17,16 +17,13 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from indexer import repair
-from indexer.layout import Compression
-from indexer.reconcile import Reconciler
 from readmodel.search import accelerator as ftsaux
-from readmodel.store.database import open_writer
+from tests.backends import Backend
 from tests.corpus import REPO, SYNTHETIC_ROOT, ZSTD_ROOT, golden, reference_closer_texts, require_corpus
 
 require_corpus()
@@ -76,22 +73,15 @@ class RpcClient:
         return self.process.wait(timeout=60)
 
 
-def build_index(path: Path, root: Path) -> str:
-    engine = open_writer(str(path))
-    Reconciler(engine, root, Compression.ZSTD, settle_seconds=0).reconcile()
-    engine.dispose()
-    return str(path)
-
-
 @pytest.fixture(scope="module")
-def indexes(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, str]:
+def indexes(backend: Backend, tmp_path_factory: pytest.TempPathFactory) -> dict[bool, str]:
     base = tmp_path_factory.mktemp("search-conformance")
-    real = build_index(base / "real.db", ZSTD_ROOT)
+    real = backend.build(ZSTD_ROOT, backend.database(base, "real"))
     texts = reference_closer_texts()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(repair, "OUTCOME_UNKNOWN_TEXT", texts["TOOL_OUTCOME_UNKNOWN"])
         patch.setattr(repair, "NOT_STARTED_TEXT", texts["TOOL_NOT_STARTED"])
-        synthetic = build_index(base / "synthetic.db", SYNTHETIC_ROOT)
+        synthetic = backend.build(SYNTHETIC_ROOT, backend.database(base, "synthetic"))
     return {False: real, True: synthetic}
 
 

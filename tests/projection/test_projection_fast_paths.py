@@ -37,7 +37,8 @@ from readmodel.store.blocks import (
 from readmodel.store.database import open_writer
 from readmodel.core.jsvalues import MAX_SAFE_INTEGER
 from readmodel.store.schema import MAX_LINK_SPAN
-from readmodel.store.sqlite import EventRow, IndexReader
+from readmodel.store.interface import EventRow
+from readmodel.store.sqlite import SqliteIndexReader
 
 # Text with the characters the fast paths special-case: NUL, the highlight
 # markers, lone surrogates, non-ASCII and plain ASCII.
@@ -206,7 +207,7 @@ def test_projected_rows_read_back_as_one_row_per_event(tmp_path_factory: Any, se
             projector.add(events[start:end])
         projector.finish()
         assert projector.written == len(events)
-        reader = IndexReader(cur)
+        reader = SqliteIndexReader(cur)
         surface = {seq: 1 if event["type"] == "user/message" else 0 for seq, event in enumerate(events)}
         expected = [(e["seq"], e["type"], _stored_time(e["time"]), surface[e["seq"]]) for e in events]
         assert reader.event_records(1) == expected

@@ -20,15 +20,14 @@ from readmodel.projection.surface import (
     SurfaceFold,
     SurfaceFoldError,
     SurfaceReplacement,
-    canonical_json,
     classify_events,
     fold_events,
     fold_session_surface,
     invalid_surface_error,
     iter_current_events,
     surface_kind,
-    tool_result_fingerprint,
 )
+from readmodel.projection.toolresults import canonical_json, tool_result_fingerprint
 from tests.projection.surface_builders import (
     ABSENT,
     assistant,

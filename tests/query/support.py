@@ -20,7 +20,8 @@ from indexer.reconcile import Reconciler
 from readmodel.store.database import open_writer
 from readmodel.live import InMemoryLiveSource
 from readmodel.query import SessionQuery
-from readmodel.store.sqlite import IndexReader, IndexStore
+from readmodel.store.interface import IndexReader
+from readmodel.store.sqlite import IndexStore
 from tests.logfactory import write_log
 
 LISTING_CALLS = frozenset({"list_headers", "list_keyed_headers", "lookup", "lookup_many"})

@@ -21,9 +21,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from readmodel.search import accelerator as ftsaux
-from readmodel.search import fts5 as search_module
+from readmodel.search import sqlite as search_module
 from readmodel.live import InMemoryLiveSource
-from readmodel.search.fts5 import END_MARK, START_MARK, SearchConfig, SessionSearch, make_snippet, match_expression
+from readmodel.search.config import SearchConfig
+from readmodel.search.requests import match_expression
+from readmodel.search.snippets import END_MARK, START_MARK, make_snippet
+from readmodel.search.engine import SessionSearch
+from readmodel.search.sqlite import sqlite_search
 from tests.logfactory import header, turn_end, turn_start, user
 from tests.search.test_highlight_shortcuts import _WORDS, _documents, _index_with
 from indexer.layout import Compression
@@ -86,9 +90,9 @@ _FILLER = st.lists(st.sampled_from(["x1 ", "日本語 ", "\n\n", "é ", "word-",
 @settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
 @given(head=_FILLER, body=_documents(), query=st.lists(st.sampled_from(_WORDS), min_size=1, max_size=3).map(" ".join), width=st.integers(1, 60))
 def test_snippets_after_the_first_span_equal_whole_document_snippets(head: str, body: str, query: str, width: int) -> None:
-    search = SessionSearch(None, config=SearchConfig(snippet_chars=width))
-    conn = search._connection()
-    assert search._accelerated
+    search = sqlite_search(None, config=SearchConfig(snippet_chars=width))
+    conn = search.backend._connection()
+    assert search.backend._accelerated
     text = head + body
     docid = (1 << 32) | 7
     conn.execute(
@@ -102,14 +106,14 @@ def test_snippets_after_the_first_span_equal_whole_document_snippets(head: str, 
     ).fetchone()
     if whole is None:
         return
-    assert make_snippet(search._marked_document(conn, docid, phrase), width) == make_snippet(whole[0], width)
+    assert make_snippet(search.backend._marked_document(conn, docid, phrase), width) == make_snippet(whole[0], width)
 
 
 def test_huge_snippet_widths_take_the_whole_text() -> None:
     """Windows wider than a C int are clamped: the whole text, never a wrapped-around cut."""
     width = 3 * 2**31
-    search = SessionSearch(None, config=SearchConfig(snippet_chars=width))
-    conn = search._connection()
+    search = sqlite_search(None, config=SearchConfig(snippet_chars=width))
+    conn = search.backend._connection()
     text = "lead " * 50 + "needle " + "tail " * 50
     docid = (1 << 32) | 1
     conn.execute(
@@ -122,7 +126,7 @@ def test_huge_snippet_widths_take_the_whole_text() -> None:
         (START_MARK, END_MARK, width, width, match_expression("needle")),
     ).fetchone()[0]
     assert source == "2" + text.replace("needle", START_MARK + "needle" + END_MARK)
-    assert make_snippet(search._marked_document(conn, docid, match_expression("needle")), width) == text.strip()
+    assert make_snippet(search.backend._marked_document(conn, docid, match_expression("needle")), width) == text.strip()
 
 
 # -- pruned rankings ------------------------------------------------------------------------
@@ -158,11 +162,11 @@ def _pages(search: SessionSearch, method: str, request: dict[str, Any]) -> list[
 
 
 def _pair(db: str, live: InMemoryLiveSource | None = None) -> tuple[SessionSearch, SessionSearch]:
-    fast, plain = SessionSearch(db, live=live), SessionSearch(db, live=live)
-    fast._connection()
-    plain._connection()
-    plain._accelerated = False
-    assert fast._accelerated
+    fast, plain = sqlite_search(db, live=live), sqlite_search(db, live=live)
+    fast.backend._connection()
+    plain.backend._connection()
+    plain.backend._accelerated = False
+    assert fast.backend._accelerated
     return fast, plain
 
 
@@ -254,7 +258,7 @@ def test_leaders_keep_each_sessions_best_documents_above_the_cut() -> None:
 def test_session_filters_read_the_covering_index(tie_heavy_index: str) -> None:
     """A workspace-scoped search picks its eligible sessions from ``sessions_filters`` (schema 0005)."""
     fast, _ = _pair(tie_heavy_index)
-    conn = fast._connection()
-    matches, args = fast._matches('"needle"', sessions=search_module.session_where([{"kind": "cwd", "values": ["/work/w0"]}]))
+    conn = fast.backend._connection()
+    matches, args = fast.backend._matches('"needle"', sessions=search_module.session_where([{"kind": "cwd", "values": ["/work/w0"]}]))
     plan = " | ".join(row[3] for row in conn.execute("EXPLAIN QUERY PLAN WITH" + matches + ' SELECT count(*) FROM "matches"', args))
     assert "COVERING INDEX sessions_filters" in plan, plan

@@ -18,18 +18,10 @@ import sqlite3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from readmodel.search import fts5 as search_module
-from readmodel.search.fts5 import (
-    _MARKS,
-    _TERMS_DDL,
-    END_MARK,
-    START_MARK,
-    _empty_index,
-    make_snippet,
-    match_expression,
-    phrase_spans_from_postings,
-    prefix_decides_snippet,
-)
+from readmodel.search import sqlite as search_module
+from readmodel.search.requests import match_expression
+from readmodel.search.snippets import END_MARK, START_MARK, make_snippet, prefix_decides_snippet
+from readmodel.search.sqlite import _MARKS, _TERMS_DDL, _empty_index, phrase_spans_from_postings
 from tests.search.test_search_rules import reference_snippet
 
 _HIGHLIGHT = 'highlight("documents_fts", 0, ?, ?)'

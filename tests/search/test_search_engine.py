@@ -20,7 +20,9 @@ from indexer.writer import LogWriter
 from readmodel.store.database import open_writer
 from readmodel.core.errors import SessionQueryError
 from readmodel.live import InMemoryLiveSource
-from readmodel.search.fts5 import SearchConfig, SessionSearch
+from readmodel.search.config import SearchConfig
+from readmodel.search.engine import SessionSearch
+from readmodel.search.sqlite import sqlite_search
 from tests.logfactory import ev, header, turn_end, turn_start, user
 
 
@@ -61,7 +63,7 @@ def test_phrases_are_literal_and_ranked_by_spans_then_length_then_id(tmp_path: P
         tmp_path,
         {"b": ["alpha beta"], "d": ["alpha beta"], "a": ["😀😀 alpha beta BRAID 😀😀"], "c": ["alpha middle beta"], "e": ["needle"], "f": ['say "needle" twice']},
     )
-    search = SessionSearch(db, config=SearchConfig(snippet_chars=5))
+    search = sqlite_search(db, config=SearchConfig(snippet_chars=5))
     page = search.search_sessions({"query": "alpha beta"})
     assert ids(page) == ["b", "d", "a"]
     assert all(len(hit.best_match.snippet) <= 5 for hit in page.items)
@@ -73,7 +75,7 @@ def test_phrases_are_literal_and_ranked_by_spans_then_length_then_id(tmp_path: P
 
 def test_more_spans_rank_first_and_diacritics_fold(tmp_path: Path) -> None:
     _, db, _ = build(tmp_path, {"once": ["needle and more words here"], "twice": ["needle, needle and more words here at length"], "accent": ["long long long—café,\nnext value"]})
-    search = SessionSearch(db, config=SearchConfig(snippet_chars=14))
+    search = sqlite_search(db, config=SearchConfig(snippet_chars=14))
     assert ids(search.search_sessions({"query": "needle"})) == ["twice", "once"]
     hit = search.search_sessions({"query": "CAFE"}).items[0]
     assert "café" in hit.best_match.snippet and "—" in hit.best_match.snippet and "\n" not in hit.best_match.snippet
@@ -92,7 +94,7 @@ def test_filters_apply_before_the_best_event_is_chosen(tmp_path: Path) -> None:
     LogWriter.in_root(root, hdr).create(hdr, events)
     db = str(tmp_path / "index.db")
     Reconciler(open_writer(db), root, Compression.ZSTD, settle_seconds=0).reconcile()
-    search = SessionSearch(db)
+    search = sqlite_search(db)
     best = search.search_sessions({"query": "needle"}).items[0].best_match
     assert (best.seq, best.surface) == (0, "shadowed")
     current_only = search.search_sessions({"query": "needle", "eventFilters": [{"kind": "surface", "values": ["current"]}]})
@@ -104,7 +106,7 @@ def test_filters_apply_before_the_best_event_is_chosen(tmp_path: Path) -> None:
 
 def test_cursors_page_to_the_end_and_are_bound_to_request_and_corpus(tmp_path: Path) -> None:
     root, db, reconciler = build(tmp_path, {"x": ["needle one", "needle two", "needle three"], "y": ["needle"]})
-    search = SessionSearch(db)
+    search = sqlite_search(db)
     seen = []
     page = search.search_events({"sessionId": "x", "query": "needle", "limit": 1})
     while True:
@@ -117,7 +119,7 @@ def test_cursors_page_to_the_end_and_are_bound_to_request_and_corpus(tmp_path: P
     events_cursor = search.search_events({"sessionId": "x", "query": "needle", "limit": 1}).next_cursor
     assert isinstance(first.next_cursor, str) and isinstance(events_cursor, str)
     # Another process of the same index accepts them.
-    assert SessionSearch(db).search_sessions({"query": "needle", "limit": 1, "cursor": first.next_cursor}).items
+    assert sqlite_search(db).search_sessions({"query": "needle", "limit": 1, "cursor": first.next_cursor}).items
     # A different request, or a forged one, is invalid; a different scope too.
     assert code_of(lambda: search.search_sessions({"query": "other", "limit": 1, "cursor": first.next_cursor})) == "SESSION_QUERY_INVALID_CURSOR"
     assert code_of(lambda: search.search_sessions({"query": "needle", "limit": 2, "cursor": first.next_cursor})) == "SESSION_QUERY_INVALID_CURSOR"
@@ -145,15 +147,15 @@ def test_cursors_page_to_the_end_and_are_bound_to_request_and_corpus(tmp_path: P
 def test_a_cursor_from_another_index_is_invalid(tmp_path: Path) -> None:
     _, db_one, _ = build(tmp_path / "one", {"x": ["needle", "needle"]}) if (tmp_path / "one").mkdir() is None else (None, "", None)
     _, db_two, _ = build(tmp_path / "two", {"x": ["needle", "needle"]}) if (tmp_path / "two").mkdir() is None else (None, "", None)
-    cursor = SessionSearch(db_one).search_events({"sessionId": "x", "query": "needle", "limit": 1}).next_cursor
-    assert code_of(lambda: SessionSearch(db_two).search_events({"sessionId": "x", "query": "needle", "limit": 1, "cursor": cursor})) == "SESSION_QUERY_INVALID_CURSOR"
+    cursor = sqlite_search(db_one).search_events({"sessionId": "x", "query": "needle", "limit": 1}).next_cursor
+    assert code_of(lambda: sqlite_search(db_two).search_events({"sessionId": "x", "query": "needle", "limit": 1, "cursor": cursor})) == "SESSION_QUERY_INVALID_CURSOR"
 
 
 def test_live_sessions_shadow_the_index_and_rank_with_it(tmp_path: Path) -> None:
     _, db, _ = build(tmp_path, {"z-persisted": ["needle needle"], **{f"filler-{i}": ["needle"] for i in range(12)}})
     live = InMemoryLiveSource()
     live.create(header("a-live", created_at=5, seedLength=1, delegationDepth=2, agentPreset="minimal"), [user(0, "needle needle")])
-    search = SessionSearch(db, live=live)
+    search = sqlite_search(db, live=live)
     page = search.search_sessions({"query": "needle", "sessionFilters": [{"kind": "id", "values": ["a-live", "z-persisted"]}]})
     assert ids(page) == ["a-live", "z-persisted"]
     assert (page.items[0].live, page.items[0].persisted, page.items[1].live, page.items[1].persisted) == (True, False, False, True)
@@ -172,17 +174,17 @@ def test_live_sessions_shadow_the_index_and_rank_with_it(tmp_path: Path) -> None
 
 def test_disabled_search_and_unknown_targets(tmp_path: Path) -> None:
     _, db, _ = build(tmp_path, {"x": ["needle"]})
-    disabled = SessionSearch(db, config=SearchConfig(open_at="never"))
+    disabled = sqlite_search(db, config=SearchConfig(open_at="never"))
     assert code_of(lambda: disabled.search_sessions({"query": ""})) == "SESSION_QUERY_SEARCH_DISABLED"
     assert code_of(lambda: disabled.search_events({"sessionId": 1, "query": 1})) == "SESSION_QUERY_SEARCH_DISABLED"
-    assert code_of(lambda: SessionSearch(db).search_events({"sessionId": "nope", "query": "needle"})) == "SESSION_QUERY_SESSION_NOT_FOUND"
-    empty = SessionSearch(db).search_events({"sessionId": "x", "query": "absent"})
+    assert code_of(lambda: sqlite_search(db).search_events({"sessionId": "nope", "query": "needle"})) == "SESSION_QUERY_SESSION_NOT_FOUND"
+    empty = sqlite_search(db).search_events({"sessionId": "x", "query": "absent"})
     assert empty.items == [] and empty.session["id"] == "x" and empty.next_cursor is msgspec.UNSET
 
 
 def test_filter_budgets_and_binding_limits(tmp_path: Path) -> None:
     _, db, _ = build(tmp_path, {"x": ["needle"]})
-    search = SessionSearch(db)
+    search = sqlite_search(db)
     cwd_clause = {"kind": "cwd", "values": ["/work/project", None]}
     assert ids(search.search_sessions({"query": "needle", "sessionFilters": [cwd_clause] * 14})) == ["x"]
     assert search.search_events({"sessionId": "x", "query": "needle", "filters": [{"kind": "type", "values": ["user/message"]}] * 13}).items
@@ -208,7 +210,7 @@ def hostile_index(tmp_path_factory: pytest.TempPathFactory) -> SessionSearch:
     tmp = tmp_path_factory.mktemp("hostile")
     texts = ["needle alpha beta", "alpha needle", "café naïve x1", "日本 needle", "OR AND NOT NEAR text: needle", "beta"]
     _, db, _ = build(tmp, {f"s{i}": [text] for i, text in enumerate(texts)})
-    return SessionSearch(db)
+    return sqlite_search(db)
 
 
 def _fold(text: str) -> str:
@@ -234,19 +236,19 @@ def test_hostile_queries_never_reach_fts_syntax(hostile_index: SessionSearch, pa
 def test_a_second_process_sees_the_same_results(tmp_path: Path) -> None:
     _, db, _ = build(tmp_path, {"x": ["needle here"], "y": ["needle there"]})
     code = (
-        "import sys, msgspec; from readmodel.search.fts5 import SessionSearch; "
-        f"p = SessionSearch({db!r}).search_sessions({{'query': 'needle', 'limit': 1}}); "
+        "import sys, msgspec; from readmodel.search.sqlite import sqlite_search; "
+        f"p = sqlite_search({db!r}).search_sessions({{'query': 'needle', 'limit': 1}}); "
         "sys.stdout.write(p.next_cursor)"
     )
     cursor = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert ids(SessionSearch(db).search_sessions({"query": "needle", "limit": 1, "cursor": cursor})) in (["x"], ["y"])
+    assert ids(sqlite_search(db).search_sessions({"query": "needle", "limit": 1, "cursor": cursor})) in (["x"], ["y"])
 
 
 def test_an_aborted_signal_cancels_a_search_even_mid_statement(tmp_path: Path) -> None:
     from readmodel.core.cancel import AbortController
 
     _, db, _ = build(tmp_path, {f"s{i}": [" ".join(["needle"] * 200)] * 3 for i in range(40)})
-    search = SessionSearch(db)
+    search = sqlite_search(db)
     controller = AbortController()
     controller.abort()
     with pytest.raises(SessionQueryError) as before:
@@ -283,23 +285,23 @@ def test_the_strongest_event_per_session_follows_every_tie_break(tmp_path: Path)
     LogWriter.in_root(root, hdr).create(hdr, events)
     db = str(tmp_path / "index.db")
     Reconciler(open_writer(db), root, Compression.ZSTD, settle_seconds=0).reconcile()
-    search = SessionSearch(db)
+    search = sqlite_search(db)
     assert search.search_sessions({"query": "needle"}).items[0].best_match.seq == 2
     assert [hit.seq for hit in search.search_events({"sessionId": "ties", "query": "needle"}).items] == [2, 1, 0, 3]
 
 
 @pytest.mark.parametrize("cache_rows", [500, 7])
 def test_cached_pages_equal_fresh_rankings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache_rows: int) -> None:
-    import readmodel.search.fts5 as search_module
+    import readmodel.search.sqlite as search_module
 
     monkeypatch.setattr(search_module, "RANKED_CACHE_ROWS", cache_rows)
     _, db, _ = build(tmp_path, {f"s{i:02}": [" ".join(["needle"] * (1 + i % 4)) + f" filler {i}"] * (1 + i % 3) for i in range(25)})
-    cached = SessionSearch(db)
+    cached = sqlite_search(db)
     pages: list[list[str]] = []
     request: dict[str, Any] = {"query": "needle", "limit": 3}
     while True:
         page = cached.search_sessions(request)
-        fresh = SessionSearch(db).search_sessions(request)  # an empty cache ranks from scratch
+        fresh = sqlite_search(db).search_sessions(request)  # an empty cache ranks from scratch
         assert page == fresh
         pages.append(ids(page))
         if page.next_cursor is msgspec.UNSET:
@@ -308,4 +310,4 @@ def test_cached_pages_equal_fresh_rankings(tmp_path: Path, monkeypatch: pytest.M
     flat = [sid for page in pages for sid in page]
     assert len(flat) == len(set(flat)) == 25
     events = cached.search_events({"sessionId": "s05", "query": "needle", "limit": 1})
-    assert events == SessionSearch(db).search_events({"sessionId": "s05", "query": "needle", "limit": 1})
+    assert events == sqlite_search(db).search_events({"sessionId": "s05", "query": "needle", "limit": 1})

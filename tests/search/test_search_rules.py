@@ -8,20 +8,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from readmodel.core.errors import SessionQueryError
-from readmodel.search.fts5 import (
-    ELLIPSIS,
-    END_MARK,
-    START_MARK,
-    SearchConfig,
-    event_where,
-    make_snippet,
-    match_expression,
-    normalize_events_request,
-    normalize_sessions_request,
-    request_fingerprint,
-    search_config,
-    session_where,
-)
+from readmodel.search.config import SearchConfig, search_config
+from readmodel.search.cursors import request_fingerprint
+from readmodel.search.predicates import event_where, session_where
+from readmodel.search.requests import match_expression, normalize_events_request, normalize_sessions_request
+from readmodel.search.snippets import ELLIPSIS, END_MARK, START_MARK, make_snippet
 
 CONFIG = SearchConfig()
 

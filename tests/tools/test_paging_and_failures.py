@@ -14,13 +14,8 @@ from readmodel.core.cancel import AbortController
 from readmodel.core.errors import SessionQueryError
 from readmodel.query import SessionQuery
 from readmodel.core.requests import SessionTitleObservationResult
-from readmodel.search.fts5 import (
-    SessionEventSearchHit,
-    SessionEventSearchPage,
-    SessionSearch,
-    SessionSearchHit,
-    SessionSearchPage,
-)
+from readmodel.search.engine import SessionSearch
+from readmodel.search.vocabulary import SessionEventSearchHit, SessionEventSearchPage, SessionSearchHit, SessionSearchPage
 from readmodel.tools.boundary import CAUSE_CYCLE, UNPRINTABLE
 from readmodel.tools.errors import GENERIC_FAILURE_MESSAGE, UNAUTHORIZED_MESSAGE, ToolError
 from readmodel.tools.render import CAP_NOTICE, HIDDEN_PARENT, NO_EVENT_MATCHES

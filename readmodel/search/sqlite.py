@@ -1,41 +1,22 @@
-"""Ranked full-text search over the index: literal phrases, exact ranking, snippets, cursors.
+"""The SQLite FTS5 search backend, with the live overlay and the optional C accelerator.
 
-The semantics follow the reference's SQLite FTS5 provider (search-tools-export-spec
-§2–§5, §7):
-
-* the query is trimmed and whitespace-collapsed (JS whitespace set), then becomes
-  exactly one FTS5 phrase bound as a parameter, so FTS5 syntax in a query is data;
-* a document's strength is the number of highlighted-match spans FTS5's own
-  ``highlight()`` produces, then its length in code points, then newer time and
-  higher seq; cross-session search keeps each session's strongest event and
-  orders sessions by it (ties by session id in UTF-8 byte order);
-* metadata filters compile to parameterised predicates applied before ranking,
-  within the reference's predicate and binding budgets;
-* snippets are bounded plain-text excerpts positioned by the first highlight;
-* cursors are opaque, bound to the index identity, the normalised request and
-  the generation of the scope, and signed, so a forged or foreign cursor is
-  invalid and a cursor over a changed corpus is stale.  They work in any reader
-  process of the same index.
-
-The live overlay (sessions held in memory by the host) lives in connection-local
-TEMP tables that shadow the index for the same session id, as in the reference.
-
-Deliberate difference: a session whose log is corrupt or unsupported never
-enters the search corpus (the reference fails every search while one persisted
-log cannot be read); searching within such a session raises its stored error.
+Ranking runs in SQL over the index's ``documents_fts`` (unicode61 tokens): a
+match's strength is its number of highlight spans, counted by the C
+accelerator (:mod:`readmodel.search.accelerator`) from FTS5's position lists
+when it is built, else from posting lists (``fts5vocab``) or ``highlight()``
+itself.  The live overlay (sessions held in memory by the host) lives in
+connection-local TEMP tables that shadow the index for the same session id,
+as in the reference.
 """
 
 from __future__ import annotations
 
-import base64
 import re
 import hashlib
-import hmac
-import math
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -43,546 +24,34 @@ from typing import Any, Final
 import msgspec
 
 from readmodel.search import accelerator as ftsaux
+from readmodel.search.backend import Row
+from readmodel.search.config import SearchConfig
+from readmodel.search.cursors import CursorCodec
+from readmodel.search.engine import SessionSearch
+from readmodel.search.predicates import (
+    BINDING_LIMIT,
+    FIXED_BINDINGS,
+    OUTER_PREDICATE_LIMIT,
+    Where,
+    binding_error,
+    budget_error,
+    event_where,
+    session_where,
+)
+from readmodel.search.requests import EventsRequest, SessionsRequest, match_expression
+from readmodel.search.snippets import END_MARK, MARKS_NEUTRALISED, START_MARK, prefix_decides_snippet, snippet_source_decides
 from readmodel.core.errors import SessionQueryError
 from readmodel.projection.extraction import build_documents
-from readmodel.projection.filters import materialize_event_metadata_filters, materialize_session_filters
-from readmodel.core.jsvalues import (
-    MAX_SAFE_INTEGER,
-    is_safe_integer,
-    js_collapse_whitespace,
-    js_trim,
-    JS_WHITESPACE,
-)
 from readmodel.projection.surface import classify_events, invalid_surface_error, SurfaceFoldError
-from readmodel.core.vocabulary import Header, Struct, Surface
+from readmodel.core.vocabulary import Header
 
-from msgspec import UNSET, UnsetType
 
-START_MARK: Final = "\ufdd0"
-END_MARK: Final = "\ufdd1"
-ELLIPSIS: Final = "\u2026"
-OUTER_PREDICATE_LIMIT: Final = 14
-BINDING_LIMIT: Final = 32_766
-FIXED_BINDINGS: Final = 10
-MAX_PAGE_LIMIT: Final = MAX_SAFE_INTEGER - 1
-OPEN_AT_VALUES: Final = ("startup", "first-search", "never")
-JOURNAL_MODES: Final = ("wal", "delete", "truncate", "persist")
-_SANITIZE: Final = str.maketrans({"\x00": "\ufffd", START_MARK: "\ufffd", END_MARK: "\ufffd"})
-_WHITESPACE: Final = frozenset(JS_WHITESPACE)
-_WHITESPACE_RUN: Final = re.compile("[" + "".join(re.escape(char) for char in sorted(JS_WHITESPACE)) + "]+")
-_CURSOR_VERSION: Final = 1
 RANKED_CACHE_ROWS: Final = 500
 """Rows of a ranking kept per (request, generation) for cheap later pages."""
 RANKED_FIRST_ROWS: Final = 64
 """Rows a first request ranks (about three default pages)."""
 RANKED_CACHE_SIZE: Final = 32
 _SURROGATES: Final = re.compile("[\ud800-\udfff]")
-
-
-# --------------------------------------------------------------------------- vocabulary
-
-
-class SessionEventSearchHit(Struct):
-    session_id: str
-    seq: int
-    type: str
-    time: Any
-    surface: Surface
-    snippet: str
-
-
-class SessionSearchHit(Struct):
-    header: Header
-    live: bool
-    persisted: bool
-    best_match: SessionEventSearchHit
-
-
-class SessionSearchPage(Struct, kw_only=True):
-    items: list[SessionSearchHit]
-    next_cursor: str | UnsetType = UNSET
-
-
-class SessionEventSearchPage(Struct, kw_only=True):
-    session: Header
-    items: list[SessionEventSearchHit]
-    next_cursor: str | UnsetType = UNSET
-
-
-# --------------------------------------------------------------------------- configuration
-
-
-class SearchConfig(msgspec.Struct, frozen=True):
-    """Validated provider configuration (search-tools-export-spec §7)."""
-
-    default_limit: int = 20
-    max_limit: int = 100
-    snippet_chars: int = 240
-    open_at: str = "startup"
-    journal_mode: str = "wal"
-
-
-def _config_error(detail: str) -> SessionQueryError:
-    return SessionQueryError("SESSION_QUERY_INVALID_CONFIG", f"session-search SQLite config: {detail}")
-
-
-def _limit_setting(raw: Mapping[str, Any], key: str, default: int) -> int:
-    value = raw.get(key)
-    if value is None:
-        return default
-    if not (is_safe_integer(value) and 1 <= value <= MAX_PAGE_LIMIT):
-        raise _config_error(f"{key} must be an integer between 1 and {MAX_PAGE_LIMIT}")
-    return int(value)
-
-
-def search_config(raw: Mapping[str, Any] | None = None) -> SearchConfig:
-    """Validate search settings in the reference's order; absent or null keys take defaults."""
-    raw = raw or {}
-    open_at = raw.get("openAt")
-    if open_at is None:
-        open_at = "startup"
-    if open_at not in OPEN_AT_VALUES:
-        raise _config_error("openAt must be startup, first-search or never")
-    default_limit = _limit_setting(raw, "defaultLimit", 20)
-    max_limit = _limit_setting(raw, "maxLimit", 100)
-    snippet = raw.get("snippetChars")
-    if snippet is None:
-        snippet = 240
-    elif not (type(snippet) in (int, float) and math.isfinite(snippet) and float(snippet).is_integer() and snippet >= 1):
-        raise _config_error("snippetChars must be a positive integer")
-    if default_limit > max_limit:
-        raise _config_error("defaultLimit must be less than or equal to maxLimit")
-    journal = raw.get("journalMode")
-    if journal is None:
-        journal = "wal"
-    if type(journal) is not str or journal.lower() not in JOURNAL_MODES:
-        raise _config_error("journalMode must be wal, delete, truncate or persist")
-    return SearchConfig(default_limit, max_limit, int(snippet), open_at, journal.lower())
-
-
-# --------------------------------------------------------------------------- normalisation
-
-
-@dataclass(frozen=True)
-class SessionsRequest:
-    query: str
-    session_filters: list[dict[str, Any]]
-    event_filters: list[dict[str, Any]]
-    limit: int
-    cursor: str | None
-
-
-@dataclass(frozen=True)
-class EventsRequest:
-    session_id: str
-    query: str
-    filters: list[dict[str, Any]]
-    limit: int
-    cursor: str | None
-
-
-def _field(request: Any, name: str, attribute: str) -> Any:
-    """A request field from a mapping (camelCase) or a struct (snake_case); ``None`` when absent."""
-    if isinstance(request, Mapping):
-        return request.get(name)
-    value = getattr(request, attribute, None)
-    return None if value is UNSET else value
-
-
-def normalize_query(query: Any) -> str:
-    """Trim, collapse whitespace runs, refuse empty or NUL, neutralise the highlight markers."""
-    if type(query) is not str:
-        raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", "session-search query must be text")
-    text = js_collapse_whitespace(js_trim(query))
-    if not text:
-        raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", "session-search query must contain non-whitespace text")
-    if "\x00" in text:
-        raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", "session-search query must not contain NUL")
-    return text.translate(_SANITIZE)
-
-
-def normalize_limit(limit: Any, config: SearchConfig) -> int:
-    if limit is None:
-        return config.default_limit
-    maximum = min(config.max_limit, MAX_PAGE_LIMIT)
-    if not (is_safe_integer(limit) and 1 <= limit <= maximum):
-        raise SessionQueryError("SESSION_QUERY_INVALID_LIMIT", f"session-search limit must be an integer between 1 and {maximum}")
-    return int(limit)
-
-
-def _normalize_cursor(cursor: Any) -> str | None:
-    if cursor is None:
-        return None
-    if type(cursor) is not str:
-        raise SessionQueryError("SESSION_QUERY_INVALID_CURSOR", "session-search cursor must be text")
-    return cursor
-
-
-def normalize_sessions_request(request: Any, config: SearchConfig) -> SessionsRequest:
-    """Validate and copy a cross-session request in the reference's check order."""
-    session_filters = _field(request, "sessionFilters", "session_filters")
-    event_filters = _field(request, "eventFilters", "event_filters")
-    materialized_sessions = materialize_session_filters([] if session_filters is None else session_filters)
-    materialized_events = materialize_event_metadata_filters([] if event_filters is None else event_filters)
-    cursor = _normalize_cursor(_field(request, "cursor", "cursor"))
-    query = normalize_query(_field(request, "query", "query"))
-    limit = normalize_limit(_field(request, "limit", "limit"), config)
-    return SessionsRequest(query, materialized_sessions, materialized_events, limit, cursor)
-
-
-def normalize_events_request(request: Any, config: SearchConfig) -> EventsRequest:
-    """Validate and copy a within-session request in the reference's check order."""
-    session_id = _field(request, "sessionId", "session_id")
-    if type(session_id) is not str:
-        raise SessionQueryError("SESSION_QUERY_INVALID_FILTER", "session-search session id must be text")
-    filters = _field(request, "filters", "filters")
-    materialized = materialize_event_metadata_filters([] if filters is None else filters)
-    cursor = _normalize_cursor(_field(request, "cursor", "cursor"))
-    query = normalize_query(_field(request, "query", "query"))
-    limit = normalize_limit(_field(request, "limit", "limit"), config)
-    return EventsRequest(session_id, query, materialized, limit, cursor)
-
-
-def match_expression(query: str) -> str:
-    """The whole normalised query as one FTS5 phrase string (quotes doubled)."""
-    return '"' + query.replace('"', '""') + '"'
-
-
-# --------------------------------------------------------------------------- SQL predicates
-
-
-def _budget_error() -> SessionQueryError:
-    return SessionQueryError(
-        "SESSION_QUERY_INVALID_FILTER",
-        f"session-search request exceeds the supported SQLite FTS5 outer-predicate budget of {OUTER_PREDICATE_LIMIT}; reduce filters",
-    )
-
-
-def _binding_error() -> SessionQueryError:
-    return SessionQueryError(
-        "SESSION_QUERY_INVALID_FILTER",
-        f"session-search request exceeds the portable SQLite binding limit of {BINDING_LIMIT}; reduce filter values",
-    )
-
-
-class _Where:
-    """Fragments and bindings of one predicate builder, with its own budgets."""
-
-    def __init__(self) -> None:
-        self.fragments: list[str] = []
-        self.params: list[Any] = []
-
-    def add(self, fragment: str, params: Sequence[Any] = ()) -> None:
-        self.fragments.append(fragment)
-        self.params.extend(params)
-        if len(self.fragments) > OUTER_PREDICATE_LIMIT:
-            raise _budget_error()
-        if len(self.params) > BINDING_LIMIT:
-            raise _binding_error()
-
-    def sql(self) -> str:
-        return " AND ".join(self.fragments)
-
-
-def _placeholders(count: int) -> str:
-    return ", ".join("?" for _ in range(count))
-
-
-def _range(where: _Where, column: str, clause: Mapping[str, Any]) -> None:
-    if "from" in clause:
-        where.add(f"CAST({column} AS INTEGER) >= ?", [clause["from"]])
-    if "to" in clause:
-        where.add(f"CAST({column} AS INTEGER) <= ?", [clause["to"]])
-
-
-def _nullable_in(where: _Where, column: str, values: Sequence[Any]) -> None:
-    if not values:
-        where.add("0")
-        return
-    present = [value for value in values if value is not None]
-    parts: list[str] = []
-    if present:
-        parts.append(f"{column} IN ({_placeholders(len(present))})")
-    if len(present) != len(values):
-        parts.append(f"{column} IS NULL")
-    where.add("(" + " OR ".join(parts) + ")", present)
-
-
-def _plain_in(where: _Where, column: str, values: Sequence[Any]) -> None:
-    if not values:
-        where.add("0")
-    else:
-        where.add(f"{column} IN ({_placeholders(len(values))})", values)
-
-
-def session_where(filters: Sequence[Mapping[str, Any]]) -> _Where:
-    """Session filters as predicates over the ``matched`` rows (search-tools-export-spec §2.6)."""
-    where = _Where()
-    for clause in filters:
-        kind = clause["kind"]
-        if kind == "id":
-            _plain_in(where, "session_id", clause["values"])
-        elif kind in ("cwd", "parent"):
-            _nullable_in(where, "cwd" if kind == "cwd" else "parent_session", clause["values"])
-        elif kind == "created-at":
-            _range(where, "created_at", clause)
-        elif kind == "availability":
-            values = set(clause["values"])
-            if not values:
-                where.add("0")
-            elif len(values) == 1:
-                where.add("live = 1" if "live" in values else "persisted = 1")
-        else:
-            raise SessionQueryError("SESSION_QUERY_INVALID_FILTER", f'session filter contains unknown kind "{kind}"')
-    return where
-
-
-def event_where(filters: Sequence[Mapping[str, Any]]) -> _Where:
-    """Event metadata filters as predicates over the ``matched`` rows."""
-    where = _Where()
-    for clause in filters:
-        kind = clause["kind"]
-        if kind in ("seq", "time"):
-            _range(where, kind, clause)
-        elif kind in ("type", "surface"):
-            _plain_in(where, kind, clause["values"])
-        else:
-            raise SessionQueryError("SESSION_QUERY_INVALID_FILTER", f'session filter contains unknown kind "{kind}"')
-    return where
-
-
-# --------------------------------------------------------------------------- snippets
-
-
-def _normalised(marked_text: str, max_chars: int) -> tuple[list[str], int, int | None, bool]:
-    """Whitespace-normalised characters up to where the snippet window is decided.
-
-    Returns ``(chars, base, match_start, complete)``: the normalised characters
-    from offset ``base`` on (earlier ones can never enter the window), the
-    normalised offset of the first highlight, and whether the whole text was
-    consumed (``False``: the window was decided before the end, so any text
-    after the stopping point cannot change it).  The text before the first
-    highlight holds no markers and is collapsed by a regular expression, so a
-    match deep in a large document costs no per-character Python.
-    """
-    chars: list[str] = []
-    base = 0
-    match_start: int | None = None
-    first = marked_text.find(START_MARK)
-    if first > 0:
-        chars, base = _head_before_match(marked_text[:first], max_chars + 2)
-        marked_text = marked_text[first:]
-    for char in marked_text:
-        if char == START_MARK:
-            if match_start is None:
-                match_start = len(chars)
-        elif char == END_MARK:
-            continue
-        elif char in _WHITESPACE:
-            if chars and chars[-1] != " ":
-                chars.append(" ")
-        else:
-            if match_start is not None and len(chars) > match_start + max_chars + 1:
-                return chars, base, match_start + base, False
-            chars.append(char)
-    return chars, base, None if match_start is None else match_start + base, True
-
-
-def _head_before_match(head: str, keep: int) -> tuple[list[str], int]:
-    """The last ``keep`` normalised characters before the first match, and their offset.
-
-    Only a window of the raw text is collapsed, grown until it yields more than
-    ``keep`` characters (a first character that may be a cut whitespace run is
-    never kept).  A head that long has at least ``keep`` normalised characters,
-    and past that every quantity the snippet computes is a difference of
-    offsets, so the kept characters may be placed at offset 0.
-    """
-    window = _head_window(head, keep)
-    if window is not None:
-        return list(window[-keep:]), 0
-    whole = _WHITESPACE_RUN.sub(" ", head)
-    if whole.startswith(" "):
-        whole = whole[1:]
-    base = max(0, len(whole) - keep)
-    return list(whole[base:]), base
-
-
-def _head_window(head: str, keep: int) -> str | None:
-    """A collapsed suffix window of ``head`` with more than ``keep`` characters, or
-    ``None`` when none of the growing windows short of the whole head has them.
-
-    Only the suffix the window covers is read, so a head cut short at its start
-    gives the whole head's answer whenever this is not ``None``.
-    """
-    width = 4 * (keep + 1)
-    while width < len(head):
-        window = _WHITESPACE_RUN.sub(" ", head[-width:])
-        if len(window) > keep:
-            return window
-        width *= 4
-    return None
-
-
-def snippet_source_decides(source: str, max_chars: int) -> str | None:
-    """The marked text to cut a snippet from, given ``sessionq_snippet_source()``'s answer.
-
-    ``source`` is a flags character, then text before the first span (possibly
-    cut short at its start), then ``highlight()``'s output from the first span
-    on (possibly cut short at its end).  Returns ``head + window`` when it
-    provably yields the whole document's snippet: a short head must still
-    decide the collapsed text before the match (:func:`_head_window` — beyond
-    that point :func:`make_snippet` never looks), and a short window must
-    decide the snippet window (:func:`prefix_decides_snippet`).  ``None``
-    otherwise.
-    """
-    flags = ord(source[0]) - ord("0")
-    marked = source[1:]
-    if flags & 1 and _head_window(marked[: marked.find(START_MARK)], max_chars + 2) is None:
-        return None
-    if not flags & 2 and not prefix_decides_snippet(marked, max_chars):
-        return None
-    return marked
-
-
-def prefix_decides_snippet(marked_prefix: str, max_chars: int) -> bool:
-    """Whether a highlighted *prefix* of a document yields the whole document's snippet.
-
-    True when the first highlight ends before the prefix does (so its last
-    token was not cut, and no earlier match can straddle the cut) and the
-    snippet window is decided within the prefix.  Tokenisation is local, so
-    every complete token of the prefix is a token of the document.
-    """
-    start = marked_prefix.find(START_MARK)
-    if start < 0:
-        return False
-    end = marked_prefix.find(END_MARK, start)
-    if end < 0 or end >= len(marked_prefix) - 1:
-        return False
-    return not _normalised(marked_prefix, max_chars)[3]
-
-
-def make_snippet(marked_text: str, max_chars: int) -> str:
-    """A bounded plain-text excerpt positioned by the first highlight (search-tools-export-spec §4).
-
-    Normalisation stops early once the window is decided: with at least
-    ``match_start + max_chars + 1`` normalised characters the text is known to
-    extend past the window, so the rest of a large document never matters.
-    """
-    chars, base, match_start, complete = _normalised(marked_text, max_chars)
-    if complete and chars and chars[-1] == " ":
-        chars.pop()
-    n = base + len(chars) + (0 if complete else 1)  # incomplete: more text follows
-    if complete and n <= max_chars:
-        return "".join(chars)
-    if max_chars == 1:
-        return ELLIPSIS
-    m = min(match_start or 0, n - 1)
-    start = max(0, m - max_chars // 3)
-    prefix = ELLIPSIS if start > 0 else ""
-    suffix = ELLIPSIS
-    content = max_chars - len(prefix) - len(suffix)
-    if content < 1:
-        start = m
-        suffix = ""
-        content = max_chars - len(prefix)
-    elif m >= start + content:
-        start = m - content + 1
-    end = min(n, start + content)
-    if complete and end == n:
-        suffix = ""
-        content = max_chars - len(prefix)
-        start = max(0, end - content)
-    end = min(n, start + content)
-    return prefix + "".join(chars[start - base : end - base]) + suffix
-
-
-# --------------------------------------------------------------------------- cursors
-
-
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def _unb64(text: str) -> bytes:
-    if any(ch not in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_" for ch in text):
-        raise ValueError("not base64url")
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-def _canonical_clause(clause: Mapping[str, Any]) -> dict[str, Any]:
-    if "values" in clause:
-        values = sorted(clause["values"], key=lambda v: (v is not None, v or ""))
-        return {"kind": clause["kind"], "values": values}
-    if clause["kind"] in ("created-at", "seq", "time"):
-        return {"kind": clause["kind"], "from": clause.get("from"), "to": clause.get("to")}
-    return dict(clause)
-
-
-def _canon(filters: Sequence[Mapping[str, Any]]) -> list[str]:
-    return sorted(msgspec.json.encode(_canonical_clause(clause)).decode() for clause in filters)
-
-
-def request_fingerprint(request: SessionsRequest | EventsRequest) -> str:
-    """A digest of the normalised request; clause and value order do not matter."""
-    if isinstance(request, SessionsRequest):
-        identity: dict[str, Any] = {
-            "scope": "sessions",
-            "query": request.query,
-            "sessionFilters": _canon(request.session_filters),
-            "eventFilters": _canon(request.event_filters),
-            "limit": request.limit,
-        }
-    else:
-        identity = {"scope": "events", "sessionId": request.session_id, "query": request.query, "filters": _canon(request.filters), "limit": request.limit}
-    return hashlib.sha256(msgspec.json.encode(identity)).hexdigest()[:32]
-
-
-class CursorCodec:
-    """Signs and checks cursors for one index (its identity is the signing secret's seed)."""
-
-    def __init__(self, index_identity: str) -> None:
-        self.identity = index_identity
-        self._key = hashlib.sha256(b"sessionq-cursor\x00" + index_identity.encode()).digest()
-
-    def _sign(self, payload: bytes) -> bytes:
-        return hmac.new(self._key, payload, hashlib.sha256).digest()[:16]
-
-    def encode(self, scope: str, fingerprint: str, generation: str, offset: int) -> str:
-        payload = msgspec.json.encode(
-            {"version": _CURSOR_VERSION, "instance": self.identity, "scope": scope, "fingerprint": fingerprint, "generation": generation, "offset": offset}
-        )
-        return _b64(payload) + "." + _b64(self._sign(payload))
-
-    def decode(self, cursor: str, scope: str, fingerprint: str, generation: str) -> int:
-        """The offset a cursor resumes at; INVALID before STALE, as in the reference."""
-        invalid = SessionQueryError("SESSION_QUERY_INVALID_CURSOR", "session-search cursor is invalid")
-        try:
-            body, _, signature = cursor.partition(".")
-            payload = _unb64(body)
-            if not hmac.compare_digest(_unb64(signature), self._sign(payload)):
-                raise invalid
-            data = msgspec.json.decode(payload)
-        except SessionQueryError:
-            raise
-        except (ValueError, msgspec.DecodeError):
-            raise invalid from None
-        if type(data) is not dict:
-            raise invalid
-        offset = data.get("offset")
-        if (
-            data.get("version") != _CURSOR_VERSION
-            or data.get("instance") != self.identity
-            or data.get("scope") != scope
-            or data.get("fingerprint") != fingerprint
-            or not (type(offset) is int and 0 <= offset <= MAX_SAFE_INTEGER)
-        ):
-            raise invalid
-        if data.get("generation") != generation:
-            raise SessionQueryError("SESSION_QUERY_STALE_CURSOR", "session-search cursor is stale because its relevant corpus changed")
-        return offset
-
-
-# --------------------------------------------------------------------------- live overlay
 
 
 # The first prefix of a document tried for a snippet (plus four snippet widths;
@@ -604,7 +73,7 @@ _TEMP_DDL: Final = (
 
 def _sanitize(text: str) -> str:
     """Document sanitisation as at index time (markers, NUL and lone surrogates → U+FFFD)."""
-    text = text.translate(_SANITIZE)
+    text = text.translate(MARKS_NEUTRALISED)
     return text if text.isascii() else _SURROGATES.sub("\ufffd", text)
 
 
@@ -625,7 +94,7 @@ class _LiveState:
     next_generation: int = 0
 
 
-# --------------------------------------------------------------------------- the engine
+# --------------------------------------------------------------------------- ranking SQL
 
 # The candidate set: one row per matching document, persisted rows shadowed by
 # live rows of the same session.  ``match_count`` is the number of highlighted
@@ -807,21 +276,7 @@ def phrase_spans_from_postings(
     return counts
 
 
-@dataclass
-class _Row:
-    session_id: str
-    header_json: Any  # the session's sid while ranking (NULL for live rows); the header JSON once fetched
-    live: int
-    persisted: int
-    docid: int  # negative: -rowid of a live document
-    seq: int
-    type: str
-    time: Any
-    surface: Surface
-    marked_text: str = ""
-
-
-class SessionSearch:
+class SqliteSearchBackend:
     """Search over one index database file, with an optional live overlay.
 
     Holds one read-only connection whose TEMP tables carry the live overlay.
@@ -876,48 +331,18 @@ class SessionSearch:
 
     # -- public operations ------------------------------------------------------
 
-    def search_sessions(self, request: Any, signal: Any = None) -> SessionSearchPage:
-        """Cross-session search.  ``signal`` (an abort signal) cancels it, even mid-statement."""
-        self._check_enabled()
-        normalized = normalize_sessions_request(request, self.config)
+    @contextmanager
+    def snapshot(self, signal: Any) -> Iterator[_Snapshot]:
+        """One read transaction with the live overlay synced, serialised and cancellable."""
         with self._serialised(signal), self._cancellable(signal):
             conn = self._connection()
             conn.execute("BEGIN")
             try:
                 self._sync_live(conn)
-                generation = self._global_generation(conn)
-                fingerprint = request_fingerprint(normalized)
-                offset = self._offset(normalized.cursor, "sessions", fingerprint, generation)
-                rows = self._query_sessions(conn, normalized, offset, ("sessions", fingerprint, generation))
+                assert self._codec is not None
+                yield _Snapshot(self, conn, self._codec)
             finally:
                 _finish(conn)
-        items = [self._session_hit(row) for row in rows[: normalized.limit]]
-        if len(rows) > normalized.limit:
-            assert self._codec is not None
-            return SessionSearchPage(items=items, next_cursor=self._codec.encode("sessions", fingerprint, generation, offset + normalized.limit))
-        return SessionSearchPage(items=items)
-
-    def search_events(self, request: Any, signal: Any = None) -> SessionEventSearchPage:
-        """Within-session search.  ``signal`` (an abort signal) cancels it, even mid-statement."""
-        self._check_enabled()
-        normalized = normalize_events_request(request, self.config)
-        with self._serialised(signal), self._cancellable(signal):
-            conn = self._connection()
-            conn.execute("BEGIN")
-            try:
-                self._sync_live(conn)
-                header, generation, sid = self._target(conn, normalized.session_id)
-                fingerprint = request_fingerprint(normalized)
-                offset = self._offset(normalized.cursor, "events", fingerprint, generation)
-                rows = self._query_events(conn, normalized, sid, offset, ("events", fingerprint, generation))
-            finally:
-                _finish(conn)
-        items = [self._event_hit(row) for row in rows[: normalized.limit]]
-        if len(rows) > normalized.limit:
-            assert self._codec is not None
-            cursor = self._codec.encode("events", fingerprint, generation, offset + normalized.limit)
-            return SessionEventSearchPage(session=header, items=items, next_cursor=cursor)
-        return SessionEventSearchPage(session=header, items=items)
 
     # -- internals ----------------------------------------------------------------
 
@@ -957,16 +382,6 @@ class SessionSearch:
             conn.set_progress_handler(None, 0)
         if signal.aborted:
             raise _aborted(signal)
-
-    def _check_enabled(self) -> None:
-        if self.config.open_at == "never":
-            raise search_disabled()
-
-    def _offset(self, cursor: str | None, scope: str, fingerprint: str, generation: str) -> int:
-        if cursor is None:
-            return 0
-        assert self._codec is not None
-        return self._codec.decode(cursor, scope, fingerprint, generation)
 
     def _global_generation(self, conn: sqlite3.Connection) -> str:
         main = conn.execute('SELECT "global_generation" FROM "index_meta"').fetchone()[0]
@@ -1086,7 +501,7 @@ class SessionSearch:
         return f"WITH candidates AS ({persisted} UNION ALL {live})", [*persisted_args, *live_args]
 
     def _matches(
-        self, phrase: str, *, doc_range: tuple[int, int] | None = None, sessions: _Where | None = None, events: _Where | None = None
+        self, phrase: str, *, doc_range: tuple[int, int] | None = None, sessions: Where | None = None, events: Where | None = None
     ) -> tuple[str, list[Any]]:
         """The ``matches`` CTE (preceded by what it needs) and its parameters: the
         docid and span count of every persisted match that passes the filters,
@@ -1115,7 +530,7 @@ class SessionSearch:
         marks = _MARKS.format(h='highlight("live_docs", 0, ?, ?)')
         return _LIVE_BRANCH.format(marks=marks, scope=scope), [START_MARK, END_MARK, START_MARK, END_MARK, START_MARK, phrase, *scope_args]
 
-    def _ranked(self, key: tuple[str, ...], fetch: Callable[[int, int], list[tuple[Any, ...]]], offset: int, need: int) -> list[_Row]:
+    def _ranked(self, key: tuple[str, ...], fetch: Callable[[int, int], list[tuple[Any, ...]]], offset: int, need: int) -> list[Row]:
         """Rows ``offset .. offset + need`` of a ranking, served from a small cache.
 
         The ranking of one request over one generation never changes, so a
@@ -1131,24 +546,24 @@ class SessionSearch:
             self._ranked_rows.move_to_end(key)
             rows, complete = cached
             if complete or offset + need <= len(rows):
-                return [_Row(*row) for row in rows[offset : offset + need]]
+                return [Row(*row) for row in rows[offset : offset + need]]
             held = len(rows)
         if offset + need > RANKED_CACHE_ROWS:
-            return [_Row(*row) for row in fetch(need, offset)]
+            return [Row(*row) for row in fetch(need, offset)]
         want = min(RANKED_CACHE_ROWS, max(offset + need, 2 * held, RANKED_FIRST_ROWS))
         rows = fetch(want, 0)
         self._ranked_rows[key] = (rows, len(rows) < want)
         while len(self._ranked_rows) > RANKED_CACHE_SIZE:
             self._ranked_rows.popitem(last=False)
-        return [_Row(*row) for row in rows[offset : offset + need]]
+        return [Row(*row) for row in rows[offset : offset + need]]
 
-    def _query_sessions(self, conn: sqlite3.Connection, request: SessionsRequest, offset: int, cache_key: tuple[str, ...]) -> list[_Row]:
+    def _query_sessions(self, conn: sqlite3.Connection, request: SessionsRequest, offset: int, cache_key: tuple[str, ...]) -> list[Row]:
         sessions, events = session_where(request.session_filters), event_where(request.event_filters)
         if len(sessions.fragments) + len(events.fragments) > OUTER_PREDICATE_LIMIT:
-            raise _budget_error()
+            raise budget_error()
         filters = sessions.params + events.params
         if FIXED_BINDINGS + len(filters) + 2 > BINDING_LIMIT:
-            raise _binding_error()
+            raise binding_error()
         phrase = match_expression(request.query)
         terms = self._terms(conn, request.query)
         if not terms:
@@ -1180,12 +595,12 @@ class SessionSearch:
 
     def _query_events(
         self, conn: sqlite3.Connection, request: EventsRequest, sid: int | None, offset: int, cache_key: tuple[str, ...]
-    ) -> list[_Row]:
+    ) -> list[Row]:
         events = event_where(request.filters)
         if 1 + len(events.fragments) > OUTER_PREDICATE_LIMIT:
-            raise _budget_error()
+            raise budget_error()
         if FIXED_BINDINGS + len(events.params) + 1 + 2 > BINDING_LIMIT:
-            raise _binding_error()
+            raise binding_error()
         phrase = match_expression(request.query)
         terms = self._terms(conn, request.query)
         if not terms:
@@ -1263,7 +678,7 @@ class SessionSearch:
         whole = conn.execute(sql, (START_MARK, END_MARK, phrase, docid)).fetchone()
         return whole[0] if whole else ""
 
-    def _highlight(self, conn: sqlite3.Connection, rows: list[_Row], phrase: str) -> list[_Row]:
+    def _highlight(self, conn: sqlite3.Connection, rows: list[Row], phrase: str) -> list[Row]:
         """Headers and highlighted text of the page's rows only.
 
         Ranking carries just the session's rowid; the header JSON and the
@@ -1284,27 +699,32 @@ class SessionSearch:
                 row.marked_text = found[0] if found else ""
         return rows
 
-    def _event_hit(self, row: _Row) -> SessionEventSearchHit:
-        return SessionEventSearchHit(
-            session_id=row.session_id,
-            seq=row.seq,
-            type=row.type,
-            time=row.time,
-            surface=row.surface,
-            snippet=make_snippet(row.marked_text, self.config.snippet_chars),
-        )
 
-    def _session_hit(self, row: _Row) -> SessionSearchHit:
-        return SessionSearchHit(
-            header=msgspec.json.decode(row.header_json),
-            live=row.live == 1,
-            persisted=row.persisted == 1,
-            best_match=self._event_hit(row),
-        )
+class _Snapshot:
+    """:class:`readmodel.search.backend.SearchSnapshot` over one open read transaction."""
+
+    __slots__ = ("backend", "conn", "codec")
+
+    def __init__(self, backend: SqliteSearchBackend, conn: sqlite3.Connection, codec: CursorCodec) -> None:
+        self.backend, self.conn, self.codec = backend, conn, codec
+
+    def generation(self) -> str:
+        return self.backend._global_generation(self.conn)
+
+    def target(self, session_id: str) -> tuple[Header, str, int | None]:
+        return self.backend._target(self.conn, session_id)
+
+    def sessions_page(self, request: SessionsRequest, offset: int, cache_key: tuple[str, ...]) -> list[Row]:
+        return self.backend._query_sessions(self.conn, request, offset, cache_key)
+
+    def events_page(self, request: EventsRequest, handle: int | None, offset: int, cache_key: tuple[str, ...]) -> list[Row]:
+        return self.backend._query_events(self.conn, request, handle, offset, cache_key)
 
 
-def search_disabled() -> SessionQueryError:
-    return SessionQueryError("SESSION_QUERY_SEARCH_DISABLED", "session-search is disabled by configuration (openAt: never)")
+def sqlite_search(db_path: str | None, *, live: Any = None, config: SearchConfig | None = None) -> SessionSearch:
+    """A :class:`SessionSearch` over the SQLite index at ``db_path`` (``None``: live sessions only)."""
+    config = config or SearchConfig()
+    return SessionSearch(SqliteSearchBackend(db_path, live=live, config=config), config)
 
 
 def _empty_index() -> sqlite3.Connection:
