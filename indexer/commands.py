@@ -109,7 +109,7 @@ def index_command(
 
     from readmodel.database import IndexDatabaseError, open_writer
 
-    from .daemon import Daemon, DaemonError, DaemonOptions, IndexLock, configure_logging
+    from .daemon import Daemon, DaemonError, DaemonOptions, IndexLock, PassFailed, configure_logging
     from .layout import Compression, detect_compression
     from .reconcile import DEFAULT_SETTLE_SECONDS, Reconciler
 
@@ -136,6 +136,9 @@ def index_command(
             engine = open_writer(db, root=root, compression=mode.value, allow_upgrade=upgrade)
         except IndexDatabaseError as exc:
             raise click.ClickException(str(exc)) from None
+        except Exception as exc:
+            _refuse_full_disk(db, exc)
+            raise
         _note_root_change(engine, root)
         reconciler = Reconciler(
             engine,
@@ -155,9 +158,13 @@ def index_command(
         daemon.install_signal_handlers()
         try:
             if once:
-                report = daemon.run_once()
-                if report is None and not daemon.stopping:
-                    raise click.ClickException("the reconcile pass failed (see the log above)")
+                try:
+                    report = daemon.run_once()
+                except PassFailed as exc:
+                    if _debugging():
+                        raise  # the traceback shows the real error as its cause
+                    what = f"cannot index into {db}" if exc.disk_full else "the reconcile pass failed"
+                    raise click.ClickException(f"{what}: {exc}") from None
                 if report is not None:
                     click.echo(_summary(root, db, report))
             else:
@@ -169,6 +176,22 @@ def index_command(
         if engine is not None:
             engine.dispose()
         lock.release()
+
+
+def _debugging() -> bool:
+    """The root ``--debug`` flag: show the real error's traceback instead of a one-line message."""
+    return bool(click.get_current_context().find_root().params.get("debug"))
+
+
+def _refuse_full_disk(db: str, exc: BaseException) -> None:
+    """Report a full disk met while creating or migrating the index as one (not as an SQL error)."""
+    from readmodel.database import sqlite_path
+
+    from .storage import disk_full_message, is_disk_full
+
+    path = sqlite_path(db)
+    if is_disk_full(exc, path) and not _debugging():
+        raise click.ClickException(f"cannot index into {db}: {disk_full_message(path)}") from None
 
 
 def _stored_compression(db: str) -> Any:
