@@ -225,8 +225,10 @@ class SessionQuery:
 
     def close(self) -> None:
         """Release the database connections (live sessions are not touched)."""
-        if self._search is not None:
-            self._search.close()
+        with self._search_lock:
+            search = self._search
+        if search is not None:
+            search.close()
         if self.store is not None:
             self.store.close()
 
