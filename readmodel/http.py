@@ -13,23 +13,36 @@
 * ``GET /api/openapi.json`` and the static page at ``/``.
 
 Safety: a Host-header allow-list (DNS-rebinding defence) and an optional
-bearer token, which ``sessionq serve`` requires when binding off loopback.
+bearer token, which ``sessionq serve`` requires when binding off loopback
+(``?access_token=`` is accepted on the export download only, and the access
+log never shows its value).
+
+Resource bounds (:class:`Limits`): a request body larger than ``max_body``
+answers 413 and is never held whole (it is read incrementally, chunked
+bodies too); a body or request head not received within ``read_timeout``
+ends the connection (408 for a body); ``max_connections`` bounds concurrent
+connections (uvicorn answers 503 beyond it).  :func:`server_config` applies
+the server-side bounds to uvicorn.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
+import logging
 import threading
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import unquote_plus
 
 import msgspec
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import (
     FileResponse,
     PlainTextResponse,
@@ -48,7 +61,10 @@ from readmodel.artifacts import (
     open_raw,
 )
 from readmodel.errors import SessionQueryError
-from readmodel.rpc import METHODS, RpcError, _as_rpc_error
+from readmodel.rpc import METHODS, JsonTextError, RpcError, _as_rpc_error, decode_json_text
+
+if TYPE_CHECKING:
+    import uvicorn
 
 LOOPBACK_NAMES: Final = ("localhost", "127.0.0.1", "[::1]")
 STATIC_DIR: Final = Path(__file__).with_name("static")
@@ -58,6 +74,25 @@ BAD_EXPORT_PARAMS: Final = "missing or invalid sessionId query parameter"
 NOT_FOUND: Final = "session not found"
 PREPARE_FAILED: Final = "session log export failed to prepare the stored artifact"
 UNAVAILABLE: Final = "session log export is unavailable: missing session-query, session-persistence, or attachments service"
+EXPORT_PATH: Final = "/api/session.export"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on what one client can make the server hold or wait for.
+
+    ``max_body``: bytes of a request body (413 beyond); ``read_timeout``:
+    seconds to receive a request head, and separately its body (the
+    connection is closed after); ``max_connections``: concurrent connections
+    (503 beyond); ``backlog``: pending connections the kernel queues;
+    ``keep_alive``: seconds an idle connection stays open between requests.
+    """
+
+    max_body: int = 1 << 20
+    read_timeout: float = 10.0
+    max_connections: int = 100
+    backlog: int = 128
+    keep_alive: float = 5.0
 
 
 class ExportStreamError(Exception):
@@ -275,9 +310,45 @@ def error_status(code: str) -> int:
     return 500
 
 
-def _json_error(status: int, code: str, message: str) -> Response:
+def _json_error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response:
     body = msgspec.json.encode({"error": {"code": code, "message": message}})
-    return Response(body, status_code=status, media_type="application/json")
+    return Response(body, status_code=status, media_type="application/json", headers=headers)
+
+
+class _BodyRefused(Exception):
+    """A request body the API will not read (too large, or too slow)."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__(response.status_code)
+        self.response = response
+
+
+_CLOSE: Final = {"connection": "close"}  # the rest of the body is never read: end the connection
+
+
+def _too_large(limits: Limits) -> _BodyRefused:
+    return _BodyRefused(_json_error(413, "PAYLOAD_TOO_LARGE", f"request body exceeds {limits.max_body} bytes", _CLOSE))
+
+
+async def read_body(request: Request, limits: Limits) -> bytes:
+    """The whole body, read incrementally: never more than ``limits.max_body``
+    bytes are held (a larger declared ``Content-Length`` is refused unread),
+    and the read must finish within ``limits.read_timeout`` seconds.  Raises
+    :class:`_BodyRefused` with the 413/408 answer."""
+    declared = request.headers.get("content-length", "")
+    if declared.isascii() and declared.isdigit() and (len(declared) > 18 or int(declared) > limits.max_body):
+        raise _too_large(limits)
+    body = bytearray()
+    try:
+        async with asyncio.timeout(limits.read_timeout):
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > limits.max_body:
+                    raise _too_large(limits)
+    except TimeoutError:
+        message = f"request body not received within {limits.read_timeout:g} s"
+        raise _BodyRefused(_json_error(408, "REQUEST_TIMEOUT", message, _CLOSE)) from None
+    return bytes(body)
 
 
 # --------------------------------------------------------------------------- app
@@ -293,13 +364,16 @@ def create_app(
     port: int | None = None,
     compression_level: int = DEFAULT_LEVEL,
     engine: Any = None,
+    limits: Limits = Limits(),
 ) -> Starlette:
     """The sessionq HTTP app over the index ``db``.
 
     ``allowed_hosts`` are host names accepted in the Host header (default:
     the loopback names); with ``port`` set the header must carry that port
     (or none).  With ``token`` every ``/api/`` request needs
-    ``Authorization: Bearer <token>`` (or ``?access_token=`` for download links).
+    ``Authorization: Bearer <token>``; the export download alone also accepts
+    ``?access_token=`` (a link cannot carry a header).  ``limits`` bounds
+    request bodies (size and read time).
     """
     hosts = frozenset(h.lower() for h in (LOOPBACK_NAMES if allowed_hosts is None else allowed_hosts))
     lock = threading.Lock()
@@ -339,6 +413,8 @@ def create_app(
         supplied = request.headers.get("authorization", "")
         if supplied.startswith("Bearer ") and hmac.compare_digest(supplied[7:].encode(), token.encode()):
             return True
+        if request.scope["path"] != EXPORT_PATH:
+            return False  # a token in a URL ends up in logs and histories: downloads only
         query_token = request.query_params.get("access_token")
         return query_token is not None and hmac.compare_digest(query_token.encode(), token.encode())
 
@@ -376,11 +452,16 @@ def create_app(
             except RpcError as error:
                 return _json_error(400, "INVALID_PARAMS", error.message)
         else:
-            raw = await request.body()
             try:
-                params = msgspec.json.decode(raw) if raw.strip(b" \t\r\n") else {}
-            except (msgspec.DecodeError, UnicodeDecodeError):
-                return _json_error(400, "PARSE_ERROR", "request body is not valid JSON")
+                raw = await read_body(request, limits)
+            except _BodyRefused as refused:
+                return refused.response
+            except ClientDisconnect:
+                return Response(None, status_code=400)  # nobody is left to read it
+            try:
+                params = decode_json_text(raw) if raw.strip(b" \t\r\n") else {}
+            except JsonTextError as error:
+                return _json_error(400, "PARSE_ERROR", f"request body is {error.detail or 'not valid JSON'}")
             if type(params) is not dict:
                 return _json_error(400, "INVALID_PARAMS", "Invalid params: params must be an object")
 
@@ -415,7 +496,7 @@ def create_app(
     routes = [
         Route("/", index, methods=["GET"]),
         Route("/static/{name}", static, methods=["GET"]),
-        Route("/api/session.export", export, methods=["GET", "HEAD"]),
+        Route(EXPORT_PATH, export, methods=["GET", "HEAD"]),
         Route("/api/rpc/{method}", rpc, methods=["GET", "POST"]),
         Route("/api/openapi.json", openapi, methods=["GET"]),
     ]
@@ -440,6 +521,106 @@ def create_app(
     return app
 
 
+# --------------------------------------------------------------------------- server
+
+
+def scrub_access_token(target: str) -> str:
+    """``target`` (a path with its raw query) with every ``access_token``
+    value replaced by ``***``; names are compared decoded, as the app reads them."""
+    path, sep, query = target.partition("?")
+    if not sep:
+        return target
+    parts = []
+    for part in query.split("&"):
+        name = part.partition("=")[0]
+        parts.append(name + "=***" if unquote_plus(name) == "access_token" else part)
+    return path + "?" + "&".join(parts)
+
+
+class AccessTokenScrubber(logging.Filter):
+    """Keeps ``?access_token=`` values out of uvicorn's access log lines
+    (whose third argument is the request target)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str):
+            record.args = (*args[:2], scrub_access_token(args[2]), *args[3:])
+        return True
+
+
+def _head_deadline_protocol(head_timeout: float) -> type:
+    """uvicorn's h11 protocol with a deadline on each request head.
+
+    uvicorn's own keep-alive timer stops at the first byte of a request, so
+    a client trickling a head (or the unread body of an answered request)
+    could hold a connection forever.  This timer runs whenever the
+    connection waits for a request head (h11: we owe no response) and closes
+    the connection when the head is not complete within ``head_timeout``.
+    """
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeadDeadlineProtocol(H11Protocol):  # type: ignore[misc]
+        _head_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            super().connection_made(transport)  # type: ignore[arg-type]
+            self._watch_head()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            self._watch_head()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._watch_head()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._stop_head_timer()
+            super().connection_lost(exc)
+
+        def _watch_head(self) -> None:
+            if self.conn.our_state is h11.SEND_RESPONSE or self.transport.is_closing():
+                self._stop_head_timer()  # a request head arrived: the app owns the pace now
+            elif self._head_timer is None:
+                self._head_timer = self.loop.call_later(head_timeout, self._head_overdue)
+
+        def _stop_head_timer(self) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+
+        def _head_overdue(self) -> None:
+            self._head_timer = None
+            if self.conn.our_state is not h11.SEND_RESPONSE:
+                self.transport.close()
+
+    return HeadDeadlineProtocol
+
+
+def server_config(app: Any, host: str, port: int, limits: Limits = Limits(), **options: Any) -> uvicorn.Config:
+    """The uvicorn configuration ``sessionq serve`` runs ``app`` with: the
+    connection bounds of ``limits``, the head deadline, and an access log
+    that never shows an access token.  ``options`` go to uvicorn as is."""
+    import uvicorn
+
+    options.setdefault("log_level", "info")
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        http=_head_deadline_protocol(limits.read_timeout),
+        limit_concurrency=limits.max_connections,
+        backlog=limits.backlog,
+        timeout_keep_alive=limits.keep_alive,
+        **options,
+    )
+    access = logging.getLogger("uvicorn.access")  # configured by uvicorn.Config above
+    if not any(isinstance(f, AccessTokenScrubber) for f in access.filters):
+        access.addFilter(AccessTokenScrubber())
+    return config
+
+
 def _is_text(schema: dict[str, Any]) -> bool:
     kind = schema.get("type")
     return kind == "string" or (isinstance(kind, list) and "string" in kind)
@@ -462,9 +643,10 @@ def query_params(method: str, items: Iterable[tuple[str, str]]) -> dict[str, Any
             params[name] = value
             continue
         try:
-            params[name] = msgspec.json.decode(value)
-        except msgspec.DecodeError:
-            raise RpcError(-32602, f"Invalid params: {name} must be a JSON value") from None
+            params[name] = decode_json_text(value)
+        except JsonTextError as error:
+            detail = "" if error.detail is None else f" ({error.detail})"
+            raise RpcError(-32602, f"Invalid params: {name} must be a JSON value{detail}") from None
     return params
 
 
@@ -605,7 +787,11 @@ def openapi_document() -> dict[str, Any]:
                         }
                     },
                 },
-                "responses": responses,
+                "responses": {
+                    **responses,
+                    "408": {"description": "request body not received in time", "content": {"application/json": {"schema": error}}},
+                    "413": {"description": "request body too large", "content": {"application/json": {"schema": error}}},
+                },
             },
         }
     return {
