@@ -43,22 +43,13 @@ def _root_option(func: F) -> F:
 
 
 def _refuse_foreign(db: str) -> None:
-    """Refuse a file that is not a sessionq index before anything is created beside it (the lock)."""
-    from readmodel.database import IndexDatabaseError, check_identity, create_index_engine, sqlite_path
+    """Refuse a path that is not a (writable) sessionq index before anything is created beside it (the lock)."""
+    from readmodel.database import IndexDatabaseError, check_writer_target
 
-    path = sqlite_path(db)
-    if path is None or not os.path.exists(path):
-        return
-    engine = create_index_engine(db, readonly=True)
     try:
-        with engine.connect() as conn:
-            check_identity(conn, db)
+        check_writer_target(db)
     except IndexDatabaseError as exc:
         raise click.ClickException(str(exc)) from None
-    except Exception as exc:  # noqa: BLE001 - not even SQLite: refuse with the driver's reason
-        raise click.ClickException(f"{db} is not a sessionq index ({exc}); refusing to touch it") from None
-    finally:
-        engine.dispose()
 
 
 def _root_has_transcripts(root: str) -> bool:
@@ -262,23 +253,12 @@ def db_group() -> None:
 
 def _open_existing(db: str) -> Any:
     """A read-only engine on an existing sessionq index (refuses foreign and empty files)."""
-    from readmodel.database import check_identity, create_index_engine, sqlite_path
+    from readmodel.database import IndexDatabaseError, open_existing
 
-    path = sqlite_path(db)
-    if path is not None and not os.path.exists(path):
-        raise click.ClickException(f"no index database at {db}")
-    engine = create_index_engine(db, readonly=True)
     try:
-        with engine.connect() as conn:
-            if check_identity(conn, db):
-                raise click.ClickException(f"{db} is empty, not a sessionq index yet; run `sessionq db upgrade` or `sessionq index`")
-    except click.ClickException:
-        engine.dispose()
-        raise
-    except Exception as exc:
-        engine.dispose()
+        return open_existing(db)
+    except IndexDatabaseError as exc:
         raise click.ClickException(str(exc)) from None
-    return engine
 
 
 @db_group.command("current")

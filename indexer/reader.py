@@ -37,6 +37,7 @@ from readmodel.eventmodel import (
     check_request_header,
     is_known_or_ignorable,
 )
+from readmodel.clipping import clip, clip_path, clip_repr
 from readmodel.headers import HeaderValidationError, check_restored_header
 from readmodel.jsvalues import MAX_SAFE_INTEGER
 from readmodel.surface import SurfaceBase, SurfaceFold, SurfaceFoldError
@@ -529,7 +530,7 @@ _APPEND_ENVELOPE: Final = _CORE_ENVELOPE | {"surfaceOp", "sourceEventSeqs"}
 def _gate(event: Any) -> None:
     if not is_known_or_ignorable(event):
         etype = event.get("type") if type(event) is dict else None
-        raise EventShapeError(f"event {event.get('seq') if type(event) is dict else '?'} has unknown required type {etype!r}")
+        raise EventShapeError(f"event {event.get('seq') if type(event) is dict else '?'} has unknown required type {clip_repr(etype)}")
 
 
 class LogReader:
@@ -700,17 +701,17 @@ class LogReader:
 
     def _identity(self, header: dict[str, Any], session_id: str, pipeline: _Pipeline) -> None:
         if header.get("id") != session_id:
-            pipeline.fail("identity", f'header id {header.get("id")!r} does not match requested session "{session_id}"')
+            pipeline.fail("identity", f'header id {clip_repr(header.get("id"))} does not match requested session "{clip(session_id)}"')
             return
         if self.root is None:
             return
         try:
             expected = expected_transcript_path(self.root, header, self.compression)
         except LayoutError:
-            pipeline.fail("identity", f'header id "{session_id}" cannot name a storage path')
+            pipeline.fail("identity", f'header id "{clip(session_id)}" cannot name a storage path')
             return
         if not same_file(self.path, expected):
-            pipeline.fail("identity", f'header id "{session_id}" and cwd identify {expected}, not {self.path}')
+            pipeline.fail("identity", f'header id "{clip(session_id)}" and cwd identify {clip_path(expected)}, not {self.path}')
 
     @staticmethod
     def _header_restore(header: dict[str, Any], session_id: str, pipeline: _Pipeline) -> None:

@@ -25,6 +25,8 @@ from typing import Any, Final
 import msgspec
 from sqlalchemy import Engine
 
+from readmodel.clipping import clip_path, clip_repr
+
 from .ingest import LogOutcome, ingest_log, session_columns
 from .layout import Compression, LayoutProblem, discover, expected_transcript_path, revision_token, same_file
 from .preparation import (
@@ -558,7 +560,7 @@ def observe(path: str, root: str, compression: Compression) -> _Observed:
     except ValueError:
         return _Observed(path, st, None, LayoutProblem("identity", path, f"header id of {path} cannot name a storage path"))
     if not same_file(path, expected):
-        return _Observed(path, st, None, LayoutProblem("identity", path, f"{path} holds session {header['id']!r}, whose transcript belongs at {expected}"))
+        return _Observed(path, st, None, LayoutProblem("identity", path, f"{path} holds session {clip_repr(header['id'])}, whose transcript belongs at {clip_path(expected)}"))
     return _Observed(path, st, header)
 
 

@@ -25,6 +25,7 @@ from readmodel.cliutil import (
     emit_json_bytes,
     handles_errors,
     json_option,
+    refuse_impossible_db,
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -350,6 +351,7 @@ def rpc_command(db: str) -> None:
     """JSON-RPC 2.0 over stdin/stdout, one JSON object per line; exits 0 at end of input."""
     from readmodel.rpc import Dispatcher, serve
 
+    refuse_impossible_db(db)
     dispatcher = Dispatcher(lambda: _open(db))
     try:
         serve(dispatcher, sys.stdin.buffer, sys.stdout.buffer)
@@ -427,6 +429,7 @@ def serve_command(
 
     from readmodel.http import LOOPBACK_NAMES, Limits, create_app, is_loopback, server_config
 
+    refuse_impossible_db(db)
     if root is None:
         root = os.environ.get("SESSIONQ_ROOT") or os.path.join(_dsh_home(), "sessions")
     if attachments is None:

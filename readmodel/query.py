@@ -40,7 +40,7 @@ from msgspec import UNSET
 
 from readmodel.cancel import AbortSignal, is_aborted, throw_if_aborted
 from readmodel.config import QueryConfig, validate_config
-from readmodel.database import snapshot, sqlite_path
+from readmodel.database import failure_reason, snapshot, sqlite_path
 from readmodel.errors import SessionQueryError
 from readmodel.eventtrace import assemble_trace, build_event_records, event_not_found, target_index
 from readmodel.eventtrace import trace_event as trace_live_event
@@ -273,7 +273,7 @@ class SessionQuery:
         except SessionQueryError:
             raise
         except Exception as exc:
-            raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", f"cannot read index {self.store.db}: {exc}", exc) from exc
+            raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", f"cannot read index {self.store.db}: {failure_reason(exc)}", exc) from exc
 
     # ------------------------------------------------------------------ sources
 

@@ -46,6 +46,7 @@ from . import ftsaux
 from .errors import SessionQueryError
 from .extraction import build_documents
 from .filters import materialize_event_metadata_filters, materialize_session_filters
+from .readonlyfiles import reader_uri
 from .jsvalues import MAX_SAFE_INTEGER, is_safe_integer, js_collapse_whitespace, js_trim, JS_WHITESPACE
 from .surface import classify_events, invalid_surface_error, SurfaceFoldError
 from .vocabulary import Header, Struct, Surface
@@ -842,7 +843,7 @@ class SessionSearch:
                 if self._db_path is None:
                     conn = _empty_index()
                 else:
-                    conn = sqlite3.connect(f"file:{self._db_path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
+                    conn = sqlite3.connect(reader_uri(self._db_path), uri=True, isolation_level=None, check_same_thread=False)
                 conn.execute("PRAGMA busy_timeout = 30000")
                 # As every sessionq connection: the doclist of one common word alone
                 # outgrows SQLite's default 2 MB page cache.
