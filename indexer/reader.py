@@ -51,9 +51,8 @@ from .zstdframes import (
     DEFAULT_MAX_FRAME_PLAINTEXT,
     FrameSpan,
     TornFrame,
-    decode_frame,
-    decode_frame_at_once,
     decode_torn_frame,
+    decode_whole_frame,
     first_frame,
     iter_region,
     scan_frames,
@@ -725,7 +724,7 @@ class LogReader:
             first = first_frame(fh, size, data)
             if not isinstance(first, FrameSpan):
                 raise LogFormatError("empty or header-less Zstandard session log")
-            plaintext = _decode_header_frame(fh, first, self.max_frame_plaintext, data)
+            plaintext = decode_whole_frame(fh, first, self.max_frame_plaintext, data)
             if not plaintext.endswith(b"\n") or plaintext.count(b"\n") != 1:
                 raise LogFormatError("first frame is not exactly one header line")
             line, end = plaintext[:-1], first.end
@@ -814,17 +813,6 @@ def _snapshot(path: str) -> tuple[os.stat_result, bytes] | None:
     return st, parts[0] if len(parts) == 1 else b"".join(parts)
 
 
-def _decode_header_frame(fh: BinaryIO, first: FrameSpan, max_plaintext: int, data: bytes | None) -> bytes:
-    """The plaintext of the header frame (decoded at once from ``data`` when possible)."""
-    if data is not None:
-        plaintext = decode_frame_at_once(memoryview(data)[first.start : first.end], max_plaintext)
-        if plaintext is not None:
-            return plaintext
-    parts: list[bytes] = []
-    decode_frame(fh, first, parts.append, max_plaintext)
-    return b"".join(parts)
-
-
 def _fingerprint_before(fh: BinaryIO, offset: int) -> str:
     tail = max(0, offset - 32)
     fh.seek(tail)
@@ -895,12 +883,10 @@ def read_listing_header(path: str | os.PathLike[str], compression: Compression, 
             first = next(scan_frames(fh, 0, size), None)
             if not isinstance(first, FrameSpan):
                 return None
-            parts: list[bytes] = []
             try:
-                decode_frame(fh, first, parts.append, max_frame_plaintext)
+                plaintext = decode_whole_frame(fh, first, max_frame_plaintext)
             except LogFormatError as exc:
                 raise LogFormatError(f"header frame failed validation: {exc.message}") from None
-            plaintext = b"".join(parts)
             if not plaintext.endswith(b"\n") or plaintext.count(b"\n") != 1:
                 raise LogFormatError("first frame is not exactly one header line")
             line: bytes | None = plaintext[:-1]
