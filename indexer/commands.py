@@ -26,22 +26,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _refuse_foreign(db: str) -> None:
-    """Refuse a file that is not a sessionq index before anything is created beside it (the lock)."""
-    from readmodel.store.database import IndexDatabaseError, check_identity, create_index_engine, sqlite_path
+    """Refuse a path that is not a (writable) sessionq index before anything is created beside it (the lock)."""
+    from readmodel.store.database import IndexDatabaseError, check_writer_target
 
-    path = sqlite_path(db)
-    if path is None or not os.path.exists(path):
-        return
-    engine = create_index_engine(db, readonly=True)
     try:
-        with engine.connect() as conn:
-            check_identity(conn, db)
+        check_writer_target(db)
     except IndexDatabaseError as exc:
         raise click.ClickException(str(exc)) from None
-    except Exception as exc:  # noqa: BLE001 - not even SQLite: refuse with the driver's reason
-        raise click.ClickException(f"{db} is not a sessionq index ({exc}); refusing to touch it") from None
-    finally:
-        engine.dispose()
 
 
 def _root_has_transcripts(root: str) -> bool:
@@ -92,7 +83,8 @@ def index_command(
 
     from readmodel.store.database import IndexDatabaseError, open_writer
 
-    from .daemon import Daemon, DaemonError, DaemonOptions, IndexLock, configure_logging
+    from .daemon import Daemon, DaemonError, DaemonOptions, IndexLock, PassFailed
+    from .logs import configure_logging
     from .layout import Compression, detect_compression
     from .reconcile import DEFAULT_SETTLE_SECONDS, Reconciler
 
@@ -119,6 +111,9 @@ def index_command(
             engine = open_writer(db, root=root, compression=mode.value, allow_upgrade=upgrade)
         except IndexDatabaseError as exc:
             raise click.ClickException(str(exc)) from None
+        except Exception as exc:
+            _refuse_full_disk(db, exc)
+            raise
         _note_root_change(engine, root)
         reconciler = Reconciler(
             engine,
@@ -138,9 +133,13 @@ def index_command(
         daemon.install_signal_handlers()
         try:
             if once:
-                report = daemon.run_once()
-                if report is None and not daemon.stopping:
-                    raise click.ClickException("the reconcile pass failed (see the log above)")
+                try:
+                    report = daemon.run_once()
+                except PassFailed as exc:
+                    if _debugging():
+                        raise  # the traceback shows the real error as its cause
+                    what = f"cannot index into {db}" if exc.disk_full else "the reconcile pass failed"
+                    raise click.ClickException(f"{what}: {exc}") from None
                 if report is not None:
                     click.echo(_summary(root, db, report))
             else:
@@ -152,6 +151,22 @@ def index_command(
         if engine is not None:
             engine.dispose()
         lock.release()
+
+
+def _debugging() -> bool:
+    """The root ``--debug`` flag: show the real error's traceback instead of a one-line message."""
+    return bool(click.get_current_context().find_root().params.get("debug"))
+
+
+def _refuse_full_disk(db: str, exc: BaseException) -> None:
+    """Report a full disk met while creating or migrating the index as one (not as an SQL error)."""
+    from readmodel.store.database import sqlite_path
+
+    from .storage import disk_full_message, is_disk_full
+
+    path = sqlite_path(db)
+    if is_disk_full(exc, path) and not _debugging():
+        raise click.ClickException(f"cannot index into {db}: {disk_full_message(path)}") from None
 
 
 def _stored_compression(db: str) -> Any:
@@ -222,23 +237,12 @@ def db_group() -> None:
 
 def _open_existing(db: str) -> Any:
     """A read-only engine on an existing sessionq index (refuses foreign and empty files)."""
-    from readmodel.store.database import check_identity, create_index_engine, sqlite_path
+    from readmodel.store.database import IndexDatabaseError, open_existing
 
-    path = sqlite_path(db)
-    if path is not None and not os.path.exists(path):
-        raise click.ClickException(f"no index database at {db}")
-    engine = create_index_engine(db, readonly=True)
     try:
-        with engine.connect() as conn:
-            if check_identity(conn, db):
-                raise click.ClickException(f"{db} is empty, not a sessionq index yet; run `sessionq db upgrade` or `sessionq index`")
-    except click.ClickException:
-        engine.dispose()
-        raise
-    except Exception as exc:
-        engine.dispose()
+        return open_existing(db)
+    except IndexDatabaseError as exc:
         raise click.ClickException(str(exc)) from None
-    return engine
 
 
 @db_group.command("current")
@@ -246,7 +250,7 @@ def _open_existing(db: str) -> Any:
 @_handles_errors
 def db_current(db: str) -> None:
     """Print the index's schema revision (and whether it is the head)."""
-    from readmodel.store.database import current_revision, head_revision
+    from readmodel.store.revisions import current_revision, head_revision
 
     engine = _open_existing(db)
     try:

@@ -31,27 +31,26 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import json
 import logging
 import os
 import signal
 import sqlite3
 import stat
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Any, Final, TextIO
+from typing import Any, Final
 
 from sqlalchemy import Engine, event
 
 from readmodel.store.status import writer_lock_path
 
 from .layout import Compression
+from .logs import progress_bar
 from .reconcile import ReconcileReport, Reconciler
+from .storage import disk_full_message, free_bytes, is_disk_full
 
 log = logging.getLogger("sessionq.daemon")
 
@@ -62,6 +61,8 @@ DEFAULT_MAX_DELAY_SECONDS: Final = 0.1
 """A path that keeps changing is still reconciled at least this often."""
 _RETRY_MIN_SECONDS: Final = 1.0
 _RETRY_MAX_SECONDS: Final = 60.0
+_SPACE_RETURNED_BYTES: Final = 1024 * 1024
+"""A full disk that gained this much room since the last failure is retried at once, not after the back-off."""
 _SETTLE_MARGIN_SECONDS: Final = 0.01
 _WATCH_CHECK_SECONDS: Final = 1.0
 """How often an idle writer checks that the root it watches is still the same directory."""
@@ -69,6 +70,14 @@ _WATCH_CHECK_SECONDS: Final = 1.0
 
 class DaemonError(RuntimeError):
     """The daemon cannot start (lock held, root unusable); the message is for the user."""
+
+
+class PassFailed(RuntimeError):
+    """The pass of :meth:`Daemon.run_once` failed; the message is for the user, the cause is the error."""
+
+    def __init__(self, message: str, *, disk_full: bool) -> None:
+        super().__init__(message)
+        self.disk_full = disk_full
 
 
 class Stopping(BaseException):
@@ -249,114 +258,68 @@ class WorkQueue:
             return None
 
 
-# -- logging -----------------------------------------------------------------------------
+# -- failures of the writer's work -----------------------------------------------------------
 
 
-class _KeyValueFormatter(logging.Formatter):
-    """``2026-01-01T12:00:00.123Z INFO sessionq.daemon reconcile kind=paths events=3 ...``"""
+class FailureEpisode:
+    """Consecutive failures of one kind of work on the index (passes, checkpoints), reported once.
 
-    def format(self, record: logging.LogRecord) -> str:
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z"
-        text = f"{stamp} {record.levelname} {record.name} {record.getMessage()}"
-        fields = getattr(record, "fields", None)
-        if fields:
-            text += " " + " ".join(f"{key}={_kv(value)}" for key, value in fields.items())
-        if record.exc_info:
-            text += "\n" + self.formatException(record.exc_info)
-        return text
+    The first failure of an episode — or one of a different kind — is logged at
+    ``level`` in one line; repeats are logged at debug level only, so a full
+    disk retried with back-off does not flood the log; the first success after
+    failures ends the episode with one info line.  All failures caused by a
+    full disk are one kind, whatever the free byte count in their message.
+    """
 
+    def __init__(self, what: str, retrying: str, db_path: str | None, level: int) -> None:
+        self.what = what
+        self.retrying = retrying
+        self.db_path = db_path
+        self.level = level
+        self.failures = 0
+        self.disk_full = False
+        self.free_at_failure: int | None = None
+        self._kind: str | None = None
+        self._since = 0.0
 
-def _kv(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.3f}".rstrip("0").rstrip(".")  # 12.5, 44970.25: never exponent notation
-    text = str(value)
-    return json.dumps(text) if (not text or any(ch.isspace() or ch in '="' for ch in text)) else text
+    def describe(self, exc: BaseException) -> str:
+        """The failure in one line for the user (a full disk is named as such)."""
+        self.disk_full = is_disk_full(exc, self.db_path)
+        return disk_full_message(self.db_path) if self.disk_full else f"{type(exc).__name__}: {exc}"
 
+    def failed(self, exc: BaseException, retry_s: float, **fields: Any) -> None:
+        """Count a failure; log it when it starts the episode or changes its kind."""
+        message = self.describe(exc)
+        kind = "disk-full" if self.disk_full else message
+        self.free_at_failure = free_bytes(self.db_path)
+        if self.failures == 0:
+            self._since = time.monotonic()
+        self.failures += 1
+        first = kind != self._kind
+        self._kind = kind
+        log.log(
+            self.level if first else logging.DEBUG,
+            f"{self.what} failed: {message}; {self.retrying}",
+            extra={"fields": {**fields, "retry_s": retry_s, "failures": self.failures}},
+            exc_info=first and log.isEnabledFor(logging.DEBUG),
+        )
 
-class _JsonFormatter(logging.Formatter):
-    """One JSON object per line: ``ts``, ``level``, ``logger``, ``msg`` and the fields."""
+    def succeeded(self) -> None:
+        """End the episode (if there is one) with one line saying how long it lasted."""
+        if self.failures:
+            elapsed = round(time.monotonic() - self._since, 1)
+            log.info(f"{self.what} succeeded again", extra={"fields": {"failures": self.failures, "after_s": elapsed}})
+        self.failures = 0
+        self.disk_full = False
+        self.free_at_failure = None
+        self._kind = None
 
-    def format(self, record: logging.LogRecord) -> str:
-        out: dict[str, Any] = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "msg": record.getMessage(),
-        }
-        out.update(getattr(record, "fields", None) or {})
-        if record.exc_info:
-            out["exc"] = self.formatException(record.exc_info)
-        return json.dumps(out, ensure_ascii=False, default=str)
-
-
-class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """Writes to stderr, or above a live progress bar when one is shown."""
-
-    def __init__(self, stream: TextIO) -> None:
-        super().__init__(stream)
-        self.console: Any = None  # a rich Console while a progress bar is live
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if self.console is None:
-            super().emit(record)
-            return
-        try:
-            self.console.print(self.format(record), markup=False, highlight=False, soft_wrap=True)
-        except Exception:  # noqa: BLE001 - logging must never break indexing
-            self.handleError(record)
-
-
-_handler: _StderrHandler | None = None
-
-
-def configure_logging(level: str = "info", fmt: str = "text", stream: TextIO | None = None) -> None:
-    """Route the ``sessionq`` loggers to stderr as key=value lines or JSON lines."""
-    global _handler
-    root = logging.getLogger("sessionq")
-    if _handler is not None:
-        root.removeHandler(_handler)
-    _handler = _StderrHandler(stream or sys.stderr)
-    _handler.setFormatter(_JsonFormatter() if fmt == "json" else _KeyValueFormatter())
-    root.addHandler(_handler)
-    root.setLevel(level.upper())
-    root.propagate = False
-
-
-@contextmanager
-def _progress_bar(enabled: bool) -> Iterator[Callable[[int, int, int], None] | None]:
-    """A rich progress bar on stderr for the initial pass (only on a terminal)."""
-    if not enabled:
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    console = Console(stderr=True)
-    progress = Progress(
-        SpinnerColumn(),
-        TextColumn("[bold]indexing[/]"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("sessions · {task.fields[events]:,} events · {task.fields[rate]:,.0f} events/s"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=False,
-    )
-    started = time.perf_counter()
-    task = progress.add_task("index", total=None, events=0, rate=0.0)
-
-    def update(done: int, total: int, events: int) -> None:
-        elapsed = max(time.perf_counter() - started, 1e-6)
-        progress.update(task, completed=done, total=total, events=events, rate=events / elapsed)
-
-    if _handler is not None:
-        _handler.console = console
-    try:
-        with progress:
-            yield update
-    finally:
-        if _handler is not None:
-            _handler.console = None
+    def space_returned(self) -> bool:
+        """During a full-disk episode: the filesystem has gained room since the last failure."""
+        if not self.disk_full or self.free_at_failure is None:
+            return False
+        free = free_bytes(self.db_path)
+        return free is not None and free >= self.free_at_failure + _SPACE_RETURNED_BYTES
 
 
 # -- checkpoints ---------------------------------------------------------------------------
@@ -387,6 +350,9 @@ class Checkpointer:
         self.wal_bytes = wal_bytes
         self.interval = interval
         self.checkpoints = 0
+        # A failed checkpoint (full disk, I/O error) is retried with a bounded back-off.
+        self.failures = FailureEpisode("checkpoint", "retrying with back-off", path, logging.WARNING)
+        self._next_attempt = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="sessionq-checkpoint", daemon=True)
 
@@ -409,7 +375,7 @@ class Checkpointer:
         try:
             conn.execute("PRAGMA busy_timeout = 5000")
             while not self._stop.wait(self.interval):
-                if self._wal_size() >= self.wal_bytes:
+                if self._wal_size() >= self.wal_bytes and time.monotonic() >= self._next_attempt:
                     self._checkpoint(conn)
             self._checkpoint(conn)
         finally:
@@ -418,9 +384,13 @@ class Checkpointer:
     def _checkpoint(self, conn: Any) -> None:
         try:
             conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-            self.checkpoints += 1
         except Exception as exc:  # noqa: BLE001 - a missed checkpoint only lets the WAL grow until the next one
-            log.warning("checkpoint failed: %s", exc)
+            delay = min(self.interval * 2 ** (self.failures.failures + 1), _RETRY_MAX_SECONDS)
+            self._next_attempt = time.monotonic() + delay
+            self.failures.failed(exc, delay)
+            return
+        self.checkpoints += 1
+        self.failures.succeeded()
 
 
 # -- the daemon ----------------------------------------------------------------------------
@@ -473,6 +443,7 @@ class Daemon:
         self._signals = 0
         self._observer: Any = None
         self._retry = _RETRY_MIN_SECONDS
+        self.failures = FailureEpisode("reconcile", "retrying with a full pass", _database_file(engine), logging.ERROR)
         self._warned_missing = False
         self._warned_unwatchable = False
         self._watched: tuple[int, int] | None = None
@@ -508,8 +479,15 @@ class Daemon:
 
     # -- passes ----------------------------------------------------------------------------
 
-    def _pass(self, work: Work) -> ReconcileReport | None:
-        """Run one reconcile; log it; schedule re-checks of held tails.  ``None`` if it failed."""
+    def _pass(self, work: Work, *, retry: bool = True) -> ReconcileReport | None:
+        """Run one reconcile; log it; schedule re-checks of held tails.  ``None`` if it failed.
+
+        A failure is retried with a full pass after a back-off (doubling up to
+        a minute) and logged once per episode (:class:`FailureEpisode`); without
+        ``retry`` it raises :class:`PassFailed` instead, with a one-line message.
+        Either way the failed transaction was rolled back and the reconciler
+        keeps no state of it, so the retry converges on what a cold build writes.
+        """
         kind = "full" if work.full else "paths"
         try:
             report = self.reconciler.reconcile() if work.full else self.reconciler.reconcile_paths(work.paths)
@@ -517,15 +495,14 @@ class Daemon:
             log.info("pass interrupted at a transaction boundary", extra={"fields": {"kind": kind}})
             return None
         except Exception as exc:  # noqa: BLE001 - keep serving (disk full, locked, bad file); retry with a full pass
-            log.error(
-                "reconcile failed; retrying with a full pass",
-                extra={"fields": {"kind": kind, "error": f"{type(exc).__name__}: {exc}", "retry_s": self._retry}},
-                exc_info=log.isEnabledFor(logging.DEBUG),
-            )
+            if not retry:
+                raise PassFailed(self.failures.describe(exc), disk_full=self.failures.disk_full) from exc
+            self.failures.failed(exc, self._retry, kind=kind)
             self.queue.request_full(self._retry, reason="retry")
             self._retry = min(self._retry * 2, _RETRY_MAX_SECONDS)
             return None
         self._retry = _RETRY_MIN_SECONDS
+        self.failures.succeeded()
         try:
             held = self._schedule_held(None if work.full else work.paths)
         except Exception as exc:  # noqa: BLE001 - the periodic rescan still settles them
@@ -573,21 +550,23 @@ class Daemon:
     def run_once(self) -> ReconcileReport | None:
         """One full pass (with the progress bar when enabled); ``None`` if interrupted.
 
+        Raises :class:`PassFailed` if the pass fails (nothing is retried).
+
         Checkpoints run off the writer's commits, as in :meth:`run`: the pass is
         the daemon's initial pass, at the same speed.
         """
         checkpointer = self._start_checkpointer()
         try:
-            return self._initial_pass()
+            return self._initial_pass(retry=False)
         finally:
             if checkpointer is not None:
                 checkpointer.stop()
 
-    def _initial_pass(self) -> ReconcileReport | None:
-        with _progress_bar(self.options.progress) as update:
+    def _initial_pass(self, *, retry: bool = True) -> ReconcileReport | None:
+        with progress_bar(self.options.progress) as update:
             self._progress_update = update
             try:
-                report = self._pass(Work(full=True, reason="start"))
+                report = self._pass(Work(full=True, reason="start"), retry=retry)
             finally:
                 self._progress_update = None
         return report
@@ -611,8 +590,14 @@ class Daemon:
                 self.queue.request_full(rescan, reason="rescan")
             while not self.stopping:
                 work = self.queue.take(timeout=_WATCH_CHECK_SECONDS)
+                if (work is None or not work.full) and self.failures.space_returned():
+                    self.queue.request_full(0, reason="space")  # no need to sit out the back-off
                 if work is None:
                     self._check_watch()
+                    continue
+                if self.failures.failures and not work.full:
+                    # The pending retry is a full pass and covers these paths; trying
+                    # each change now would fail the same way, every 100 ms.
                     continue
                 self._pass(work)
                 if work.full and rescan > 0:
@@ -627,8 +612,8 @@ class Daemon:
 
     def _start_checkpointer(self) -> Checkpointer | None:
         """Move checkpoints off the writer's commits (file databases only)."""
-        path = self.engine.url.database
-        if not path or path == ":memory:" or self.engine.url.get_backend_name() != "sqlite":
+        path = _database_file(self.engine)
+        if path is None:
             return None
         event.listen(self.engine, "connect", disable_autocheckpoint)
         checkpointer = Checkpointer(path)
@@ -681,6 +666,14 @@ class Daemon:
             return
         observer.stop()
         observer.join(timeout=5)
+
+
+def _database_file(engine: Engine) -> str | None:
+    """The SQLite file behind ``engine`` (``None`` for an in-memory or other database)."""
+    path = engine.url.database
+    if not path or path == ":memory:" or engine.url.get_backend_name() != "sqlite":
+        return None
+    return path
 
 
 def _observing(observer: Any) -> bool:

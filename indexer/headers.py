@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from readmodel.core.clipping import clip
 from readmodel.projection.headers import FORMAT_VERSION
 from readmodel.core.jsvalues import is_negative_zero, is_non_negative_safe_integer, is_number, is_record
 
@@ -25,7 +26,7 @@ class NotAHeader(LogFormatError):
 
 
 def _describe_id(value: Any) -> str:
-    return value.get("id") if type(value.get("id")) is str else str(value.get("id"))
+    return clip(value.get("id") if type(value.get("id")) is str else str(value.get("id")))
 
 
 def refuse_foreign_version(value: Any, path: str = "") -> None:

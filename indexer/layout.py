@@ -22,6 +22,7 @@ from typing import Any, Final
 
 import msgspec
 
+from readmodel.core.clipping import clip
 from readmodel.core.jsvalues import utf16_units
 
 NO_CWD_DIR: Final = "_no-cwd"
@@ -240,10 +241,10 @@ def locate(root: str | os.PathLike[str], session_id: str, compression: Compressi
         if _exists(candidate):
             hits.append(candidate)
     if not hits:
-        raise LayoutError("not-found", "", f'session "{session_id}" not found')
+        raise LayoutError("not-found", "", f'session "{clip(session_id)}" not found')
     if len(hits) > 1:
         raise LayoutError(
-            "duplicate-id", hits[1], f'session "{session_id}" appears in multiple project directories: {", ".join(hits)}'
+            "duplicate-id", hits[1], f'session "{clip(session_id)}" appears in multiple project directories: {", ".join(hits)}'
         )
     return hits[0]
 

@@ -39,6 +39,7 @@ import os
 import resource
 import select
 import signal
+import sys
 import threading
 import time
 from collections import deque
@@ -467,6 +468,29 @@ def start_pool(workers: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_init_worker, initargs=(os.getpid(),))
 
 
+_QUIET_TRACKER: Final = "ignore:resource_tracker:UserWarning:multiprocessing.resource_tracker"
+"""A ``-W`` option for the resource tracker: no warnings of its own clean-up after a killed indexer."""
+
+
+def _quiet_resource_tracker() -> None:
+    """Keep the resource tracker from warning of "leaked semaphore objects" after a SIGKILL.
+
+    A pool's queues hold named POSIX semaphores (the fork server's workers
+    open them by name), and ``multiprocessing`` starts a resource tracker
+    process that unlinks them if their owner dies without doing so itself.
+    When the indexer is killed (SIGKILL, the OOM killer) while its pool is
+    up, the tracker does exactly that — nothing is left behind — and then warns about
+    it on the indexer's stderr, which tells an operator nothing actionable.
+    No semaphore-free queue exists for non-``fork`` workers, so the warning,
+    not the semaphores, is what goes: the tracker (and the fork server) are
+    fresh interpreters started with this one's ``-W`` options, read from
+    ``sys.warnoptions`` when they start, so this must run before the first
+    pool.  Only warnings the tracker module itself issues are ignored.
+    """
+    if _QUIET_TRACKER not in sys.warnoptions:
+        sys.warnoptions.append(_QUIET_TRACKER)
+
+
 def _context() -> Any:
     """Workers start from a fork server (a clean, single-threaded parent) where there is one.
 
@@ -475,6 +499,7 @@ def _context() -> Any:
     Like every non-``fork`` start method, it requires the program's main
     module to guard its entry point (``if __name__ == "__main__"``).
     """
+    _quiet_resource_tracker()
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload([__name__])

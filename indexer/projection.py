@@ -28,12 +28,12 @@ from operator import itemgetter
 from typing import Any, Final
 
 import msgspec
-import zstandard
 
 from readmodel.store.blocks import (
     BLOCK_BYTES,
     BLOCK_EVENTS,
     compress_payload,
+    decompress_payload,
     encode_events,
     pack_run_times,
     pack_run_types,
@@ -43,8 +43,7 @@ from readmodel.store.blocks import (
 from readmodel.projection.extraction import TEXT_EVENT_TYPES, extract_event_text
 from readmodel.core.jsvalues import MAX_SAFE_INTEGER
 from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, docid
-from readmodel.projection.surface import SURFACE_EVENT_TYPES
-from readmodel.projection.toolresults import tool_result_fingerprint
+from readmodel.projection.surface import SURFACE_EVENT_TYPES, tool_result_fingerprint
 
 log = logging.getLogger("sessionq.indexer")
 
@@ -54,7 +53,7 @@ _SHADOWED: Final = SURFACE_CODES["shadowed"]
 _LOG_ONLY: Final = SURFACE_CODES["log-only"]
 _SANITIZE: Final = str.maketrans({"\x00": "\ufffd", "\ufdd0": "\ufffd", "\ufdd1": "\ufffd"})
 
-_decompressor: Final = zstandard.ZstdDecompressor()
+# msgspec encoders keep no per-call state (thread-safe since msgspec 0.16): one is shared.
 _pack_into: Final = msgspec.msgpack.Encoder().encode_into
 
 
@@ -229,7 +228,7 @@ class SessionProjector:
         ).fetchone()
         if row is None or row[1] >= BLOCK_EVENTS or row[0] + row[1] != self.next_seq:
             return
-        payload = _decompressor.decompress(row[2])
+        payload = decompress_payload(row[2])
         self.cur.execute('DELETE FROM "event_blocks" WHERE "sid" = ? AND "first_seq" = ?', (self.sid, row[0]))
         self.block_first = row[0]
         self.block_pieces = [payload + b"\n"]

@@ -26,46 +26,27 @@ from typing import Any, BinaryIO, Final
 
 import msgspec
 
-from readmodel.projection.eventmodel import (
-    KNOWN_EVENT_TYPES,
-    REJECTED_EVENT_TYPES,
-    SURFACE_EVENT_TYPES,
-    EventShapeError,
-    check_envelope,
-    check_message_shape,
-    check_not_rejected_vocabulary,
-    check_request_header,
-    is_known_or_ignorable,
-)
+from readmodel.core.clipping import clip, clip_path, clip_repr
 from readmodel.projection.headers import HeaderValidationError, check_restored_header
-from readmodel.core.jsvalues import MAX_SAFE_INTEGER
-from readmodel.projection.surface import SurfaceBase, SurfaceFold, SurfaceFoldError
+from readmodel.projection.surface import SurfaceBase, SurfaceFold
 
 from .headers import NotAHeader, parse_header_line
 from .layout import Compression, LayoutError, expected_transcript_path, locate, revision_token, same_file
-from .legacy import is_legacy_tool_result_replacement, upgrade_event
-from .records import ROW_TAGS, LineScanner, LogFormatError, RecordError, accept_values, deliver_per_line, expand_row
-from .repair import WALK_STEPS, CloserState, closers_for
+from .records import LineScanner, LogFormatError
+from .pipeline import Event, EventSink, Pipeline
+from .repair import CloserState, closers_for
 from .zstdframes import (
     DEFAULT_MAX_FRAME_PLAINTEXT,
     FrameSpan,
     TornFrame,
-    decode_frame,
-    decode_frame_at_once,
     decode_torn_frame,
+    decode_whole_frame,
     first_frame,
     iter_region,
     scan_frames,
 )
 
-Event = dict[str, Any]
-EventSink = Callable[[list[Event]], None]
 
-# Failure stages in the harness's order: a lower rank is reported first.
-_STAGE_RANK: Final = {"identity": 1, "retired": 2, "upgrade": 3, "message": 4, "gate": 5, "header": 6, "restore": 7}
-_NO_ERROR: Final = 99
-_CORE_ENVELOPE: Final = frozenset({"type", "seq", "time", "data"})
-_STEP_TYPES: Final = frozenset({"step/start", "step/end"})
 _RAW_CHUNK: Final = 1 << 20
 _STABLE_READ_ATTEMPTS: Final = 5
 # A zstd log up to this size is read into memory in one call: scanning its
@@ -135,401 +116,6 @@ class DecodedLog(msgspec.Struct):
     resume: ResumePoint | None
     replacements: list[tuple[int, tuple[int, ...]]]
     tail_replacements: list[tuple[int, tuple[int, ...]]]
-
-
-class _Pipeline:
-    """Per-event stages after the scanner, with stage-ranked first-failure tracking."""
-
-    def __init__(self, session_id: str, fold: SurfaceFold, closers: CloserState, sink: EventSink, next_seq: int) -> None:
-        self.session_id = session_id
-        self.fold = fold
-        self.closers = closers
-        self.sink = sink
-        self.tool_result_ids: dict[int, str] = {}
-        self.error_rank = _NO_ERROR
-        self.error: LogFormatError | None = None
-        self.needs_history = False
-        self.resuming = next_seq > 0
-        self.defer_restore = False
-        self.last_seq: int | None = None
-        self.last_time: Any = None
-        self.replacements: list[tuple[int, tuple[int, ...]]] = []
-        self.on_replacement: Callable[[int, tuple[int, ...]], None] = lambda seq, shadowed: self.replacements.append((seq, shadowed))
-
-    def skip_restore(self) -> None:
-        """Stop after the coordinator stages (the harness's ``readFrom``)."""
-        self.error_rank = _STAGE_RANK["restore"]
-
-    def fail(self, stage: str, message: str, kind: str = "corrupt") -> None:
-        rank = _STAGE_RANK[stage]
-        if rank < self.error_rank:
-            self.error_rank = rank
-            outer = "restore" if rank >= _STAGE_RANK["header"] else "coordinator"
-            self.error = LogFormatError(message, kind=kind, stage="identity" if stage == "identity" else outer)
-
-    def accept(self, raw_events: list[Any], from_row: bool) -> None:
-        if self.error_rank == _NO_ERROR and from_row and not self.defer_restore:
-            out = self._accept_row(raw_events)
-        else:
-            out = [event for event in map(self._process, raw_events) if event is not None]
-        if out and self.error is None:
-            self.sink(out)
-
-    def consume_region(self, values: list[Any], expected: int) -> tuple[int, int]:
-        """A block of decoded lines from the scanner's fast path (see :data:`RegionConsumer`).
-
-        Accepts lines exactly as :func:`accept_values` does, checking and
-        processing each in the same pass.  While no stage has failed, packed
-        rows and plain log-only events (see :data:`_RUN_KINDS`; exactly the
-        four core envelope keys and a safe integer time) only advance the fold,
-        in runs, and the closer walk where it looks at them; every other event
-        takes :meth:`_process_clean`.  The sink sees the events in log order,
-        and rows buffered before a surface event are handed over before it is
-        folded, so a replacement's callback never precedes the rows it shadows.
-        """
-        if self.error_rank != _NO_ERROR or self.defer_restore:
-            items, accepted, expected = accept_values(values, 0, expected)
-            self._accept_items(items)
-            return accepted, expected
-        out: list[Event] = []
-        run_seq = run_len = 0
-        line_kinds = _LINE_KINDS
-        walk_steps, closers = WALK_STEPS, self.closers
-        lowest, highest = -MAX_SAFE_INTEGER, MAX_SAFE_INTEGER
-        for index, value in enumerate(values):
-            # The acceptance rule first (accept_values, inlined).
-            if type(value) is not dict:
-                break
-            etype = value.get("type")
-            kind = line_kinds.get(etype) if type(etype) is str else None  # a list or object type is not hashable
-            if kind is _ROW:
-                try:
-                    members = expand_row(value)
-                except RecordError:
-                    break
-                if members[0]["seq"] != expected:
-                    break
-                # Row members are inert, valid and log-only by construction: part of the run.
-                if not run_len:
-                    run_seq = expected
-                count = len(members)
-                expected += count
-                run_len += count
-                out.extend(members)
-                continue
-            seq = value.get("seq")
-            if seq != expected or type(seq) is not int:
-                break
-            expected += 1
-            if kind is not None and len(value) == 4 and "data" in value:
-                # With type, seq and data present, an int time makes the keys exactly the core four.
-                time = value.get("time")
-                if type(time) is int and lowest <= time <= highest:
-                    plain = kind is _INERT
-                    if not plain:
-                        if kind is _WALKED:
-                            # No rule but the closer walk applies to steps and tool calls.
-                            walk_steps[etype](closers, value)
-                            plain = True
-                        else:
-                            plain = self._plain_checked(value, kind)
-                    if plain:
-                        if not run_len:
-                            run_seq = seq
-                        run_len += 1
-                        out.append(value)
-                        continue
-            if run_len:
-                self._skip_run(run_seq, run_len)
-                run_len = 0
-            clean = type(etype) is str  # anything else is an unknown type: the full path gates it
-            if out and clean and etype in SURFACE_EVENT_TYPES and self.error is None:
-                self.sink(out)
-                out = []
-            event = self._process_clean(value, etype) if clean else self._process(value)
-            if self.error_rank != _NO_ERROR:
-                items, accepted, expected = accept_values(values, index + 1, expected)
-                self._accept_items(items)
-                return accepted, expected
-            if event is not None:
-                out.append(event)
-        else:
-            index = len(values)
-        if run_len:
-            self._skip_run(run_seq, run_len)
-        if out and self.error is None:
-            last = out[-1]
-            self.last_seq, self.last_time = last["seq"], last["time"]
-            self.sink(out)
-        return index, expected
-
-    def _plain_checked(self, event: Event, kind: str) -> bool:
-        """Apply the rules of a plain turn event or request header; False (nothing changed) to take the full path.
-
-        A turn event passes the legacy upgrade, which must leave it as it is
-        (a current shape) for the event to count as plain, then the closer
-        walk; a request header must pass its own checks.
-        """
-        if kind is _REQUEST:
-            # The retired-vocabulary rule and the request-header checks, both pure.
-            try:
-                check_not_rejected_vocabulary(event)
-                check_request_header(event)
-            except EventShapeError:
-                return False
-            return True
-        if kind is _TURN:
-            try:
-                if upgrade_event(event, self.session_id, self.tool_result_ids) is not event:
-                    return False
-            except EventShapeError:
-                return False
-        WALK_STEPS[event["type"]](self.closers, event)
-        return True
-
-    def _process_clean(self, raw: Event, etype: Any) -> Event | None:
-        """:meth:`_process` for an event of (hashable) type ``etype`` while no stage has failed.
-
-        The same stages in the same order, with the same failures; a stage is
-        skipped only where its check is a no-op for the event's type (each
-        check function looks at the type first).
-        """
-        if etype in SURFACE_EVENT_TYPES and self._appended_surface(raw, etype):
-            return raw
-        if etype in _VOCABULARY_CHECKED:
-            try:
-                check_not_rejected_vocabulary(raw)
-            except EventShapeError as exc:
-                self.fail("retired", str(exc))
-                return None
-        event = raw
-        if etype in _UPGRADED_TYPES:
-            if self.resuming and etype == "tool/result" and is_legacy_tool_result_replacement(raw):
-                # The ids of earlier tool results are not kept across resumes.
-                self.needs_history = True
-            try:
-                event = upgrade_event(raw, self.session_id, self.tool_result_ids)
-            except EventShapeError as exc:
-                self.fail("upgrade", str(exc))
-                return None
-            etype = event["type"]  # steering/message becomes user/message
-        if etype in SURFACE_EVENT_TYPES:
-            try:
-                check_message_shape(event)
-            except EventShapeError as exc:
-                self.fail("message", str(exc))
-                return None
-            if etype == "tool/result":
-                self._remember_tool_result(event)
-        elif etype not in KNOWN_EVENT_TYPES:
-            try:
-                _gate(event)
-            except EventShapeError as exc:
-                self.fail("gate", str(exc), "unsupported")
-                return None
-        if etype in _CLOSER_TYPES:
-            self.closers.observe(event)
-        self.last_seq, self.last_time = event["seq"], event.get("time")
-        try:
-            check_envelope(event)
-            if etype == "request/header":
-                check_request_header(event)
-            replacement = self.fold.apply(event)
-            if replacement is not None:
-                self.on_replacement(replacement.seq, tuple(replacement.shadowed_seqs))
-        except (EventShapeError, SurfaceFoldError) as exc:
-            self.fail("restore", str(exc))
-        return event
-
-    def _accept_items(self, items: list[Any]) -> None:
-        deliver_per_line(items, self.accept)
-
-    def _skip_run(self, first_seq: int, count: int) -> None:
-        try:
-            self.fold.skip_log_only(first_seq, count)
-        except SurfaceFoldError as exc:
-            self.fail("restore", str(exc))
-
-    def _accepted(self, event: Event) -> Event | None:
-        """An event that passed every coordinator stage: restore-check it unless skipping."""
-        if self.error_rank < _STAGE_RANK["restore"]:
-            return None
-        if self.error_rank == _STAGE_RANK["restore"]:
-            # Either a restore failure was recorded, or restore checks are skipped.
-            return event if self.error is None else None
-        if not self.defer_restore:
-            self.restore_check(event, message_checked=True)
-        return event
-
-    def _accept_row(self, members: list[Event]) -> list[Event]:
-        """Fast path for a packed row while no stage has failed.
-
-        Row members were built and range-checked by the row decoder: a known
-        type, a valid envelope, log-only, and inert for the closer walk, so
-        only the surface fold (which tracks seq contiguity) needs to see them.
-        """
-        try:
-            self.fold.skip_log_only(members[0]["seq"], len(members))
-        except SurfaceFoldError as exc:
-            self.fail("restore", str(exc))
-        last = members[-1]
-        self.last_seq, self.last_time = last["seq"], last["time"]
-        return members
-
-    def _process(self, raw: Any) -> Event | None:
-        etype = raw.get("type") if type(raw) is dict else None
-        if self.error_rank == _NO_ERROR and not self.defer_restore and type(etype) is str and etype in _INERT_TYPES:
-            return self._process_inert(raw)
-        try:
-            check_not_rejected_vocabulary(raw)
-        except EventShapeError as exc:
-            self.fail("retired", str(exc))
-            return None
-        if self.error_rank <= _STAGE_RANK["upgrade"]:
-            return None
-        if self.resuming and is_legacy_tool_result_replacement(raw):
-            # The ids of earlier tool results are not kept across resumes.
-            self.needs_history = True
-        try:
-            event = upgrade_event(raw, self.session_id, self.tool_result_ids)
-        except EventShapeError as exc:
-            self.fail("upgrade", str(exc))
-            return None
-        if self.error_rank <= _STAGE_RANK["message"]:
-            return None
-        try:
-            check_message_shape(event)
-        except EventShapeError as exc:
-            self.fail("message", str(exc))
-            return None
-        self._remember_tool_result(event)
-        if self.error_rank <= _STAGE_RANK["gate"]:
-            return None
-        try:
-            _gate(event)
-        except EventShapeError as exc:
-            self.fail("gate", str(exc), "unsupported")
-            return None
-        self.closers.observe(event)
-        self.last_seq, self.last_time = event["seq"], event.get("time")
-        return self._accepted(event)
-
-    def _process_inert(self, event: Event) -> Event | None:
-        """Fast path for known log-only types that no upgrade, message rule or
-        closer walk concerns: only the envelope and the fold apply to them."""
-        self.last_seq, self.last_time = event["seq"], event.get("time")
-        try:
-            check_envelope(event)
-            self.fold.apply(event)
-        except (EventShapeError, SurfaceFoldError) as exc:
-            self.fail("restore", str(exc))
-            return None
-        return event
-
-    def restore_check(self, event: Event, message_checked: bool = False) -> None:
-        """Envelope, request header, message and surface validation of one event."""
-        if self.error_rank <= _STAGE_RANK["restore"]:
-            return
-        try:
-            check_envelope(event)
-            check_request_header(event)
-            if not message_checked:
-                check_message_shape(event)
-            replacement = self.fold.apply(event)
-            if replacement is not None:
-                self.on_replacement(replacement.seq, tuple(replacement.shadowed_seqs))
-        except EventShapeError as exc:
-            self.fail("restore", str(exc))
-        except SurfaceFoldError as exc:
-            self.fail("restore", str(exc))
-
-    def _appended_surface(self, event: Event, etype: str) -> bool:
-        """Fast path for a current-shape surface event appended to the surface.
-
-        Handles the event and returns True only when every coordinator stage
-        passes (a message of the right shape makes the legacy upgrade the
-        identity) and the envelope is valid; the fold may still refuse it, a
-        restore failure as on the full path.  Otherwise changes nothing and
-        returns False.
-        """
-        op = event.get("surfaceOp")
-        time = event.get("time")
-        if not (
-            type(op) is str
-            and op == "append"
-            and type(time) is int
-            and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER
-            and event["seq"] <= MAX_SAFE_INTEGER  # an int >= 0, the fold's next: the scanner checked it
-            and "data" in event
-            and event.keys() <= _APPEND_ENVELOPE
-        ):
-            return False
-        try:
-            check_message_shape(event)
-        except EventShapeError:
-            return False
-        if etype == "tool/result":
-            self._remember_tool_result(event)
-        if etype != "user/message":
-            WALK_STEPS[etype](self.closers, event)
-        self.last_seq, self.last_time = event["seq"], time
-        try:
-            self.fold.append(event)
-        except SurfaceFoldError as exc:
-            self.fail("restore", str(exc))
-        return True
-
-    def _remember_tool_result(self, event: Event) -> None:
-        if event.get("type") == "tool/result":
-            data = event.get("data")
-            message = data.get("message") if type(data) is dict else None
-            if type(message) is dict and type(message.get("id")) is str:
-                self.tool_result_ids[event["seq"]] = message["id"]
-
-
-# Known types that no legacy upgrade, message check, request-header check,
-# retired-vocabulary rule or closer walk looks at.
-_INERT_TYPES: Final = KNOWN_EVENT_TYPES - SURFACE_EVENT_TYPES - {
-    "turn/start",
-    "turn/end",
-    "step/start",
-    "step/end",
-    "tool/call",
-    "request/header",
-}
-
-
-# Dispatch sets of :meth:`_Pipeline._process_clean` (which checks apply to a type).
-_VOCABULARY_CHECKED: Final = REJECTED_EVENT_TYPES | {"request/header"}
-_UPGRADED_TYPES: Final = frozenset({"turn/start", "turn/end", "steering/message"}) | SURFACE_EVENT_TYPES
-_CLOSER_TYPES: Final = frozenset(WALK_STEPS)
-
-# Types whose plain events (core envelope, safe integer time) need only the fold,
-# in runs: inert ones, those only the closer walk also looks at (turn events
-# once the legacy upgrade has left them as they are), and request headers
-# that pass their checks.
-_INERT: Final = "inert"
-_WALKED: Final = "walked"
-_TURN: Final = "turn"
-_REQUEST: Final = "request"
-_RUN_KINDS: Final = {
-    "request/header": _REQUEST,
-    **{etype: _INERT for etype in _INERT_TYPES},
-    **{etype: _WALKED for etype in (*_STEP_TYPES, "tool/call")},
-    "turn/start": _TURN,
-    "turn/end": _TURN,
-}
-# The fast path's dispatch on a line's "type": packed rows, and the run kinds.
-_ROW: Final = "row"
-_LINE_KINDS: Final = {**_RUN_KINDS, **{tag: _ROW for tag in ROW_TAGS}}
-# Envelope keys of a surface event appended without a replacement.
-_APPEND_ENVELOPE: Final = _CORE_ENVELOPE | {"surfaceOp", "sourceEventSeqs"}
-
-
-def _gate(event: Any) -> None:
-    if not is_known_or_ignorable(event):
-        etype = event.get("type") if type(event) is dict else None
-        raise EventShapeError(f"event {event.get('seq') if type(event) is dict else '?'} has unknown required type {etype!r}")
 
 
 class LogReader:
@@ -610,7 +196,7 @@ class LogReader:
             if self.surface_base is None:
                 raise ResumeMismatch("resuming needs the surface the earlier read left (surface_base)")
             fold = SurfaceFold.resumed(resume.next_seq, resume.fold_generation, self.surface_base)
-            pipeline = _Pipeline(header["id"], fold, resume.closer_state.copy(), sink, resume.next_seq)
+            pipeline = Pipeline(header["id"], fold, resume.closer_state.copy(), sink, resume.next_seq)
             pipeline.last_seq, pipeline.last_time = resume.last_seq, resume.last_time
             scanner = LineScanner(
                 pipeline.accept,
@@ -623,7 +209,7 @@ class LogReader:
         else:
             header, start = self._read_header(fh, size, data)
             session_id = self.session_id if self.session_id is not None else header["id"]
-            pipeline = _Pipeline(session_id, SurfaceFold(track_history=False), CloserState(), sink, 0)
+            pipeline = Pipeline(session_id, SurfaceFold(track_history=False), CloserState(), sink, 0)
             self._identity(header, session_id, pipeline)
             if self.restore:
                 self._header_restore(header, session_id, pipeline)
@@ -666,13 +252,13 @@ class LogReader:
         )
 
     @staticmethod
-    def _last_event(pipeline: _Pipeline) -> Event | None:
+    def _last_event(pipeline: Pipeline) -> Event | None:
         if pipeline.last_seq is None:
             return None
         return {"seq": pipeline.last_seq, "time": pipeline.last_time}
 
     def _resume_point(
-        self, fh: BinaryIO, offset: int, scanner: LineScanner, pipeline: _Pipeline, header: dict[str, Any], final: bool = False
+        self, fh: BinaryIO, offset: int, scanner: LineScanner, pipeline: Pipeline, header: dict[str, Any], final: bool = False
     ) -> ResumePoint:
         """Capture the walk states at a clean boundary (no defect, no partial line).
 
@@ -698,22 +284,22 @@ class LogReader:
         if _fingerprint_before(fh, resume.offset) != resume.fingerprint:
             raise ResumeMismatch("the bytes before the resume offset changed")
 
-    def _identity(self, header: dict[str, Any], session_id: str, pipeline: _Pipeline) -> None:
+    def _identity(self, header: dict[str, Any], session_id: str, pipeline: Pipeline) -> None:
         if header.get("id") != session_id:
-            pipeline.fail("identity", f'header id {header.get("id")!r} does not match requested session "{session_id}"')
+            pipeline.fail("identity", f'header id {clip_repr(header.get("id"))} does not match requested session "{clip(session_id)}"')
             return
         if self.root is None:
             return
         try:
             expected = expected_transcript_path(self.root, header, self.compression)
         except LayoutError:
-            pipeline.fail("identity", f'header id "{session_id}" cannot name a storage path')
+            pipeline.fail("identity", f'header id "{clip(session_id)}" cannot name a storage path')
             return
         if not same_file(self.path, expected):
-            pipeline.fail("identity", f'header id "{session_id}" and cwd identify {expected}, not {self.path}')
+            pipeline.fail("identity", f'header id "{clip(session_id)}" and cwd identify {clip_path(expected)}, not {self.path}')
 
     @staticmethod
-    def _header_restore(header: dict[str, Any], session_id: str, pipeline: _Pipeline) -> None:
+    def _header_restore(header: dict[str, Any], session_id: str, pipeline: Pipeline) -> None:
         try:
             check_restored_header(header, session_id)
         except HeaderValidationError as exc:
@@ -724,7 +310,7 @@ class LogReader:
             first = first_frame(fh, size, data)
             if not isinstance(first, FrameSpan):
                 raise LogFormatError("empty or header-less Zstandard session log")
-            plaintext = _decode_header_frame(fh, first, self.max_frame_plaintext, data)
+            plaintext = decode_whole_frame(fh, first, self.max_frame_plaintext, data)
             if not plaintext.endswith(b"\n") or plaintext.count(b"\n") != 1:
                 raise LogFormatError("first frame is not exactly one header line")
             line, end = plaintext[:-1], first.end
@@ -738,7 +324,7 @@ class LogReader:
             raise LogFormatError(exc.message) from None
 
     def _zstd_region(
-        self, fh: BinaryIO, size: int, scanner: LineScanner, pipeline: _Pipeline, header: dict[str, Any], data: bytes | None
+        self, fh: BinaryIO, size: int, scanner: LineScanner, pipeline: Pipeline, header: dict[str, Any], data: bytes | None
     ) -> tuple[TornTail | None, list[Event], ResumePoint | None]:
         # Plaintext offsets are irrelevant in zstd mode; the region restarts at 0.
         start = scanner.consumed
@@ -770,7 +356,7 @@ class LogReader:
         return TornTail(torn_frame.start, len(recovered)), recovered, resume_point
 
     def _raw_region(
-        self, fh: BinaryIO, size: int, scanner: LineScanner, pipeline: _Pipeline, header: dict[str, Any]
+        self, fh: BinaryIO, size: int, scanner: LineScanner, pipeline: Pipeline, header: dict[str, Any]
     ) -> tuple[TornTail | None, list[Event], ResumePoint | None]:
         fh.seek(scanner.consumed)
         remaining = size - scanner.consumed
@@ -811,17 +397,6 @@ def _snapshot(path: str) -> tuple[os.stat_result, bytes] | None:
     finally:
         os.close(fd)
     return st, parts[0] if len(parts) == 1 else b"".join(parts)
-
-
-def _decode_header_frame(fh: BinaryIO, first: FrameSpan, max_plaintext: int, data: bytes | None) -> bytes:
-    """The plaintext of the header frame (decoded at once from ``data`` when possible)."""
-    if data is not None:
-        plaintext = decode_frame_at_once(memoryview(data)[first.start : first.end], max_plaintext)
-        if plaintext is not None:
-            return plaintext
-    parts: list[bytes] = []
-    decode_frame(fh, first, parts.append, max_plaintext)
-    return b"".join(parts)
 
 
 def _fingerprint_before(fh: BinaryIO, offset: int) -> str:
@@ -894,12 +469,10 @@ def read_listing_header(path: str | os.PathLike[str], compression: Compression, 
             first = next(scan_frames(fh, 0, size), None)
             if not isinstance(first, FrameSpan):
                 return None
-            parts: list[bytes] = []
             try:
-                decode_frame(fh, first, parts.append, max_frame_plaintext)
+                plaintext = decode_whole_frame(fh, first, max_frame_plaintext)
             except LogFormatError as exc:
                 raise LogFormatError(f"header frame failed validation: {exc.message}") from None
-            plaintext = b"".join(parts)
             if not plaintext.endswith(b"\n") or plaintext.count(b"\n") != 1:
                 raise LogFormatError("first frame is not exactly one header line")
             line: bytes | None = plaintext[:-1]

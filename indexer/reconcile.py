@@ -25,6 +25,8 @@ from typing import Any, Final
 import msgspec
 from sqlalchemy import Engine
 
+from readmodel.core.clipping import clip_path, clip_repr
+
 from .ingest import LogOutcome, ingest_log, session_columns
 from .layout import Compression, LayoutProblem, discover, expected_transcript_path, revision_token, same_file
 from .preparation import (
@@ -300,10 +302,31 @@ class Reconciler:
                     cur.execute('UPDATE "index_meta" SET "last_reconcile_at" = ?', (now,))
                 cur.execute("COMMIT")
                 report.transactions += 1
-            except BaseException:
-                self._fts.rollback(0)
-                cur.execute("ROLLBACK")
+            except BaseException as exc:
+                self._abandon_transaction(cur, exc)
                 raise
+
+    def _abandon_transaction(self, cur: sqlite3.Cursor, failure: BaseException) -> None:
+        """Undo the open transaction after ``failure`` without masking it.
+
+        SQLite rolls the whole transaction back by itself on some errors
+        (``SQLITE_FULL`` at ``COMMIT``, some ``SQLITE_IOERR`` and ``SQLITE_NOMEM``):
+        then there is nothing left to roll back, and a ``ROLLBACK`` would fail
+        with "no transaction is active" instead of the real error.  The pass's
+        in-memory state for the transaction (buffered FTS rows, the held-tail
+        count) goes with it; everything else is re-read from the index by the
+        next pass (stored offsets, the next sid) or lives for one pass only
+        (the preparer and its workers' results).
+        """
+        self._fts = DeferredFts()
+        self._held = 0
+        if not cur.connection.in_transaction:
+            return
+        try:
+            cur.execute("ROLLBACK")
+        except sqlite3.Error as exc:
+            # Closing the connection (the engine's pool does, after the pass) rolls back anyway.
+            failure.add_note(f"and the ROLLBACK after it failed too: {type(exc).__name__}: {exc}")
 
     def _start_preparer(self, todo: list[_Observed], stored: dict[str, tuple[Any, ...]], now: float) -> Preparer | None:
         """Workers for the sessions of ``todo`` new to the index, when there are enough of them.
@@ -537,7 +560,7 @@ def observe(path: str, root: str, compression: Compression) -> _Observed:
     except ValueError:
         return _Observed(path, st, None, LayoutProblem("identity", path, f"header id of {path} cannot name a storage path"))
     if not same_file(path, expected):
-        return _Observed(path, st, None, LayoutProblem("identity", path, f"{path} holds session {header['id']!r}, whose transcript belongs at {expected}"))
+        return _Observed(path, st, None, LayoutProblem("identity", path, f"{path} holds session {clip_repr(header['id'])}, whose transcript belongs at {clip_path(expected)}"))
     return _Observed(path, st, header)
 
 

@@ -10,6 +10,11 @@ decoder error, an incomplete or over-long frame, stray bytes after its end,
 an unusually large compressed size) takes the exact streaming path of
 :func:`decode_frame` instead, so errors, and the plaintext delivered before
 them, are the same as frame-by-frame streaming.
+
+No path holds more than the plaintext bound of a frame, whatever its header
+declares: the one-shot decode trusts a declared content size only up to the
+bound (libzstd fails a frame whose blocks exceed it), and everything else is
+decoded in bounded pieces (see :mod:`readmodel.export.frames`).
 """
 
 from __future__ import annotations
@@ -40,15 +45,16 @@ __all__ = [
     "decode_frame",
     "decode_frame_at_once",
     "decode_torn_frame",
+    "decode_whole_frame",
     "first_frame",
     "frame_end",
     "iter_region",
     "scan_frames",
 ]
 
-# A frame decoded in one call materialises its whole plaintext at once; the
-# streaming path feeds the decoder 1 MiB of compressed bytes at a time, so a
-# frame no larger than that costs no more memory either way.
+# A frame decoded in one call materialises its whole plaintext (at most the
+# plaintext bound) at once; a frame larger than this when compressed is
+# streamed instead, its plaintext handed over in pieces.
 _ONE_SHOT_MAX_COMPRESSED: Final = 1 << 20
 
 # Plaintext handed to the consumer per batch (whole frames; a larger frame goes alone).
@@ -103,17 +109,63 @@ def decode_frame_at_once(frame: bytes | memoryview, max_plaintext: int) -> bytes
     """The plaintext of ``frame`` (the bytes of one complete frame) in one call.
 
     ``None`` when the frame is not plainly fine (a decoder error, not exactly
-    one complete frame, plaintext over ``max_plaintext``): the caller then
-    takes the streaming path, which reports the failure exactly.
+    one complete frame, plaintext over ``max_plaintext``, an empty frame): the
+    caller then takes the streaming path, which reports the failure exactly.
+
+    Memory never exceeds ``max_plaintext`` whatever the header says.  A frame
+    that declares its content size (this project's writer's do) decodes into a
+    buffer of exactly that size, and libzstd fails it if the blocks hold
+    more; one that declares none is decoded in bounded pieces, stopping at
+    the bound.  A declared size of 0 is not taken on trust: the one-shot
+    decoder would return nothing without looking at the blocks.
     """
-    decoder = _decompressor().decompressobj()
     try:
-        out = decoder.decompress(frame)
+        declared = zstandard.frame_content_size(frame)
     except zstandard.ZstdError:
         return None
-    if not decoder.eof or decoder.unused_data or len(out) > max_plaintext:
+    if declared > 0:
+        if declared > max_plaintext:
+            return None
+        try:
+            # Positional (max_output_size, read_across_frames, allow_extra_data): measurably cheaper per frame.
+            return _decompressor().decompress(frame, 0, False, False)
+        except (zstandard.ZstdError, MemoryError):
+            return None
+    if declared == 0:
         return None
-    return out
+    return _decode_unsized(frame, max_plaintext)
+
+
+def _decode_unsized(frame: bytes | memoryview, max_plaintext: int) -> bytes | None:
+    """:func:`decode_frame_at_once` of a frame without a declared content size."""
+    source = _frames.buffer_source(frame)
+    if _frames.plaintext_bound(source) > max_plaintext:
+        return None  # the streaming path measures it without keeping its plaintext
+    try:
+        out = b"".join(_frames.bounded_pieces(source, max_plaintext, _decompressor()))
+    except (zstandard.ZstdError, _frames.OverBound):
+        return None
+    return None if source.starved else out
+
+
+def decode_whole_frame(fh: BinaryIO, span: FrameSpan, max_plaintext: int, data: bytes | None = None) -> bytes:
+    """The plaintext of one complete frame as one ``bytes`` (``data``, when given, holds the file's bytes).
+
+    At once when the frame is small and plainly fine, else streamed, so
+    failures are exactly :func:`decode_frame`'s (a :class:`LogFormatError`).
+    """
+    if data is not None:
+        plaintext = decode_frame_at_once(memoryview(data)[span.start : span.end], max_plaintext)
+    elif span.end - span.start <= _ONE_SHOT_MAX_COMPRESSED:
+        fh.seek(span.start)
+        plaintext = decode_frame_at_once(fh.read(span.end - span.start), max_plaintext)
+    else:
+        plaintext = None
+    if plaintext is not None:
+        return plaintext
+    parts: list[bytes] = []
+    decode_frame(fh, span, parts.append, max_plaintext)
+    return b"".join(parts)
 
 
 def _stream_frame(fh: BinaryIO, span: FrameSpan, max_plaintext: int) -> Iterator[bytes]:

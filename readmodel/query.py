@@ -40,7 +40,7 @@ from msgspec import UNSET
 
 from readmodel.core.cancel import AbortSignal, is_aborted, throw_if_aborted
 from readmodel.core.config import QueryConfig, validate_config
-from readmodel.store.database import snapshot, sqlite_path
+from readmodel.store.database import failure_reason, snapshot, sqlite_path
 from readmodel.core.errors import SessionQueryError
 from readmodel.projection.eventtrace import assemble_trace, build_event_records, event_not_found, target_index
 from readmodel.projection.eventtrace import trace_event as trace_live_event
@@ -234,8 +234,10 @@ class SessionQuery:
 
     def close(self) -> None:
         """Release the database connections (live sessions are not touched)."""
-        if self._search is not None:
-            self._search.close()
+        with self._search_lock:
+            search = self._search
+        if search is not None:
+            search.close()
         if self.store is not None:
             self.store.close()
 
@@ -280,7 +282,7 @@ class SessionQuery:
         except SessionQueryError:
             raise
         except Exception as exc:
-            raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", f"cannot read index {self.store.db}: {exc}", exc) from exc
+            raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", f"cannot read index {self.store.db}: {failure_reason(exc)}", exc) from exc
 
     # ------------------------------------------------------------------ sources
 

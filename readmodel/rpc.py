@@ -10,8 +10,15 @@ Error mapping:
 * an uncoded failure the reference also raises (a replay ``Error``, a
   message-shape error, a title ``TypeError``) → ``-32000`` with
   ``data: {"name"}`` instead of a code;
-* malformed JSON → -32700; not a request object → -32600; unknown method →
-  -32601; params of the wrong shape → -32602; anything unexpected → -32603.
+* malformed JSON, or JSON nested deeper than :data:`MAX_DEPTH` → -32700;
+  not a request object → -32600; unknown method → -32601; params of the
+  wrong shape → -32602; anything unexpected → -32603.
+
+Input decoding (:func:`decode_json_text`, shared with the HTTP API) keeps
+msgspec as the fast path and bounds what later code can meet: nesting is
+limited before anything recursive sees the value, and a lone UTF-16
+surrogate escape (valid JSON text that msgspec refuses) decodes to U+FFFD,
+the character the index stores for it.
 
 Requests without an ``id`` are notifications and get no response (JSON-RPC
 2.0); a JSON array is a batch answered by one array line.
@@ -22,7 +29,9 @@ encoded result); search methods are added there, in one place.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
+from itertools import accumulate
 from typing import IO, Any, Final
 
 import msgspec
@@ -40,6 +49,9 @@ METHOD_NOT_FOUND: Final = -32601
 INVALID_PARAMS: Final = -32602
 INTERNAL_ERROR: Final = -32603
 QUERY_ERROR: Final = -32000
+
+MAX_DEPTH: Final = 64
+"""The deepest array/object nesting accepted in a request (requests need about 6)."""
 
 _encode: Final = encode_json
 _decode: Final = msgspec.json.Decoder().decode
@@ -66,6 +78,67 @@ class RpcError(Exception):
 
 def invalid_params(detail: str) -> RpcError:
     return RpcError(INVALID_PARAMS, f"Invalid params: {detail}")
+
+
+# --------------------------------------------------------------------------- decoding
+
+# A string token, or an unterminated one running to the end: it always
+# matches where it starts, so the scan is linear (no retry at later quotes).
+_STRING_TOKEN: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
+_NOT_BRACKET: Final = bytes(b for b in range(256) if b not in b"[]{}")
+_BRACKET_STEP: Final = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")  # +1 / -1 as signed bytes
+# An escape, scanned left to right so an escaped backslash never starts one:
+# a surrogate pair (12 bytes), a lone surrogate (6 bytes) or any other escape
+# (its first 2 bytes; the digits of a non-surrogate \uXXXX follow as text).
+_ESCAPE: Final = re.compile(rb"\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|u[dD][89a-fA-F][0-9a-fA-F]{2}|.)", re.DOTALL)
+
+
+def nesting_depth(data: bytes) -> int:
+    """The deepest ``[``/``{`` nesting of a JSON text, brackets inside strings
+    not counted (for invalid text: an upper bound of what a parser would reach)."""
+    skeleton = _STRING_TOKEN.sub(b"", data).translate(_BRACKET_STEP, _NOT_BRACKET)
+    return max(accumulate(memoryview(skeleton).cast("b")), default=0)
+
+
+def _lone_surrogate_to_replacement(match: re.Match[bytes]) -> bytes:
+    escape = match.group()
+    return b"\\ufffd" if len(escape) == 6 else escape
+
+
+class JsonTextError(ValueError):
+    """Input that is not accepted as a JSON text; ``detail`` names a limit
+    that was exceeded (``None``: the text is not JSON)."""
+
+    def __init__(self, detail: str | None = None) -> None:
+        super().__init__(detail or "not valid JSON")
+        self.detail = detail
+
+    def to_rpc_error(self) -> RpcError:
+        return RpcError(PARSE_ERROR, "Parse error" if self.detail is None else f"Parse error: {self.detail}")
+
+
+def decode_json_text(data: bytes | str) -> Any:
+    """One JSON text (UTF-8) as builtins; raises :class:`JsonTextError`.
+
+    Refuses nesting deeper than :data:`MAX_DEPTH` (so no later walk can
+    recurse without bound).  A lone surrogate escape becomes U+FFFD; every
+    other input is judged by msgspec alone.
+    """
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and nesting_depth(raw) > MAX_DEPTH:
+        raise JsonTextError(f"JSON nested deeper than {MAX_DEPTH} levels")
+    try:
+        return _decode(raw)
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        pass
+    if b"\\u" in raw:
+        repaired = _ESCAPE.sub(_lone_surrogate_to_replacement, raw)
+        if repaired != raw:
+            try:
+                return _decode(repaired)
+            except (msgspec.DecodeError, UnicodeDecodeError):
+                pass
+    raise JsonTextError()
 
 
 # --------------------------------------------------------------------------- params
@@ -247,13 +320,13 @@ class Dispatcher:
     def handle_line(self, line: bytes | str) -> bytes | None:
         """The response line (without LF) for one input line; ``None`` when
         nothing is to be sent (a blank line, a notification, a batch of them)."""
-        data = line.encode() if isinstance(line, str) else line
+        data = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
         if not data.strip():
             return None
         try:
-            message = _decode(data)
-        except (msgspec.DecodeError, UnicodeDecodeError):
-            return _error_response(None, RpcError(PARSE_ERROR, "Parse error"))
+            message = decode_json_text(data)
+        except JsonTextError as error:
+            return _error_response(None, error.to_rpc_error())
         if type(message) is list:
             if not message:
                 return _error_response(None, RpcError(INVALID_REQUEST, "Invalid Request"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from readmodel.cli.support import db_option, handles_errors
+from readmodel.cli.support import db_option, handles_errors, refuse_impossible_db
 
 
 @click.command("mcp")
@@ -21,6 +21,7 @@ def mcp_command(
     from readmodel.tools.host import validate_tool_config
     from readmodel.tools.mcpserver import run
 
+    refuse_impossible_db(db)
     try:
         config = validate_tool_config({"maxSearchResults": max_search_results, "searchTimeoutMs": search_timeout_ms})
     except TypeError as exc:

@@ -27,6 +27,7 @@ from readmodel.cli.support import (
     emit_json_bytes,
     handles_errors,
     json_option,
+    refuse_impossible_db,
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -158,7 +159,7 @@ def _show(value: Any, as_json: bool, printer: str, **extra: Any) -> None:
     if as_json:
         emit_json(value)
         return
-    from readmodel.cli import presentation
+    from readmodel.cli.reads import presentation
 
     getattr(presentation, printer)(_builtins(value), **extra)
 
@@ -352,6 +353,7 @@ def rpc_command(db: str) -> None:
     """JSON-RPC 2.0 over stdin/stdout, one JSON object per line; exits 0 at end of input."""
     from readmodel.rpc import Dispatcher, serve
 
+    refuse_impossible_db(db)
     dispatcher = Dispatcher(lambda: _open(db))
     try:
         serve(dispatcher, sys.stdin.buffer, sys.stdout.buffer)
@@ -395,12 +397,32 @@ COMMANDS.append(mcp_command)
     show_default="$SESSIONQ_ATTACHMENTS or $DSH_HOME/attachments/v1",
 )
 @click.option("--token", default=None, envvar="SESSIONQ_TOKEN", help="Bearer token (required off loopback).")
-def serve_command(host: str, port: int, db: str, root: str | None, attachments: str | None, token: str | None) -> None:
+@click.option("--max-body", default=1 << 20, show_default=True, type=click.IntRange(min=0), help="Largest request body in bytes (413 beyond).")
+@click.option(
+    "--read-timeout",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds to receive a request head, and its body, before the connection is closed.",
+)
+@click.option("--max-connections", default=100, show_default=True, type=click.IntRange(min=1), help="Concurrent connections (503 beyond).")
+def serve_command(
+    host: str,
+    port: int,
+    db: str,
+    root: str | None,
+    attachments: str | None,
+    token: str | None,
+    max_body: int,
+    read_timeout: float,
+    max_connections: int,
+) -> None:
     """HTTP API (/api/rpc/<method>, /api/session.export) and the web page."""
     import uvicorn
 
-    from readmodel.http.app import LOOPBACK_NAMES, create_app, is_loopback
+    from readmodel.http.app import LOOPBACK_NAMES, Limits, create_app, is_loopback, server_config
 
+    refuse_impossible_db(db)
     if root is None:
         root = default_root()
     if attachments is None:
@@ -410,8 +432,15 @@ def serve_command(host: str, port: int, db: str, root: str | None, attachments: 
         if not token:
             raise click.UsageError("--token is required when binding to a non-loopback address")
         hosts.append(host if ":" not in host else f"[{host}]")
-    app = create_app(db, root=root, attachments=attachments, token=token, allowed_hosts=hosts, port=port)
-    uvicorn.run(app, host=host, port=port, log_level="info")
+    limits = Limits(max_body=max_body, read_timeout=read_timeout, max_connections=max_connections)
+    app = create_app(db, root=root, attachments=attachments, token=token, allowed_hosts=hosts, port=port, limits=limits)
+    server = uvicorn.Server(server_config(app, host, port, limits))
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        pass
+    if not server.started:
+        sys.exit(1)  # the server could not start (e.g. the port is taken); uvicorn logged why
 
 
 COMMANDS.append(serve_command)
@@ -431,7 +460,7 @@ def export_command(
     import os
 
     from readmodel.export.artifacts import AttachmentStore
-    from readmodel.http.app import Exporter, safe_id
+    from readmodel.export.archive import Exporter, safe_id
 
     if attachments is None:
         attachments = default_attachments()

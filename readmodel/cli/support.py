@@ -11,6 +11,7 @@ else.  No traceback unless the root ``--debug`` flag is given.
 from __future__ import annotations
 
 import os
+import sqlite3
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -89,10 +90,42 @@ def handles_errors(func: F) -> F:
         except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence
             if debug:
                 raise
-            click.echo(f"error: {type(exc).__name__}: {exc}", err=True)
+            click.echo(f"error: {uncoded_message(exc, kwargs.get('db'))}", err=True)
             ctx.exit(1)
 
     return wrapper  # type: ignore[return-value]
+
+
+def uncoded_message(exc: BaseException, db: str | None = None) -> str:
+    """One line for an unexpected failure: a database error names the index and SQLite's
+    reason (never SQLAlchemy's SQL echo or help link); anything else its type and text."""
+    if _is_database_error(exc):
+        from readmodel.store.database import failure_reason
+
+        where = f"the index {db}" if db else "the index"
+        return f"{where} cannot be used: {failure_reason(exc)}; `sessionq status` and `sessionq db check` diagnose it"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _is_database_error(exc: BaseException) -> bool:
+    if isinstance(exc, sqlite3.Error):
+        return True
+    # SQLAlchemy is already imported if one of its errors was raised.
+    module = sys.modules.get("sqlalchemy.exc")
+    return module is not None and isinstance(exc, module.SQLAlchemyError)
+
+
+def refuse_impossible_db(db: str) -> None:
+    """For the long-running servers (``rpc``, ``serve``, ``mcp``): exit 1 at once when
+    ``db`` can never be an index file (a directory, a device).  A missing or
+    broken index is answered per call instead where the server allows it,
+    since the indexer may build or rebuild it while they run."""
+    from readmodel.store.database import IndexDatabaseError, check_path
+
+    try:
+        check_path(db)
+    except IndexDatabaseError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def db_option(func: F) -> F:

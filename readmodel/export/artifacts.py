@@ -28,6 +28,7 @@ from typing import Any, BinaryIO, Final
 
 from readmodel.store.database import sqlite_path
 from readmodel.core.jsvalues import js_string
+from readmodel.store.readonly import reader_uri
 from readmodel.export.frames import FrameSpan, ZstdFrameError, iter_frame, scan_frames
 
 READ_CHUNK: Final = 1 << 16
@@ -47,7 +48,7 @@ def locate_artifact(db: str, session_id: str, root: str | os.PathLike[str] | Non
     path = sqlite_path(db)
     if path is None:
         raise ArtifactError("raw artifacts need a SQLite index database")
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn = sqlite3.connect(reader_uri(path), uri=True)
     try:
         row = conn.execute('SELECT "path" FROM "sessions" WHERE "id" = ?', (session_id,)).fetchone()
     finally:

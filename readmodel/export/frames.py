@@ -5,6 +5,13 @@ A zstd transcript is a plain concatenation of independent frames (format-spec
 scan walks frame and block headers without decompressing, so it finds frame
 boundaries of a file of any size in O(frames + blocks) small reads.  Only the
 final frame can be incomplete (EOF inside it): that is a torn tail, not damage.
+
+Decoding is bounded: zstd regenerates 128 KiB from a four-byte block, so a
+frame of a few KB may expand to gigabytes, and its header may declare a false
+content size or none.  Plaintext is produced in pieces of at most
+:data:`PIECE_BYTES` and counted against the frame bound; a frame whose blocks
+could exceed the bound is measured first (decoded, its plaintext discarded), so
+it fails before any of it reaches a consumer.
 """
 
 from __future__ import annotations
@@ -26,6 +33,9 @@ class ZstdFrameError(ValueError):
 ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
 _READ_CHUNK: Final = 1 << 20
 DEFAULT_MAX_FRAME_PLAINTEXT: Final = 256 << 20
+PIECE_BYTES: Final = 1 << 20
+"""Plaintext a streaming decode hands over at a time (at most)."""
+_BLOCK_MAX_PLAINTEXT: Final = 128 << 10  # Block_Maximum_Size (RFC 8878 §3.1.1.2.3)
 
 
 class FrameSpan(msgspec.Struct, frozen=True):
@@ -43,6 +53,14 @@ class TornFrame(msgspec.Struct, frozen=True):
 
 class FrameTooLarge(ZstdFrameError):
     """A frame's plaintext exceeds the configured bound."""
+
+
+def _frame_header_length(descriptor: int) -> int:
+    """Bytes of the frame header (descriptor, window, dictionary id, content size) after the magic."""
+    fcs_flag = descriptor >> 6
+    single_segment = (descriptor >> 5) & 1
+    fcs_bytes = (1 if single_segment else 0) if fcs_flag == 0 else (2, 4, 8)[fcs_flag - 1]
+    return 1 + (0 if single_segment else 1) + (0, 1, 2, 4)[descriptor & 3] + fcs_bytes
 
 
 def scan_frames(fh: BinaryIO, start: int = 0, size: int | None = None) -> Iterator[FrameSpan | TornFrame]:
@@ -70,13 +88,8 @@ def scan_frames(fh: BinaryIO, start: int = 0, size: int | None = None) -> Iterat
         descriptor = head[4]
         if descriptor & 0x18:
             raise ZstdFrameError(f"reserved frame header bits set at byte {frame_start}")
-        fcs_flag = descriptor >> 6
-        single_segment = (descriptor >> 5) & 1
         has_checksum = (descriptor >> 2) & 1
-        dict_bytes = (0, 1, 2, 4)[descriptor & 3]
-        fcs_bytes = (1 if single_segment else 0) if fcs_flag == 0 else (2, 4, 8)[fcs_flag - 1]
-        header_len = 1 + (0 if single_segment else 1) + dict_bytes + fcs_bytes
-        pos += 4 + header_len
+        pos += 4 + _frame_header_length(descriptor)
         if pos > size:
             yield TornFrame(frame_start)
             return
@@ -106,40 +119,172 @@ def scan_frames(fh: BinaryIO, start: int = 0, size: int | None = None) -> Iterat
         yield FrameSpan(frame_start, pos)
 
 
-def _read_range(fh: BinaryIO, start: int, end: int) -> Iterator[bytes]:
-    fh.seek(start)
-    remaining = end - start
-    while remaining > 0:
-        piece = fh.read(min(_READ_CHUNK, remaining))
-        if not piece:
-            break
-        remaining -= len(piece)
+class FrameSource:
+    """The compressed bytes ``[start, end)`` of one frame, as the decoder's ``read(size)`` source.
+
+    ``read_at(offset, size)`` returns up to ``size`` bytes at ``offset`` as
+    ``bytes`` (see :func:`buffer_source`); it seeks itself, so a consumer that
+    uses the same file between two pieces of plaintext cannot move the
+    decoder.  ``starved`` records that the decoder asked for more after the
+    last byte: only a frame it has not finished does that, so a structurally
+    complete span it starves on is incomplete.  One source feeds one decode;
+    :meth:`again` gives a fresh one over the same bytes.
+    """
+
+    __slots__ = ("read_at", "start", "end", "pos", "starved")
+
+    def __init__(self, read_at: Callable[[int, int], bytes], start: int, end: int) -> None:
+        self.read_at = read_at
+        self.start = self.pos = start
+        self.end = end
+        self.starved = False
+
+    def again(self) -> FrameSource:
+        return FrameSource(self.read_at, self.start, self.end)
+
+    def read(self, size: int) -> bytes:
+        piece = self.read_at(self.pos, min(size, self.end - self.pos)) if self.pos < self.end else b""
+        if not piece:  # past the span, or the file was cut meanwhile
+            self.starved = True
+            return b""
+        self.pos += len(piece)
+        return piece
+
+
+def file_source(fh: BinaryIO, start: int, end: int) -> FrameSource:
+    """The source for the bytes ``[start, end)`` of ``fh``."""
+
+    def read_at(offset: int, size: int) -> bytes:
+        fh.seek(offset)
+        return fh.read(size)
+
+    return FrameSource(read_at, start, end)
+
+
+def buffer_source(frame: bytes | memoryview) -> FrameSource:
+    """The source for one frame held in memory.
+
+    Pieces are copied to ``bytes``: ``zstandard``'s C backend crashes the
+    process on a ``read()`` that returns a memoryview.
+    """
+    view = memoryview(frame)
+    return FrameSource(lambda offset, size: bytes(view[offset : offset + size]), 0, len(view))
+
+
+class OverBound(Exception):
+    """Raised inside :func:`bounded_pieces` once the plaintext passes its bound."""
+
+
+def bounded_pieces(source: FrameSource, max_plaintext: int, dctx: zstandard.ZstdDecompressor | None = None) -> Iterator[bytes]:
+    """The frame's plaintext in pieces of at most :data:`PIECE_BYTES`.
+
+    The decoder produces no more than one piece between two checks of the
+    running total, so however far a frame expands (zstd blocks of four bytes
+    each regenerate 128 KiB), the decoder holds one piece: past
+    ``max_plaintext`` it raises :class:`OverBound`.  Decoder failures raise
+    :class:`zstandard.ZstdError`; an unfinished frame just ends (see
+    ``source.starved``).
+    """
+    produced = 0
+    decoder = dctx if dctx is not None else zstandard.ZstdDecompressor()
+    for piece in decoder.read_to_iter(source, read_size=_READ_CHUNK, write_size=PIECE_BYTES):
+        produced += len(piece)
+        if produced > max_plaintext:
+            raise OverBound
         yield piece
+
+
+def plaintext_bound(source: FrameSource) -> int:
+    """An upper bound of the plaintext the source's frame bytes decode to.
+
+    From the block headers alone: a raw or RLE block regenerates exactly its
+    size field, a compressed block at most ``Block_Maximum_Size`` (128 KiB,
+    which libzstd enforces).  Ends at the last block or at the source's end
+    (a torn frame's available bytes).  Cheap (one small read per block), so a
+    frame is measured by decoding only when its blocks could exceed a bound.
+    """
+    read_at, end = source.read_at, source.end
+    head = read_at(source.start, 5)
+    if len(head) < 5:
+        return 0
+    pos = source.start + 4 + _frame_header_length(head[4])
+    bound = 0
+    while end - pos >= 3:
+        raw = read_at(pos, 3)
+        if len(raw) < 3:
+            break
+        block = raw[0] | (raw[1] << 8) | (raw[2] << 16)
+        block_type = (block >> 1) & 3
+        size = block >> 3
+        bound += size if block_type < 2 else _BLOCK_MAX_PLAINTEXT
+        pos += 3 + (1 if block_type == 1 else size)
+        if block & 1 or block_type == 3:
+            break
+    return bound
+
+
+def exceeds(source: FrameSource, max_plaintext: int) -> bool:
+    """Whether the source's frame decodes to more than ``max_plaintext`` bytes.
+
+    Decodes (discarding the plaintext, from a fresh source) only when
+    :func:`plaintext_bound` allows that much; a decoder failure first is
+    ``False`` (the caller's own decode meets it again, after the plaintext
+    before it).
+    """
+    if plaintext_bound(source) <= max_plaintext:
+        return False
+    try:
+        for _ in bounded_pieces(source.again(), max_plaintext):
+            pass
+    except OverBound:
+        return True
+    except zstandard.ZstdError:
+        return False
+    return False
+
+
+def _too_large(span: FrameSpan, max_plaintext: int) -> FrameTooLarge:
+    return FrameTooLarge(f"frame at byte {span.start} holds more than {max_plaintext} bytes of plaintext")
+
+
+def _failed(span: FrameSpan, detail: str) -> ZstdFrameError:
+    return ZstdFrameError(f"frame at byte {span.start} failed validation: {detail}")
 
 
 def iter_frame(fh: BinaryIO, span: FrameSpan, max_plaintext: int = DEFAULT_MAX_FRAME_PLAINTEXT) -> Iterator[bytes]:
     """Decompress one complete frame with full validation, yielding plaintext pieces.
 
     Checksum, dictionary and any decoder failure raise :class:`ZstdFrameError`;
-    plaintext beyond ``max_plaintext`` raises :class:`FrameTooLarge` without
-    buffering the frame.  Pull-based, so a slow consumer holds one piece at a time.
+    plaintext beyond ``max_plaintext`` raises :class:`FrameTooLarge`, and
+    memory stays at one piece whatever the frame header declares (a content
+    size may be absent or false).  A frame whose blocks could hold more than
+    the bound is measured first, so :class:`FrameTooLarge` comes before any
+    of its plaintext: a consumer that buffers (a line without its LF) never
+    holds the bound's worth of a frame that fails anyway.  Pull-based, so a
+    slow consumer holds one piece at a time.
     """
-    decoder = zstandard.ZstdDecompressor().decompressobj()
-    produced = 0
+    source = file_source(fh, span.start, span.end)
+    if exceeds(source, max_plaintext):
+        raise _too_large(span, max_plaintext)
     try:
-        for piece in _read_range(fh, span.start, span.end):
-            out = decoder.decompress(piece)
-            if out:
-                produced += len(out)
-                if produced > max_plaintext:
-                    raise FrameTooLarge(
-                        f"frame at byte {span.start} holds more than {max_plaintext} bytes of plaintext"
-                    )
-                yield out
+        yield from bounded_pieces(source, max_plaintext)
+    except OverBound:
+        raise _too_large(span, max_plaintext) from None
     except zstandard.ZstdError as exc:
-        raise ZstdFrameError(f"frame at byte {span.start} failed validation: {exc}") from None
-    if not decoder.eof:
-        raise ZstdFrameError(f"frame at byte {span.start} failed validation: incomplete frame")
+        raise _failed(span, decoder_error(exc)) from None
+    if source.starved:
+        raise _failed(span, "incomplete frame")
+
+
+def decoder_error(exc: zstandard.ZstdError) -> str:
+    """libzstd's failure in the words the reader has always reported
+    (``zstandard``'s streaming APIs word the same failure differently)."""
+    detail = str(exc)
+    for prefix in ("zstd decompress error: ", "zstd decompressor error: ", "decompression error: "):
+        if detail.startswith(prefix):
+            detail = detail[len(prefix) :]
+            break
+    return f"zstd decompressor error: {detail}"
 
 
 def decode_frame(
@@ -160,18 +305,13 @@ def decode_torn_frame(fh: BinaryIO, torn: TornFrame, size: int, max_plaintext: i
     """Whatever plaintext the available bytes of an incomplete frame release.
 
     A decoder error yields no plaintext, as in the reference; so does output
-    beyond the plaintext bound (the tail is simply not recovered).
+    beyond the plaintext bound (the tail is simply not recovered), which is
+    found out before any of it is kept.
     """
-    decoder = zstandard.ZstdDecompressor().decompressobj()
-    parts: list[bytes] = []
-    produced = 0
-    try:
-        for piece in _read_range(fh, torn.start, size):
-            out = decoder.decompress(piece)
-            produced += len(out)
-            if produced > max_plaintext:
-                return b""
-            parts.append(out)
-    except zstandard.ZstdError:
+    source = file_source(fh, torn.start, size)
+    if exceeds(source, max_plaintext):
         return b""
-    return b"".join(parts)
+    try:
+        return b"".join(bounded_pieces(source, max_plaintext))
+    except (OverBound, zstandard.ZstdError):
+        return b""

@@ -23,6 +23,10 @@ from typing import Any, Final
 
 import msgspec
 
+from readmodel.core.errors import SessionQueryError
+from readmodel.core.vocabulary import Header
+from readmodel.projection.extraction import build_documents
+from readmodel.projection.surface import SurfaceFoldError, classify_events, invalid_surface_error
 from readmodel.search import accelerator as ftsaux
 from readmodel.search.backend import Row
 from readmodel.search.config import SearchConfig
@@ -40,10 +44,7 @@ from readmodel.search.predicates import (
 )
 from readmodel.search.requests import EventsRequest, SessionsRequest, match_expression
 from readmodel.search.snippets import END_MARK, MARKS_NEUTRALISED, START_MARK, prefix_decides_snippet, snippet_source_decides
-from readmodel.core.errors import SessionQueryError
-from readmodel.projection.extraction import build_documents
-from readmodel.projection.surface import classify_events, invalid_surface_error, SurfaceFoldError
-from readmodel.core.vocabulary import Header
+from readmodel.store.readonly import reader_uri
 
 
 RANKED_CACHE_ROWS: Final = 500
@@ -303,7 +304,7 @@ class SqliteSearchBackend:
                 if self._db_path is None:
                     conn = _empty_index()
                 else:
-                    conn = sqlite3.connect(f"file:{self._db_path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
+                    conn = sqlite3.connect(reader_uri(self._db_path), uri=True, isolation_level=None, check_same_thread=False)
                 conn.execute("PRAGMA busy_timeout = 30000")
                 # As every sessionq connection: the doclist of one common word alone
                 # outgrows SQLite's default 2 MB page cache.

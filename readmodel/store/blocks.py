@@ -8,6 +8,7 @@ to the size of the logs.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Sequence
 from itertools import accumulate, groupby
 from typing import Any, Final
@@ -18,26 +19,50 @@ import zstandard
 BLOCK_EVENTS: Final = 256
 BLOCK_BYTES: Final = 256 * 1024
 
-# Level 1: blocks are re-read often and written once; speed matters more than
-# the last few percent of size (the logs themselves are the archive).
-_compressor = zstandard.ZstdCompressor(level=1)
+
+class _Contexts(threading.local):
+    """This thread's zstd contexts.
+
+    A zstd (de)compression context is mutable state that one call at a time
+    may use: two threads sharing one (the HTTP server's pool, the MCP server,
+    any embedding process) corrupt each other's output or crash the process.
+    A context is also costly to create, so each thread keeps its own for good;
+    ``__init__`` runs once per thread, on its first access.  The bound methods
+    are kept rather than the contexts, so a call costs one thread-local lookup
+    (tens of nanoseconds; decompressing a block takes microseconds).
+    """
+
+    def __init__(self) -> None:
+        # Level 1: blocks are re-read often and written once; speed matters more
+        # than the last few percent of size (the logs themselves are the archive).
+        self.compress = zstandard.ZstdCompressor(level=1).compress
+        self.decompress = zstandard.ZstdDecompressor().decompress
+
+
+_contexts: Final = _Contexts()
+# msgspec Encoders and Decoders keep no per-call state (thread-safe since
+# msgspec 0.16), so this module shares one of each between all threads.
 _encode = msgspec.json.Encoder().encode
-_decompressor = zstandard.ZstdDecompressor()
 
 
 def compress_block(lines: Sequence[bytes]) -> bytes:
-    """One raw block from the events' compact JSON lines."""
-    return _compressor.compress(b"\n".join(lines))
+    """One raw block from the events' compact JSON lines (thread-safe)."""
+    return _contexts.compress(b"\n".join(lines))
 
 
 def compress_payload(payload: bytes) -> bytes:
     """One raw block from its lines already LF-joined (``compress_block`` of ``payload.split(b"\\n")``)."""
-    return _compressor.compress(payload)
+    return _contexts.compress(payload)
+
+
+def decompress_payload(data: bytes) -> bytes:
+    """The LF-joined lines of one raw block (thread-safe: this thread's context)."""
+    return _contexts.decompress(data)
 
 
 def decompress_block(data: bytes) -> list[bytes]:
-    """The raw JSON lines of one block, in seq order."""
-    return _decompressor.decompress(data).split(b"\n") if data else []
+    """The raw JSON lines of one block, in seq order (thread-safe)."""
+    return _contexts.decompress(data).split(b"\n") if data else []
 
 
 _decode_array = msgspec.json.Decoder().decode

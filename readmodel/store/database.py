@@ -5,28 +5,37 @@ busy timeout and take the write lock with ``BEGIN IMMEDIATE``; readers open it
 with ``mode=ro`` so a reader can never modify the index.  A file that is not a
 sessionq index (another application id, or unknown tables) is refused and never
 touched.
+
+Every failure to open is an :class:`IndexDatabaseError` (or, for readers, a
+``SESSION_QUERY_INDEX_FAILED``) whose message is one line naming the file and
+the reason: a directory, a non-database file, a read-only file system, a
+damaged schema (with the repair) — never a driver traceback or link.
+
+A cleanly closed index on a read-only mount is readable (see
+:mod:`readmodel.store.readonly`); the indexer says that it cannot write there.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any, Final
-from urllib.parse import quote
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import NullPool
 
 from readmodel.core.errors import SessionQueryError
+from readmodel.store.revisions import current_revision, head_revision, upgrade
+from readmodel.store.readonly import on_read_only_mount, reader_uri, size_or_none
 from readmodel.store.schema import APPLICATION_ID, KNOWN_TABLES, SCHEMA_REVISION
 
 BUSY_TIMEOUT_MS: Final = 30_000
-MIGRATIONS_DIR: Final = Path(__file__).resolve().parents[2] / "migrations"
 
 
 class IndexDatabaseError(RuntimeError):
@@ -42,6 +51,125 @@ def sqlite_path(db: str) -> str | None:
     if "://" in db:
         return None
     return db
+
+
+def check_path(db: str) -> None:
+    """Refuse a ``db`` path that cannot hold a database: a directory, a device, a FIFO.
+
+    A missing path passes (readers and writers each decide what that means).
+    """
+    path = sqlite_path(db)
+    if path is None:
+        return
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise IndexDatabaseError(f"cannot use index database {db}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        raise IndexDatabaseError(f"index database {db} is a directory")
+    if not stat.S_ISREG(mode):
+        raise IndexDatabaseError(f"index database {db} is not a regular file")
+
+
+def _unwritable_reason(path: str) -> str | None:
+    """Why an index at ``path`` cannot be written (``None`` when it can, as far as we can tell).
+
+    SQLite needs the file and its directory (for ``-wal``, ``-shm`` and the
+    indexer's lock); a missing directory is created, so its nearest existing
+    ancestor is what must be writable.
+    """
+    absolute = os.path.abspath(path)
+    directory = os.path.dirname(absolute)
+    while not os.path.exists(directory) and os.path.dirname(directory) != directory:
+        directory = os.path.dirname(directory)
+    if on_read_only_mount(directory):
+        return f"{directory} is on a read-only file system"
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return f"the directory {directory} is not writable"
+    if os.path.exists(absolute) and not os.access(absolute, os.W_OK):
+        return "the file is not writable"
+    return None
+
+
+def check_writable(db: str) -> None:
+    """Refuse, with the reason, an index SQLite could open but never write."""
+    check_path(db)
+    path = sqlite_path(db)
+    reason = None if path is None else _unwritable_reason(path)
+    if reason is not None:
+        raise IndexDatabaseError(f"cannot write index {db}: {reason}")
+
+
+def failure_reason(exc: BaseException) -> str:
+    """The driver's own one-line reason for ``exc``, without SQLAlchemy's SQL echo and help link."""
+    cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+    text_ = str(cause).strip()
+    return text_.splitlines()[0] if text_ else type(cause).__name__
+
+
+def unusable_message(db: str, exc: BaseException) -> str:
+    """One line saying why the index at ``db`` could not be opened or read (``exc`` from SQLite)."""
+    reason = failure_reason(exc)
+    path = sqlite_path(db)
+    if "file is not a database" in reason:
+        return f"{db} is not a sessionq index (not an SQLite database); refusing to touch it"
+    if path is not None and "unable to open database file" in reason and os.path.isfile(path):
+        absolute = os.path.abspath(path)
+        if on_read_only_mount(absolute) and size_or_none(absolute + "-shm") is None:
+            return (
+                f"cannot read index {db}: it is on a read-only file system and its write-ahead log {path}-wal "
+                "holds changes that need the missing -shm file; copy the index with its -wal to writable storage"
+            )
+        if not os.access(os.path.dirname(absolute), os.W_OK):
+            return (
+                f"cannot read index {db}: SQLite must create {path}-shm beside it and its directory is not "
+                "writable by this user; read it while the indexer runs, or as a user who can write there"
+            )
+    return f"cannot open index {db}: {reason}"
+
+
+def open_existing(db: str, verify: Callable[[Connection], None] | None = None, *, allow_empty: bool = False) -> Engine:
+    """A read-only engine on an existing sessionq index, identity checked (any schema revision).
+
+    ``verify(conn)``, when given, runs on the same first connection and may
+    raise :class:`IndexDatabaseError` too.  Raises :class:`IndexDatabaseError`
+    for a missing, foreign or unreadable file, or an empty one unless
+    ``allow_empty``, with a one-line message.
+    """
+    check_path(db)
+    path = sqlite_path(db)
+    if path is not None and not os.path.exists(path):
+        raise IndexDatabaseError(f"no index database at {db}; run `sessionq index` to build it")
+    engine = create_index_engine(db, readonly=True)
+    try:
+        with engine.connect() as conn:
+            if check_identity(conn, db) and not allow_empty:
+                raise IndexDatabaseError(f"{db} is empty, not a sessionq index yet; run `sessionq index` to build it")
+            if verify is not None:
+                verify(conn)
+    except (DBAPIError, sqlite3.Error) as exc:
+        engine.dispose()
+        raise IndexDatabaseError(unusable_message(db, exc)) from exc
+    except BaseException:
+        engine.dispose()
+        raise
+    return engine
+
+
+def check_writer_target(db: str) -> None:
+    """What the indexer checks before it creates anything beside ``db`` (its lock file).
+
+    Refuses (:class:`IndexDatabaseError`) a path that is no file, a file that
+    is not a sessionq index (never touching it), and an index that cannot be
+    written; an absent or empty file passes.
+    """
+    check_path(db)
+    path = sqlite_path(db)
+    if path is not None and os.path.exists(path):
+        open_existing(db, allow_empty=True).dispose()
+    check_writable(db)
 
 
 def _configure(dbapi_conn: sqlite3.Connection, readonly: bool) -> None:
@@ -71,7 +199,7 @@ def create_index_engine(db: str, *, readonly: bool = False) -> Engine:
     else:
         absolute = os.path.abspath(path)
         if readonly:
-            url = "sqlite+pysqlite:///file:" + quote(absolute) + "?mode=ro&uri=true"
+            url = "sqlite+pysqlite:///" + reader_uri(absolute) + "&uri=true"
         else:
             os.makedirs(os.path.dirname(absolute) or ".", exist_ok=True)
             url = "sqlite+pysqlite:///" + absolute
@@ -116,41 +244,6 @@ def check_identity(conn: Connection, where: str) -> bool:
     return False
 
 
-def alembic_config(conn: Connection | None = None) -> Any:
-    # Alembic is imported only where migrations run: readers never pay for it.
-    from alembic.config import Config
-
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    if conn is not None:
-        config.attributes["connection"] = conn
-    return config
-
-
-def head_revision() -> str:
-    """The newest migration; equals :data:`readmodel.store.schema.SCHEMA_REVISION` (a test pins it)."""
-    from alembic.script import ScriptDirectory
-
-    return ScriptDirectory.from_config(alembic_config()).get_current_head() or ""
-
-
-def current_revision(conn: Connection) -> str | None:
-    """The schema revision stamped in the database (``None`` before any migration)."""
-    has_table = conn.exec_driver_sql(
-        "SELECT 1 FROM sqlite_master WHERE type='table' AND name='alembic_version'"
-    ).first()
-    if has_table is None:
-        return None
-    return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
-
-
-def upgrade(conn: Connection) -> None:
-    """Bring the schema to the head revision (inside the caller's transaction)."""
-    from alembic import command
-
-    command.upgrade(alembic_config(conn), "head")
-
-
 def initialise(conn: Connection, root: str | None, compression: str | None) -> None:
     """Stamp a fresh database as a sessionq index: schema, identity, generation 0."""
     conn.exec_driver_sql(f"PRAGMA application_id = {APPLICATION_ID}")
@@ -167,9 +260,11 @@ def initialise(conn: Connection, root: str | None, compression: str | None) -> N
 def open_writer(db: str, *, root: str | None = None, compression: str | None = None, allow_upgrade: bool = False) -> Engine:
     """Open (creating if needed) the index for writing; refuses foreign and outdated files.
 
-    Raises :class:`IndexDatabaseError` when the file belongs to something else,
-    or holds an older schema and ``allow_upgrade`` is false.
+    Raises :class:`IndexDatabaseError` when the path cannot be written (a
+    directory, a read-only file system), the file belongs to something else,
+    holds an older schema and ``allow_upgrade`` is false, or is damaged.
     """
+    check_writable(db)
     engine = create_index_engine(db)
     try:
         with engine.begin() as conn:
@@ -185,33 +280,45 @@ def open_writer(db: str, *, root: str | None = None, compression: str | None = N
                         f"{db} is at schema revision {current}, this sessionq needs {head}; run `sessionq db upgrade`"
                     )
                 upgrade(conn)
+            refuse_damaged(conn, db)
     except Exception:
         engine.dispose()
         raise
     return engine
 
 
+def refuse_damaged(conn: Connection, db: str) -> None:
+    """Raise :class:`IndexDatabaseError` naming the repair when an object queries need is missing.
+
+    The check is one query on ``sqlite_master`` (see :mod:`readmodel.store.schemacheck`),
+    cheap enough for every open.
+    """
+    from readmodel.store.schemacheck import damage_message, schema_problems
+
+    fatal = [problem.text for problem in schema_problems(conn) if problem.fatal]
+    if fatal:
+        raise IndexDatabaseError(damage_message(db, fatal))
+
+
+def _readable_revision(conn: Connection, db: str) -> None:
+    current = current_revision(conn)
+    if current != SCHEMA_REVISION:
+        raise IndexDatabaseError(f"{db} is at schema revision {current}, this sessionq reads {SCHEMA_REVISION}")
+    refuse_damaged(conn, db)
+
+
 def open_reader(db: str) -> Engine:
-    """Open an existing index read-only (``mode=ro``); raises ``SESSION_QUERY_INDEX_FAILED``."""
-    path = sqlite_path(db)
-    if path is not None and not os.path.exists(path):
-        raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", f"index database {db} does not exist; run `sessionq index` first")
-    engine = create_index_engine(db, readonly=True)
+    """Open an existing index read-only (``mode=ro``); raises ``SESSION_QUERY_INDEX_FAILED``.
+
+    Refused, each with a one-line message: a missing, empty, foreign or
+    non-database file, a directory, another schema revision, a damaged schema.
+    """
     try:
-        with engine.connect() as conn:
-            fresh = check_identity(conn, db)
-            if fresh:
-                raise IndexDatabaseError(f"{db} is empty; run `sessionq index` first")
-            current = current_revision(conn)
-            if current != SCHEMA_REVISION:
-                raise IndexDatabaseError(f"{db} is at schema revision {current}, this sessionq reads {SCHEMA_REVISION}")
-    except SessionQueryError:
-        engine.dispose()
-        raise
+        return open_existing(db, lambda conn: _readable_revision(conn, db))
+    except IndexDatabaseError as exc:
+        raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", str(exc), exc) from exc
     except Exception as exc:
-        engine.dispose()
-        raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", f"cannot open index {db}: {exc}", exc) from exc
-    return engine
+        raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", f"cannot open index {db}: {failure_reason(exc)}", exc) from exc
 
 
 @contextmanager

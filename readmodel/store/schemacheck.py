@@ -4,20 +4,105 @@ The SQLAlchemy tables in :mod:`readmodel.store.schema` are the truth the code
 expects; Alembic's autogenerate comparison reports any difference in the
 database (missing or extra tables, columns, indexes).  FTS5 virtual tables have
 no SQLAlchemy form, so their presence is checked separately.
+
+:func:`schema_problems` is the cheap part, run on every open of an index at
+the head revision: one query on ``sqlite_master`` (with each model table's
+columns) against the object names the models and the FTS5 DDL define.  A
+missing table or column, or a ``documents_fts`` that is not FTS5, makes
+queries fail, so readers and the indexer refuse the index with
+:func:`damage_message`; a missing index only slows them, so ``status`` and
+``db check`` report it.  Alembic is imported only by :func:`schema_drift`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, NamedTuple
 
-from alembic.autogenerate import compare_metadata
-from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection
 
-from readmodel.store.database import current_revision, head_revision
+from readmodel.store.revisions import current_revision, head_revision
 from readmodel.store.schema import APPLICATION_ID, KNOWN_TABLES, metadata
 
 _FTS_PREFIX = "documents_fts"
+
+
+class SchemaProblem(NamedTuple):
+    """One difference from the head schema found by :func:`schema_problems`."""
+
+    text: str
+    fatal: bool  # queries would fail (not merely run slower)
+    table: str
+
+
+@functools.cache
+def _expected() -> tuple[dict[str, frozenset[str]], dict[str, str]]:
+    """Each expected table's columns (empty: presence only) and each expected index's table."""
+    columns = {name: frozenset(column.name for column in table.columns) for name, table in metadata.tables.items()}
+    for name in KNOWN_TABLES - set(columns):
+        columns[name] = frozenset()
+    indexes = {str(index.name): table.name for table in metadata.tables.values() for index in table.indexes}
+    return columns, indexes
+
+
+@functools.cache
+def _objects_sql() -> str:
+    # pragma_table_info only for the model tables: calling it on documents_fts
+    # would construct the FTS5 table, which fails outright when it is damaged.
+    modelled = ", ".join(f"'{name}'" for name in sorted(metadata.tables))
+    return (
+        "SELECT type, name, sql, NULL FROM sqlite_master "
+        "UNION ALL SELECT 'column', m.name, NULL, p.name FROM sqlite_master AS m "
+        f"JOIN pragma_table_info(m.name) AS p WHERE m.type = 'table' AND m.name IN ({modelled})"
+    )
+
+
+def schema_problems(conn: Connection) -> list[SchemaProblem]:
+    """Objects of the head schema missing from the index (extra objects are not problems here).
+
+    Meaningful only for an index stamped with the head revision.
+    """
+    columns, indexes = _expected()
+    tables: dict[str, str | None] = {}
+    present_indexes: set[str] = set()
+    present_columns: dict[str, set[str]] = {}
+    for kind, name, sql, column in conn.exec_driver_sql(_objects_sql()):
+        if kind == "table":
+            tables[name] = sql
+        elif kind == "index":
+            present_indexes.add(name)
+        elif kind == "column":
+            present_columns.setdefault(name, set()).add(column)
+    missing = set(columns) - set(tables)
+    fts = tables.get(_FTS_PREFIX, "")
+    not_fts5 = _FTS_PREFIX in tables and "fts5" not in (fts or "").lower()
+    if _FTS_PREFIX in missing or not_fts5:
+        # Its shadow tables belong to it (DROP TABLE removes them all): one line says it.
+        missing = {name for name in missing if not name.startswith(_FTS_PREFIX + "_")}
+    problems = [SchemaProblem(f"missing {_kind(name)} {name}", True, name) for name in sorted(missing)]
+    if not_fts5:
+        problems.append(SchemaProblem(f"{_FTS_PREFIX} is not an FTS5 table", True, _FTS_PREFIX))
+    for name in sorted(set(columns) & set(tables)):
+        problems += [SchemaProblem(f"missing column {name}.{column}", True, name) for column in sorted(columns[name] - present_columns.get(name, set()))]
+    problems += [SchemaProblem(f"missing index {name}", False, table) for name, table in sorted(indexes.items()) if name not in present_indexes]
+    return problems
+
+
+def _kind(table: str) -> str:
+    return "FTS5 table" if table == _FTS_PREFIX else "table"
+
+
+def damage_message(db: str, problems: list[str]) -> str:
+    """The one-line refusal of a damaged index, with the repair (the index is rebuilt from the logs)."""
+    return f"the index {db} is damaged ({'; '.join(problems)}); {repair_hint(db)}"
+
+
+def repair_hint(db: str) -> str:
+    """How to repair a damaged index: it is a projection of the logs, so rebuild it."""
+    return (
+        f"rebuild it from the session logs: stop the indexer, delete {db} (with its -wal and -shm files) "
+        f"and run `sessionq index --once --db {db}`; `sessionq db check --db {db}` lists every difference"
+    )
 
 
 def _include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
@@ -52,6 +137,10 @@ def schema_drift(conn: Connection) -> list[str]:
 
     The caller has already checked that this is a sessionq index (identity).
     """
+    # Alembic is imported only here: every open of an index runs schema_problems.
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
     problems: list[str] = []
     app_id = int(conn.exec_driver_sql("PRAGMA application_id").scalar() or 0)
     if app_id != APPLICATION_ID:
@@ -61,11 +150,8 @@ def schema_drift(conn: Connection) -> list[str]:
         problems.append(f"schema revision is {current or '(none)'}, the code expects {head}")
     context = MigrationContext.configure(conn, opts={"include_object": _include_object, "compare_type": False})
     problems += [_describe(diff) for diff in compare_metadata(context, metadata)]
-    fts = conn.exec_driver_sql("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (_FTS_PREFIX,)).scalar()
-    if fts is None:
-        problems.append(f"missing FTS5 table {_FTS_PREFIX}")
-    elif "fts5" not in fts.lower():
-        problems.append(f"{_FTS_PREFIX} is not an FTS5 table")
+    # The FTS5 tables (and alembic_version) are outside the models' comparison.
+    problems += [problem.text for problem in schema_problems(conn) if problem.table not in metadata.tables]
     if "index_meta" in _tables(conn) and conn.exec_driver_sql('SELECT count(*) FROM "index_meta"').scalar() != 1:
         problems.append("index_meta must hold exactly one row")
     return problems

@@ -23,6 +23,7 @@ from operator import itemgetter
 import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,6 +39,8 @@ from readmodel.store.schema import MAX_LINK_SPAN
 from readmodel.core.vocabulary import Event, Header
 from readmodel.store.interface import EventRow, StoredSession
 
+# Shared by every reading thread: msgspec Decoders keep no per-call state
+# (thread-safe since msgspec 0.16), unlike zstd contexts (see readmodel.store.blocks).
 _decode_json: Final = msgspec.json.Decoder().decode
 _decode_objects: Final = msgspec.json.Decoder(list[dict[str, Any]]).decode
 _decode_seqs: Final = msgspec.msgpack.Decoder(list[int]).decode
@@ -87,7 +90,8 @@ class _ListingCache:
     The indexer bumps the generation in every transaction that changes the
     corpus, so an unchanged key means the ``sessions`` rows (headers and order)
     are unchanged and the decoded headers can be reused: each read still gets
-    private copies.  Shared by every thread; replacing the entry is atomic.
+    private copies.  Shared by every thread on purpose: an entry is never
+    mutated once published, and replacing it is one atomic attribute store.
     """
 
     def __init__(self) -> None:
@@ -305,14 +309,40 @@ _ALL_BLOCKS: Final = 'SELECT "data" FROM "event_blocks" WHERE "sid" = ? ORDER BY
 _BLOCK_INDEX: Final = 'SELECT "first_seq", "count" FROM "event_blocks" WHERE "sid" = ? ORDER BY "first_seq"'
 _BLOCK_DATA: Final = 'SELECT "data" FROM "event_blocks" WHERE "sid" = ? AND "first_seq" = ?'
 
+@dataclass(slots=True, weakref_slot=True)
+class _ThreadConnection:
+    """One thread's connection to the index, its cursor and its transaction depth."""
+
+    fairy: Any  # SQLAlchemy's pooled connection (``driver_connection`` is the sqlite3 one)
+    cursor: sqlite3.Cursor
+    pid: int
+    depth: int = 0
+
+
+def _release(opened: dict[int, Any], lock: threading.RLock, fairy: Any) -> None:
+    """Close a connection whose thread has ended, unless the store already closed it.
+
+    Takes the store's registry and lock rather than the store, so a pending
+    release never keeps a dropped store alive.
+    """
+    with lock:
+        if opened.pop(id(fairy), None) is None:
+            return
+    try:
+        fairy.close()
+    except Exception:  # noqa: BLE001 - closing is best effort
+        pass
+
+
 class IndexStore:
     """The SQLite index opened for reading, with one connection per thread.
 
     Implements :class:`readmodel.store.interface.IndexSource`.
 
     Thread-safe: each thread gets its own SQLite connection (opened lazily,
-    kept for later reads); a forked child opens its own.  Read transactions
-    nest: an inner :meth:`read` joins the outer one.
+    kept for the thread's later reads, closed when the thread ends); a forked
+    child opens its own.  Read transactions nest: an inner :meth:`read` joins
+    the outer one.
     """
 
     def __init__(self, engine: Engine, db: str | None = None) -> None:
@@ -320,8 +350,9 @@ class IndexStore:
         self.db = db if db is not None else engine.url.render_as_string(hide_password=False)
         self._listing = _ListingCache()
         self._local = threading.local()
-        self._opened: list[Any] = []
-        self._lock = threading.Lock()
+        self._opened: dict[int, Any] = {}  # the open connections, by id; never replaced
+        # Reentrant: a release may run (garbage collection) in a thread that holds it.
+        self._lock = threading.RLock()
         self._closed = False
 
     @classmethod
@@ -329,49 +360,74 @@ class IndexStore:
         """Open an existing index read-only; raises ``SESSION_QUERY_INDEX_FAILED``."""
         return cls(open_reader(db), db)
 
-    def _connection(self) -> sqlite3.Connection:
+    def open_connections(self) -> int:
+        """How many SQLite connections the store holds open (one per live reading thread)."""
+        with self._lock:
+            return len(self._opened)
+
+    def _connection(self) -> _ThreadConnection:
+        """This thread's connection (opened on its first read in this process).
+
+        A connection and its cursor are only ever used by the thread that
+        opened them; :meth:`close` and the release at the thread's end are the
+        exceptions, and both run when the thread no longer reads.
+        """
         if self._closed:
             raise sqlite3.ProgrammingError("the index store is closed")
-        local = self._local
-        if getattr(local, "pid", None) != os.getpid():
-            fairy = self.engine.raw_connection()
-            local.fairy, local.pid, local.depth = fairy, os.getpid(), 0
-            local.cursor = fairy.driver_connection.cursor()
-            with self._lock:
-                self._opened.append(fairy)
-        return local.fairy.driver_connection
+        held = getattr(self._local, "held", None)
+        if held is None or held.pid != os.getpid():
+            held = self._open_for_thread()
+        return held
+
+    def _open_for_thread(self) -> _ThreadConnection:
+        fairy = self.engine.raw_connection()
+        with self._lock:
+            # Registered under the lock close() takes, so a connection opened
+            # while another thread closes the store is not leaked.
+            if self._closed:
+                fairy.close()
+                raise sqlite3.ProgrammingError("the index store is closed")
+            self._opened[id(fairy)] = fairy
+        held = _ThreadConnection(fairy, fairy.driver_connection.cursor(), os.getpid())
+        # A thread's slot of ``self._local`` is dropped when the thread ends; a
+        # server's pool retires idle threads and starts new ones (anyio after
+        # 10 s idle), so the connection is released then, not at close().
+        weakref.finalize(held, _release, self._opened, self._lock, fairy)
+        self._local.held = held
+        return held
 
     @contextmanager
     def read(self) -> Iterator[SqliteIndexReader]:
         """One read transaction; every query through the reader sees one snapshot."""
-        connection = self._connection()
-        local = self._local
-        if local.depth:
-            local.depth += 1
+        held = self._connection()
+        if held.depth:
+            held.depth += 1
             try:
-                yield SqliteIndexReader(local.cursor, self._listing)
+                yield SqliteIndexReader(held.cursor, self._listing)
             finally:
-                local.depth -= 1
+                held.depth -= 1
             return
+        connection = held.fairy.driver_connection
         connection.execute("BEGIN")
-        local.depth = 1
+        held.depth = 1
         try:
-            yield SqliteIndexReader(local.cursor, self._listing)
+            yield SqliteIndexReader(held.cursor, self._listing)
         except BaseException:
-            local.depth = 0
+            held.depth = 0
             try:
                 connection.execute("ROLLBACK")
             except sqlite3.Error:
                 pass  # the original failure is what the caller must see
             raise
-        local.depth = 0
+        held.depth = 0
         connection.execute("COMMIT")
 
     def close(self) -> None:
         """Close every connection this store opened and dispose of the engine."""
         with self._lock:
             self._closed = True
-            opened, self._opened = self._opened, []
+            opened = list(self._opened.values())
+            self._opened.clear()
         for fairy in opened:
             try:
                 fairy.close()

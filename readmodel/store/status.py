@@ -9,7 +9,14 @@ daemon writes.  The JSON shape (camelCase, optional keys omitted)::
      "writerPid"?, "lastReconcileAt"?, "lagMs"?,
      "sessions", "events", "documents", "heldTails", "syntheticTails",
      "sessionsInError": [{"sessionId", "path", "status", "code", "message"}],
-     "layoutProblems": [{"kind", "path", "message", "observedAt"}]}
+     "layoutProblems": [{"kind", "path", "message", "observedAt"}],
+     "schemaProblems": [{"problem", "fatal"}], "repair"?}
+
+``schemaProblems`` lists objects of the head schema missing from the index
+(checked only at the head revision); ``fatal`` ones make queries refuse the
+index, and ``repair`` then says how to rebuild it.  Values that come from
+session logs are bounded (:mod:`readmodel.core.clipping`): a hostile log's
+megabyte-long id cannot make the report megabytes long.
 
 Times are epoch milliseconds, like every time in the reference's shapes;
 ``lagMs`` is now minus the last reconcile (how stale readers may be).  An idle
@@ -20,21 +27,25 @@ daemon reconciles only on changes and at its periodic rescan, so with
 from __future__ import annotations
 
 import os
+import sqlite3
 import time
 from typing import Any
 
 from sqlalchemy import Connection
+from sqlalchemy.exc import DBAPIError
 
+from readmodel.core.clipping import clip, clip_message, clip_path
 from readmodel.store.database import (
     IndexDatabaseError,
     check_identity,
-    create_index_engine,
-    current_revision,
-    head_revision,
+    open_existing,
     snapshot,
     sqlite_path,
+    unusable_message,
 )
 from readmodel.core.errors import SessionQueryError
+from readmodel.store.revisions import current_revision, head_revision
+from readmodel.store.schemacheck import SchemaProblem, damage_message, repair_hint, schema_problems
 
 
 def _ms(seconds: float | None) -> int | None:
@@ -91,9 +102,31 @@ def writer_pid(db: str) -> int | None:
 
 
 def collect_status(conn: Connection, db: str, *, now: float | None = None) -> dict[str, Any]:
-    """The status object from one open read snapshot ``conn``."""
+    """The status object from one open read snapshot ``conn``.
+
+    Raises :class:`IndexDatabaseError` when the index is empty, or so damaged
+    that the report itself cannot be read (the message names the repair).
+    """
     if check_identity(conn, db):
         raise IndexDatabaseError(f"{db} is empty; run `sessionq index` first")
+    problems = schema_problems(conn) if current_revision(conn) == head_revision() else []
+    try:
+        out = _report(conn, db, now)
+    except (DBAPIError, sqlite3.Error) as exc:
+        if problems:
+            raise IndexDatabaseError(damage_message(db, [problem.text for problem in problems])) from exc
+        raise
+    _add_schema_problems(out, db, problems)
+    return out
+
+
+def _add_schema_problems(out: dict[str, Any], db: str, problems: list[SchemaProblem]) -> None:
+    out["schemaProblems"] = [{"problem": problem.text, "fatal": problem.fatal} for problem in problems]
+    if any(problem.fatal for problem in problems):
+        out["repair"] = repair_hint(db)
+
+
+def _report(conn: Connection, db: str, now: float | None) -> dict[str, Any]:
     meta = conn.exec_driver_sql(
         'SELECT "identity", "global_generation", "root", "compression", "created_at", "last_reconcile_at" FROM "index_meta"'
     ).one()
@@ -125,31 +158,36 @@ def collect_status(conn: Connection, db: str, *, now: float | None = None) -> di
     out["sessions"], out["events"], out["heldTails"], out["syntheticTails"] = (int(v) for v in counts)
     out["documents"] = int(conn.exec_driver_sql('SELECT count(*) FROM "documents"').scalar() or 0)
     out["sessionsInError"] = [
-        {"sessionId": row[0], "path": row[1], "status": row[2], "code": row[3] or "", "message": row[4] or ""}
+        {"sessionId": clip(row[0]), "path": clip_path(row[1]), "status": row[2], "code": row[3] or "", "message": clip_message(row[4] or "")}
         for row in conn.exec_driver_sql(
             'SELECT "id", "path", "status", "error_code", "error_message" FROM "sessions" WHERE "status" <> \'ok\' ORDER BY "path"'
         )
     ]
     out["layoutProblems"] = [
-        {"kind": row[0], "path": row[1], "message": row[2], "observedAt": _ms(row[3])}
+        {"kind": row[0], "path": clip_path(row[1]), "message": clip_message(row[2]), "observedAt": _ms(row[3])}
         for row in conn.exec_driver_sql('SELECT "kind", "path", "message", "observed_at" FROM "layout_problems" ORDER BY "path"')
     ]
     return out
 
 
 def read_status(db: str) -> dict[str, Any]:
-    """Open ``db`` read-only and report; raises ``SESSION_QUERY_INDEX_FAILED`` when it cannot."""
-    path = sqlite_path(db)
-    if path is not None and not os.path.exists(path):
-        raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", f"index database {db} does not exist; run `sessionq index` first")
-    engine = create_index_engine(db, readonly=True)
+    """Open ``db`` read-only and report; raises ``SESSION_QUERY_INDEX_FAILED`` when it cannot.
+
+    Any schema revision is reported (the report says whether to upgrade), and
+    a damaged schema is reported with its repair as long as the figures can
+    still be read.
+    """
+    try:
+        engine = open_existing(db)
+    except IndexDatabaseError as exc:
+        raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", str(exc), exc) from exc
     try:
         with snapshot(engine) as conn:
             return collect_status(conn, db)
-    except SessionQueryError:
-        raise
-    except Exception as exc:
-        raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", f"cannot read index {db}: {exc}", exc) from exc
+    except IndexDatabaseError as exc:
+        raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", str(exc), exc) from exc
+    except (DBAPIError, sqlite3.Error) as exc:
+        raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", unusable_message(db, exc), exc) from exc
     finally:
         engine.dispose()
 
@@ -190,6 +228,11 @@ def format_status(status: dict[str, Any]) -> str:
     )
     lines.append(f"events      {status['events']:,}")
     lines.append(f"documents   {status['documents']:,}")
+    if status.get("schemaProblems"):
+        lines.append("schema problems:")
+        lines += [f"  {row['problem']}" + (" (queries refuse the index)" if row["fatal"] else " (slower queries)") for row in status["schemaProblems"]]
+        if "repair" in status:
+            lines.append(f"  repair: {status['repair']}")
     if status["sessionsInError"]:
         lines.append("sessions in error:")
         lines += [f"  {row['sessionId']}  {row['code']}  {row['message']}" for row in status["sessionsInError"]]

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from click.testing import CliRunner
+
+from indexer.cli import main
 from indexer.layout import Compression
 from indexer.reader import inspect_session, inspect_view
 from tests.cli.helpers import json_out, sessionq
 from tests.corpus import RAW_ROOT, ZSTD_ROOT, golden
-from tests.logfactory import header, simple_turn, write_log
+from tests.logfactory import events_bytes, header, header_bytes, simple_turn, write_frames, write_log
 
 
 def test_inspect_json_equals_the_library_view_for_both_encodings() -> None:
@@ -45,3 +49,23 @@ def test_corrupt_log_exits_2_without_a_traceback(tmp_path: Path) -> None:
     assert error["code"] == "SESSION_QUERY_CORRUPT_SESSION"
     assert error["message"].startswith('stored session "broken" is corrupt: ')
     assert "Traceback" not in result.stderr
+
+
+def test_errors_quote_a_huge_header_id_briefly_and_an_ordinary_one_whole(tmp_path: Path) -> None:
+    """A hostile header's id is clipped in messages; ids up to 256 characters stay verbatim."""
+    huge, long_but_fine = "x" * (1 << 20), "y" * 256
+    project = write_log(tmp_path, header("plain"), [simple_turn(0)]).parent.parent
+    write_frames(project / "impostor" / "session.jsonl.zstd", [header_bytes(header(huge)), events_bytes(simple_turn(0))])
+    write_frames(project / "future" / "session.jsonl.zstd", [header_bytes({**header(huge), "version": 1})])
+    write_frames(project / "fine" / "session.jsonl.zstd", [header_bytes(header(long_but_fine)), events_bytes(simple_turn(0))])
+
+    def message(session_id: str) -> str:
+        result = CliRunner().invoke(main, ["inspect", session_id, "--root", str(tmp_path), "--json"])
+        assert result.exit_code == 2, result.output
+        return str(json.loads(result.stdout)["error"]["message"])
+
+    assert message("impostor") == (
+        f"stored session \"impostor\" is corrupt: header id '{'x' * 64}…({1 << 20} chars)' does not match requested session \"impostor\""
+    )
+    assert f'session "{"x" * 64}…({1 << 20} chars)" (' in message("future") and len(message("future")) < 1024
+    assert message("fine") == f"stored session \"fine\" is corrupt: header id '{long_but_fine}' does not match requested session \"fine\""

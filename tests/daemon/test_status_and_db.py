@@ -10,8 +10,10 @@ from click.testing import CliRunner, Result
 
 from indexer.cli import main
 from indexer.samples import build_sample_root
-from readmodel.store.database import head_revision
+from readmodel.store.revisions import head_revision
 from tests.daemon.support import Processes, new_session, query, write_corrupt_session
+from tests.logfactory import events_bytes, header, header_bytes, simple_turn, write_frames, write_log
+from tests.query.support import build_index
 
 
 def cli(*args: str) -> Result:
@@ -153,3 +155,100 @@ def test_foreign_files_are_refused_and_left_untouched(tmp_path: Path, processes:
         assert target.read_bytes() == before
         assert not Path(str(target) + ".lock").exists()
     assert "not a sessionq index" in cli("db", "check", "--db", str(foreign)).stderr
+
+
+# -- a damaged schema ---------------------------------------------------------------------
+
+
+def sample_index(tmp_path: Path) -> Path:
+    """The demo root indexed in-process (quicker than a subprocess indexer)."""
+    build_sample_root(tmp_path / "root")
+    return build_index(tmp_path / "root", tmp_path / "index.db")
+
+
+def test_status_names_a_damaged_schema_and_its_repair(tmp_path: Path) -> None:
+    db = sample_index(tmp_path)
+    conn = sqlite3.connect(db)
+    conn.execute("DROP TABLE documents_fts")
+    conn.execute('DROP INDEX "sessions_parent"')
+    conn.commit()
+    conn.close()
+    out = cli("status", "--db", str(db), "--json")
+    assert out.exit_code == 0, out.output
+    status = json.loads(out.stdout)
+    assert status["schemaProblems"] == [
+        {"problem": "missing FTS5 table documents_fts", "fatal": True},
+        {"problem": "missing index sessions_parent", "fatal": False},
+    ]
+    assert f"delete {db}" in status["repair"] and f"`sessionq index --once --db {db}`" in status["repair"]
+    assert status["sessions"] == 4  # the figures are still there
+    human = cli("status", "--db", str(db)).stdout
+    assert "missing FTS5 table documents_fts (queries refuse the index)" in human
+    assert "missing index sessions_parent (slower queries)" in human and f"repair: {status['repair']}" in human
+    check = cli("db", "check", "--db", str(db))
+    assert check.exit_code == 1 and "missing FTS5 table documents_fts" in check.stderr
+
+
+def test_status_of_a_healthy_index_has_no_schema_problems(tmp_path: Path) -> None:
+    db = sample_index(tmp_path)
+    status = json.loads(cli("status", "--db", str(db), "--json").stdout)
+    assert status["schemaProblems"] == [] and "repair" not in status
+    assert "schema problems" not in cli("status", "--db", str(db)).stdout
+
+
+def test_status_that_cannot_read_its_figures_names_the_damage(tmp_path: Path) -> None:
+    db = sample_index(tmp_path)
+    conn = sqlite3.connect(db)
+    conn.execute('DROP TABLE "layout_problems"')
+    conn.commit()
+    conn.close()
+    out = cli("status", "--db", str(db), "--json")
+    assert out.exit_code == 2
+    error = json.loads(out.stdout)["error"]
+    assert error["code"] == "SESSION_QUERY_INDEX_FAILED"
+    assert error["message"].startswith(f"the index {db} is damaged (missing table layout_problems)"), error
+
+
+# -- values from hostile logs ---------------------------------------------------------------
+
+HUGE = 1 << 20  # a mebibyte of id: plenty to show the bound, quick to index
+
+
+def _hostile_root(root: Path) -> None:
+    """Logs whose header or events carry a HUGE-character value that messages would quote."""
+    huge = "x" * HUGE
+    project = write_log(root, header("plain", 1), [simple_turn(0)]).parent.parent
+    # The header's id is not the directory's: an identity problem quoting the id (and the path it implies).
+    write_frames(project / "impostor" / "session.jsonl.zstd", [header_bytes(header(huge, 2)), events_bytes(simple_turn(0))])
+    # An event type no reader knows: a corrupt session quoting the type.
+    odd = [{"type": huge, "seq": 0, "time": 1, "data": {}}]
+    write_frames(project / "odd" / "session.jsonl.zstd", [header_bytes(header("odd", 4)), events_bytes(odd)])
+
+
+def test_status_stays_small_when_logs_carry_huge_values(tmp_path: Path) -> None:
+    root, db = tmp_path / "root", tmp_path / "index.db"
+    _hostile_root(root)
+    build_index(root, db)
+    out = cli("status", "--db", str(db), "--json")
+    assert out.exit_code == 0, out.output
+    assert len(out.stdout) < 8192, len(out.stdout)  # 2 MB before the bound
+    status = json.loads(out.stdout)
+    messages = {row.get("sessionId") or Path(row["path"]).parent.name: row["message"] for row in status["sessionsInError"] + status["layoutProblems"]}
+    assert sorted(messages) == ["impostor", "odd"]
+    assert f"…({HUGE} chars)" in messages["impostor"] and f"…({HUGE} chars)" in messages["odd"]
+    assert len(cli("status", "--db", str(db)).stdout) < 8192
+
+
+def test_status_bounds_long_messages_an_older_indexer_stored(tmp_path: Path) -> None:
+    db = sample_index(tmp_path)
+    conn = sqlite3.connect(db)
+    conn.execute(
+        'INSERT INTO "layout_problems" ("path", "kind", "message", "observed_at") VALUES (?, ?, ?, ?)',
+        ("/r/x/session.jsonl.zstd", "identity", "y" * HUGE, 1.0),
+    )
+    conn.commit()
+    conn.close()
+    out = cli("status", "--db", str(db), "--json")
+    assert out.exit_code == 0 and len(out.stdout) < 8192
+    (problem,) = json.loads(out.stdout)["layoutProblems"]
+    assert problem["message"] == "y" * 4096 + f"…({HUGE} chars)"

@@ -105,11 +105,20 @@ def test_convenience_get_paging_and_errors(indexed: Site) -> None:
     assert [e["type"] for e in filtered.json()] == ["user/message"]
 
 
-def test_convenience_get_with_token(indexed: Site) -> None:
+def test_access_token_query_parameter_is_for_the_export_download_only(indexed: Site) -> None:
+    """A token in a URL ends up in logs and histories: only the download link
+    (which cannot carry a header) may use it; API calls need the Bearer header."""
     client = indexed.client(token="s3cret")
     assert client.get("/api/rpc/readTitle", params={"sessionId": "root"}).status_code == 401
-    ok = client.get("/api/rpc/readTitle", params={"sessionId": "root", "access_token": "s3cret"})
+    for name in ("access_token", "access%5Ftoken"):
+        refused = client.get(f"/api/rpc/readTitle?sessionId=root&{name}=s3cret")
+        assert refused.status_code == 401, name
+        assert client.post(f"/api/rpc/status?{name}=s3cret").status_code == 401, name
+    bearer = {"authorization": "Bearer s3cret"}
+    ok = client.get("/api/rpc/readTitle", params={"sessionId": "root"}, headers=bearer)
     assert ok.status_code == 200 and ok.json()["session"]["id"] == "root"
+    assert client.head("/api/session.export?sessionId=root&access_token=s3cret").status_code == 200
+    assert client.get("/api/session.export?sessionId=root&access_token=wrong").status_code == 401
 
 
 def test_empty_body_means_empty_params(indexed: Site) -> None:

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from readmodel.http.app import create_app, safe_id
+from readmodel.export.archive import safe_id
+from readmodel.http.app import create_app
 from tests.http.conftest import BASE, unzip
 from tests.query.support import build_index
 

@@ -23,7 +23,8 @@ import zstandard
 
 from indexer.layout import Compression
 from readmodel.export.artifacts import ArtifactError, AttachmentStore
-from readmodel.http.app import PREPARE_FAILED, Exporter, ExportStreamError, create_app, safe_id
+from readmodel.export.archive import Exporter, ExportStreamError, safe_id
+from readmodel.http.app import PREPARE_FAILED, create_app
 from tests.http.conftest import Site, names, unzip
 from tests.logfactory import header, line, simple_turn, tool_result, user, write_log
 

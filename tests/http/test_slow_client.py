@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from readmodel.http.app import Exporter
+from readmodel.export.archive import Exporter
 from tests.http.conftest import Site
 from tests.logfactory import header, tool_call, tool_result, user, write_log
 

@@ -69,7 +69,7 @@ def test_an_id_that_cannot_be_stored_is_a_reported_problem(tmp_path: Path) -> No
 
 
 def test_the_code_schema_revision_is_the_newest_migration() -> None:
-    from readmodel.store.database import head_revision
+    from readmodel.store.revisions import head_revision
     from readmodel.store.schema import SCHEMA_REVISION
 
     assert head_revision() == SCHEMA_REVISION

@@ -1,4 +1,5 @@
-"""Writer and reader roles of the concurrency test (test_concurrency.py).
+"""Writer and reader roles of the concurrency test (test_concurrency.py), and the
+thread-storm helpers of test_thread_safety.py and tests/http/test_concurrent_load.py.
 
 The writer grows a root through :class:`indexer.writer.LogWriter` with a fixed
 shape, so every answer can be checked for internal consistency:
@@ -18,8 +19,10 @@ generations (rows of one, blocks of another) breaks one of these.
 from __future__ import annotations
 
 import random
+import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -212,3 +215,78 @@ def reader(db: str, stop: Any, results: Any, seed: int) -> None:
     except Exception:  # noqa: BLE001
         failures.append(traceback.format_exc(limit=6))
     results.put({"seed": seed, "reads": reads, "failures": failures})
+
+
+# --------------------------------------------------------------------------- isolation
+
+
+def _report_to(queue: Any, target: Any, args: tuple[Any, ...]) -> None:
+    try:
+        queue.put(("ok", target(*args)))
+    except BaseException:  # noqa: BLE001 - every failure is reported to the test
+        queue.put(("raised", traceback.format_exc(limit=8)))
+
+
+def in_forked_child(target: Any, *args: Any, timeout: float = 120) -> Any:
+    """``target(*args)`` run in a forked child; its (picklable) return value.
+
+    A thread-safety bug in a C extension may crash the process (SIGSEGV)
+    rather than raise: in a child, the test fails with the exit status and the
+    rest of the suite keeps running.
+    """
+    import multiprocessing
+    import queue as queues
+
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+    child = context.Process(target=_report_to, args=(results, target, args))
+    child.start()
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            status, value = results.get(timeout=0.2 if child.is_alive() else 2)
+            break
+        except queues.Empty:
+            if not child.is_alive():
+                raise AssertionError(f"the child died with exit status {child.exitcode} before reporting") from None
+            if time.monotonic() > deadline:
+                child.kill()
+                child.join()
+                raise AssertionError(f"the child did not finish within {timeout} s") from None
+    child.join(timeout)
+    assert status == "ok", value
+    assert child.exitcode == 0, f"the child exited with status {child.exitcode}"
+    return value
+
+
+# --------------------------------------------------------------------------- thread storms
+
+
+class Tally:
+    """Answers of many threads, counted and compared with the expected ones."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.mismatches: list[str] = []
+        self._lock = threading.Lock()
+
+    def check(self, what: str, got: Any, expected: Any) -> None:
+        with self._lock:
+            self.count += 1
+            if got != expected:
+                self.mismatches.append(f"{what}: {str(got)[:200]}")
+
+
+def run_in_threads(worker: Callable[[int], None], count: int) -> None:
+    """``worker(seed)`` for seeds ``0 .. count - 1``, one thread each, released together."""
+    barrier = threading.Barrier(count)
+
+    def run(seed: int) -> None:
+        barrier.wait()
+        worker(seed)
+
+    threads = [threading.Thread(target=run, args=(seed,)) for seed in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()

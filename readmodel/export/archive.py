@@ -1,0 +1,213 @@
+"""The session-log export: a streaming ZIP of a session's logs and media (export-spec §9).
+
+``session.jsonl`` (the raw artifact's plaintext), ``subagents/<safeId>/session.jsonl``
+for each descendant with ``includeDescendants``, and ``media/<attachmentId>.<ext>``
+for the images the logs reference.  The archive is written to a non-seekable
+sink in data-descriptor mode and handed out chunk by chunk, so memory stays
+bounded whatever the size of the logs; ``sessionq export`` and
+``GET /api/session.export`` stream the same bytes.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any, Final
+
+
+from readmodel.export.artifacts import (
+    ARTIFACT_NAME,
+    TEXT_SLICE,
+    AttachmentStore,
+    ImageScanner,
+    RawArtifact,
+    locate_artifact,
+    open_raw,
+)
+
+DEFAULT_LEVEL: Final = 6
+"""Deflate level of the archive's entries."""
+
+
+class ExportStreamError(Exception):
+    """A failure after the 200 status: the body is broken, never truncated-but-valid."""
+
+
+def safe_id(session_id: str) -> str:
+    """Each UTF-16 code unit outside ``[A-Za-z0-9_-]`` becomes ``_`` (astral → ``__``)."""
+    out: list[str] = []
+    for ch in session_id:
+        if ch.isascii() and (ch.isalnum() or ch in "_-"):
+            out.append(ch)
+        else:
+            out.append("__" if ord(ch) > 0xFFFF else "_")
+    return "".join(out)
+
+
+# --------------------------------------------------------------------------- export
+
+
+class _Sink:
+    """A non-seekable byte sink for :class:`zipfile.ZipFile` (data-descriptor mode)."""
+
+    def __init__(self) -> None:
+        self._parts: list[bytes] = []
+        self.buffered = 0
+        self.peak = 0
+
+    def write(self, data: bytes) -> int:
+        if data:
+            self._parts.append(bytes(data))
+            self.buffered += len(data)
+            self.peak = max(self.peak, self.buffered)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def drain(self) -> Iterator[bytes]:
+        if self._parts:
+            data = b"".join(self._parts)
+            self._parts.clear()
+            self.buffered = 0
+            yield data
+
+
+class Exporter:
+    """Prepares and streams one session's export archive."""
+
+    def __init__(
+        self,
+        db: str,
+        engine_factory: Callable[[], Any],
+        root: str | None,
+        attachments: AttachmentStore | None,
+        level: int = DEFAULT_LEVEL,
+        slice_units: int = TEXT_SLICE,
+    ) -> None:
+        if type(level) is not int or not 0 <= level <= 9:
+            raise ValueError("sessionExportCompressionLevel must be an integer between 0 and 9")
+        self.db = db
+        self.engine_factory = engine_factory
+        self.root = root
+        self.attachments = attachments
+        self.level = level
+        self.slice_units = slice_units
+        # Entries of unknown size must declare ZIP64 up front to exceed 2 GiB;
+        # artifacts whose stored file is this large get it (plaintext may be
+        # several times the zstd file size).
+        self.zip64_threshold = 64 << 20
+        self.line_cap = 8 << 20  # image-scan buffering bound for lines without images
+        self.last_sink: _Sink | None = None
+
+    def read_raw(self, session_id: str) -> RawArtifact | None:
+        return open_raw(locate_artifact(self.db, session_id, self.root), session_id)
+
+    def prepare(self, session_id: str) -> tuple[RawArtifact, Iterator[str]] | None:
+        """Open the root artifact and validate its header (raises on failure)."""
+        artifact = self.read_raw(session_id)
+        if artifact is None:
+            return None
+        slices = artifact.text_slices(self.slice_units)
+        try:
+            first = next(slices, None)
+        except BaseException:
+            artifact.close()
+            raise
+
+        def primed() -> Iterator[str]:
+            try:
+                if first is not None:
+                    yield first
+                    yield from slices
+            finally:
+                slices.close()  # type: ignore[attr-defined]
+                artifact.close()
+
+        return artifact, primed()
+
+    def _descendants(self, root_id: str) -> list[str]:
+        trace = self.engine_factory().trace_session(root_id)
+        seen = {root_id}
+        order: list[str] = []
+        stack = list(reversed(trace.descendants))
+        while stack:
+            node = stack.pop()
+            node_id = node.session.header["id"]
+            if node_id in seen:
+                continue
+            seen.add(node_id)
+            order.append(node_id)
+            stack.extend(reversed(node.descendants))
+        return order
+
+    def _zip64(self, path: Path) -> bool:
+        try:
+            return path.stat().st_size >= self.zip64_threshold
+        except OSError:
+            return True
+
+    def stream(
+        self, root_id: str, root_slices: Iterator[str], include_descendants: bool, root_path: Path | None = None
+    ) -> Iterator[bytes]:
+        sink = _Sink()
+        self.last_sink = sink
+        scanner = ImageScanner(self.line_cap)
+        with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=self.level) as archive:
+            root_zip64 = True if root_path is None else self._zip64(root_path)
+            yield from self._text_entry(archive, sink, ARTIFACT_NAME, root_slices, scanner, root_zip64)
+            self._rescan_if_needed(scanner, root_id)
+            if include_descendants:
+                for child_id in self._descendants(root_id):
+                    artifact = self.read_raw(child_id)
+                    if artifact is None:
+                        raise ExportStreamError(f'subagent "{child_id}" has no stored log artifact')
+                    name = f"subagents/{safe_id(child_id)}/{artifact.name}"
+                    slices = artifact.text_slices(self.slice_units)
+                    yield from self._text_entry(archive, sink, name, slices, scanner, self._zip64(artifact.path))
+                    self._rescan_if_needed(scanner, child_id)
+            for attachment_id, ref in scanner.refs.items():
+                if self.attachments is None:
+                    raise ExportStreamError("no attachment store is configured")
+                ext = self.attachments.extension(ref)
+                with archive.open(f"media/{attachment_id}.{ext}", "w") as entry:
+                    for piece in self.attachments.read_image(ref):
+                        entry.write(piece)
+                        yield from sink.drain()
+                yield from sink.drain()
+        yield from sink.drain()
+
+    def _rescan_if_needed(self, scanner: ImageScanner, session_id: str) -> None:
+        """A long line mentioned an image past the scanner's cap: read the artifact again."""
+        if not scanner.needs_rescan:
+            return
+        artifact = self.read_raw(session_id)
+        if artifact is None:
+            raise ExportStreamError(f'session "{session_id}" lost its stored log artifact during export')
+        scanner.rescan(artifact.text_slices(self.slice_units))
+
+    @staticmethod
+    def _text_entry(
+        archive: zipfile.ZipFile,
+        sink: _Sink,
+        name: str,
+        slices: Iterable[str],
+        scanner: ImageScanner,
+        zip64: bool,
+    ) -> Iterator[bytes]:
+        try:
+            with archive.open(name, "w", force_zip64=zip64) as entry:
+                for text in slices:
+                    entry.write(text.encode("utf-8"))
+                    scanner.feed(text)
+                    yield from sink.drain()
+        finally:
+            close = getattr(slices, "close", None)
+            if close is not None:
+                close()
+        scanner.end_artifact()
+        yield from sink.drain()
+
+
+# --------------------------------------------------------------------------- JSON API

@@ -1,0 +1,49 @@
+"""Schema revisions: which Alembic revision an index is at, and upgrading it.
+
+Alembic is imported only where migrations run or the head is asked for, so a
+reader that merely compares the stamped revision never pays for it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final
+
+from sqlalchemy import Connection
+
+MIGRATIONS_DIR: Final = Path(__file__).resolve().parents[2] / "migrations"
+
+
+def alembic_config(conn: Connection | None = None) -> Any:
+    # Alembic is imported only where migrations run: readers never pay for it.
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    if conn is not None:
+        config.attributes["connection"] = conn
+    return config
+
+
+def head_revision() -> str:
+    """The newest migration; equals :data:`readmodel.store.schema.SCHEMA_REVISION` (a test pins it)."""
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(alembic_config()).get_current_head() or ""
+
+
+def current_revision(conn: Connection) -> str | None:
+    """The schema revision stamped in the database (``None`` before any migration)."""
+    has_table = conn.exec_driver_sql(
+        "SELECT 1 FROM sqlite_master WHERE type='table' AND name='alembic_version'"
+    ).first()
+    if has_table is None:
+        return None
+    return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+
+
+def upgrade(conn: Connection) -> None:
+    """Bring the schema to the head revision (inside the caller's transaction)."""
+    from alembic import command
+
+    command.upgrade(alembic_config(conn), "head")
