@@ -63,11 +63,18 @@ def request_fingerprint(request: SessionsRequest | EventsRequest) -> str:
 
 
 class CursorCodec:
-    """Signs and checks cursors for one index (its identity is the signing secret's seed)."""
+    """Signs and checks cursors for one index.
 
-    def __init__(self, index_identity: str) -> None:
+    ``index_identity`` goes into every cursor (a cursor of another index is
+    invalid); ``secret`` is the index's random cursor secret, which no cursor
+    carries, so only a process that can read the index can sign one.
+    """
+
+    def __init__(self, index_identity: str, secret: bytes) -> None:
+        if type(secret) is not bytes or len(secret) < 16:
+            raise ValueError("the index's cursor secret is missing or shorter than 16 bytes")
         self.identity = index_identity
-        self._key = hashlib.sha256(b"sessionq-cursor\x00" + index_identity.encode()).digest()
+        self._key = hashlib.sha256(b"sessionq-cursor\x00" + secret).digest()
 
     def _sign(self, payload: bytes) -> bytes:
         return hmac.new(self._key, payload, hashlib.sha256).digest()[:16]

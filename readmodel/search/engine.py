@@ -13,14 +13,22 @@ The semantics follow the reference's SQLite FTS5 provider (search-tools-export-s
   within the reference's predicate and binding budgets;
 * snippets are bounded plain-text excerpts positioned by the first highlight;
 * cursors are opaque, bound to the index, the normalised request and the
-  generation of the scope, and signed, so a forged or foreign cursor is invalid
-  and a cursor over a changed corpus is stale.
+  generation of the scope, and signed with the index's random cursor secret
+  (never in a cursor), so a forged or foreign cursor is invalid and a cursor
+  over a changed corpus is stale.
 
 Ranking and the live overlay are the backend's (:mod:`readmodel.search.sqlite`).
 
 Deliberate difference: a session whose log is corrupt or unsupported never
 enters the search corpus (the reference fails every search while one persisted
 log cannot be read); searching within such a session raises its stored error.
+
+Extension (bounded work): a query longer than
+:data:`readmodel.search.requests.MAX_QUERY_CHARS` code points once normalised,
+or with more than :data:`readmodel.search.requests.MAX_QUERY_TOKENS` tokens, is
+``SESSION_QUERY_INVALID_QUERY`` (checked after the reference's own rules).  A
+token longer than FTS5's 32,768-byte limit is answered as FTS5 matches it: both
+sides are cut to their first 32,768 bytes.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 
 from readmodel.core.errors import SessionQueryError
@@ -23,6 +23,20 @@ from readmodel.core.jsvalues import (
 from msgspec import UNSET
 from readmodel.search.config import MAX_PAGE_LIMIT, SearchConfig
 from readmodel.search.snippets import MARKS_NEUTRALISED
+
+MAX_QUERY_CHARS: Final = 16_384
+"""Longest normalised query, in code points (a sessionq extension: the reference has no limit).
+
+Far beyond anything typed or pasted as a search; it bounds the work done
+before the query is tokenised (normalisation, fingerprint, tokenisation)."""
+MAX_QUERY_TOKENS: Final = 128
+"""Most tokens (as FTS5's unicode61 counts them) a query may have (a sessionq extension).
+
+FTS5 walks a phrase with one doclist iterator per token over every document
+holding all its distinct tokens, so a phrase of common words costs about
+tokens × documents: over 1.1 million events (the benchmark's 160 MB root),
+1,000 repeats of "the" took 5 s, 128 repeats 0.64 s even when the probe
+(:data:`readmodel.search.sqlite.PROBE_TOKENS`) cannot rule the phrase out."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +66,11 @@ def _field(request: Any, name: str, attribute: str) -> Any:
 
 
 def normalize_query(query: Any) -> str:
-    """Trim, collapse whitespace runs, refuse empty or NUL, neutralise the highlight markers."""
+    """Trim, collapse whitespace runs, refuse empty, NUL or over-long text, neutralise the highlight markers.
+
+    The length rule (:data:`MAX_QUERY_CHARS`) is checked last, so every query
+    the reference refuses is refused with the reference's message.
+    """
     if type(query) is not str:
         raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", "session-search query must be text")
     text = js_collapse_whitespace(js_trim(query))
@@ -60,6 +78,8 @@ def normalize_query(query: Any) -> str:
         raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", "session-search query must contain non-whitespace text")
     if "\x00" in text:
         raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", "session-search query must not contain NUL")
+    if len(text) > MAX_QUERY_CHARS:
+        raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", f"session-search query must be at most {MAX_QUERY_CHARS} characters")
     return text.translate(MARKS_NEUTRALISED)
 
 
@@ -108,3 +128,10 @@ def normalize_events_request(request: Any, config: SearchConfig) -> EventsReques
 def match_expression(query: str) -> str:
     """The whole normalised query as one FTS5 phrase string (quotes doubled)."""
     return '"' + query.replace('"', '""') + '"'
+
+
+def bounded_terms(terms: list[bytes]) -> list[bytes]:
+    """The query's tokens, refused beyond :data:`MAX_QUERY_TOKENS`."""
+    if len(terms) > MAX_QUERY_TOKENS:
+        raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", f"session-search query must have at most {MAX_QUERY_TOKENS} tokens")
+    return terms

@@ -42,7 +42,7 @@ from readmodel.search.predicates import (
     event_where,
     session_where,
 )
-from readmodel.search.requests import EventsRequest, SessionsRequest, match_expression
+from readmodel.search.requests import EventsRequest, SessionsRequest, bounded_terms, match_expression
 from readmodel.search.snippets import END_MARK, MARKS_NEUTRALISED, START_MARK, prefix_decides_snippet, snippet_source_decides
 from readmodel.store.readonly import reader_uri
 
@@ -53,6 +53,10 @@ RANKED_FIRST_ROWS: Final = 64
 """Rows a first request ranks (about three default pages)."""
 RANKED_CACHE_SIZE: Final = 32
 _SURROGATES: Final = re.compile("[\ud800-\udfff]")
+PROBE_TOKENS: Final = 4
+"""A longer phrase is first probed with its first and last this many tokens:
+when either matches nothing in scope, neither does the phrase, which is then
+never run (a probe costs about this many tokens' share of the phrase)."""
 
 
 # The first prefix of a document tried for a snippet (plus four snippet widths;
@@ -112,7 +116,7 @@ _SESSION_COLUMNS: Final = """s."id" AS session_id, s."sid" AS header_json, s."cr
 _MARKS: Final = "((length(CAST({h} AS BLOB)) - length(CAST(replace({h}, ?, '') AS BLOB))) / 3)"
 _PERSISTED_BY_TOKEN: Final = """
   SELECT {columns}, c."n" AS match_count
-  FROM (SELECT "doc", count(*) AS "n" FROM temp."documents_terms" WHERE "term" = ?{doc_range} GROUP BY "doc") c
+  FROM (SELECT "doc", count(*) AS "n" FROM temp."documents_terms" WHERE "term" = CAST(? AS TEXT){doc_range} GROUP BY "doc") c
   JOIN "documents" d ON d."docid" = c."doc" JOIN "sessions" s ON s."sid" = d."sid"
   WHERE s."status" = 'ok' AND NOT EXISTS (SELECT 1 FROM temp."live_sessions" l WHERE l."id" = s."id")
 """
@@ -217,7 +221,7 @@ _LEADING_EVENTS: Final = """
 
 
 def phrase_spans_from_postings(
-    conn: sqlite3.Connection, terms: list[str], phrase: str, doc_range: tuple[int, int] | None = None
+    conn: sqlite3.Connection, terms: list[bytes], phrase: str, doc_range: tuple[int, int] | None = None
 ) -> list[tuple[int, int]] | None:
     """``(docid, spans)`` of every stored document matching a multi-token phrase,
     where ``spans`` is the number of highlighted spans ``highlight()`` would mark.
@@ -231,7 +235,7 @@ def phrase_spans_from_postings(
     distinct = sorted(set(terms))
     total = 0
     for term in distinct:
-        row = conn.execute('SELECT "cnt" FROM temp."documents_term_rows" WHERE "term" = ?', (term,)).fetchone()
+        row = conn.execute('SELECT "cnt" FROM temp."documents_term_rows" WHERE "term" = CAST(? AS TEXT)', (term,)).fetchone()
         total += row[0] if row else 0
     if total > PHRASE_INSTANCE_BUDGET:
         return None
@@ -244,11 +248,11 @@ def phrase_spans_from_postings(
     if not docs:
         return []
     wanted = msgspec.json.encode(docs).decode()
-    offsets: dict[str, dict[int, set[int]]] = {}
+    offsets: dict[bytes, dict[int, set[int]]] = {}
     for term in distinct:
         per_doc: dict[int, set[int]] = {}
         rows = conn.execute(
-            'SELECT "doc", "offset" FROM temp."documents_terms" WHERE "term" = ? AND "doc" IN (SELECT "value" FROM json_each(?))',
+            'SELECT "doc", "offset" FROM temp."documents_terms" WHERE "term" = CAST(? AS TEXT) AND "doc" IN (SELECT "value" FROM json_each(?))',
             (term, wanted),
         )
         for doc, offset in rows:
@@ -312,11 +316,13 @@ class SqliteSearchBackend:
                 for ddl in (*_TEMP_DDL, *_TERMS_DDL):
                     conn.execute(ddl)
                 self._accelerated = ftsaux.install(conn)
-                identity = conn.execute('SELECT "identity" FROM "index_meta"').fetchone()[0]
-            except sqlite3.Error as exc:
+                # Unquoted names: a missing column is an error, never SQLite's string-literal fallback.
+                identity, secret = conn.execute("SELECT identity, cursor_secret FROM index_meta").fetchone()
+                codec = CursorCodec(identity, secret)
+            except (sqlite3.Error, ValueError, TypeError) as exc:
                 raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", f"session-search SQLite index failed to open: {exc}", exc) from exc
             self._conn = conn
-            self._codec = CursorCodec(identity)
+            self._codec = codec
         return self._conn
 
     def open(self) -> None:
@@ -453,16 +459,67 @@ class SqliteSearchBackend:
             state.epoch += 1
 
     @staticmethod
-    def _terms(conn: sqlite3.Connection, query: str) -> list[str]:
-        """The query's tokens exactly as FTS5's unicode61 tokenizer produces them."""
+    def _terms(conn: sqlite3.Connection, query: str) -> list[bytes]:
+        """The query's tokens exactly as FTS5 stores them, as raw UTF-8 bytes.
+
+        FTS5 cuts every token longer than 32,768 bytes to its first 32,768, in
+        a document and in a query alike (so two such tokens match when those
+        bytes agree), and the cut may fall inside a character: terms are
+        therefore read and bound as bytes, never decoded.
+        """
         conn.execute('DELETE FROM temp."query_terms"')
         conn.execute('INSERT INTO temp."query_terms" ("text") VALUES (?)', (query,))
-        return [row[0] for row in conn.execute('SELECT "term" FROM temp."query_terms_v" ORDER BY "offset"')]
+        return [row[0] for row in conn.execute('SELECT CAST("term" AS BLOB) FROM temp."query_terms_v" ORDER BY "offset"')]
+
+    def _long_phrase_absent(
+        self, conn: sqlite3.Connection, terms: list[bytes], *, doc_range: tuple[int, int] | None = None, live_session: str | None = None
+    ) -> bool:
+        """Whether a short window of a long phrase already proves it matches nothing in scope.
+
+        Every match of the phrase contains a match of its first and of its last
+        :data:`PROBE_TOKENS` tokens, so when either window matches no document
+        in scope the phrase matches none either.  The scope is as
+        :meth:`_window_occurs` takes it.  ``False`` means only "not proven".
+        """
+        if len(terms) <= PROBE_TOKENS:
+            return False
+        windows = {tuple(terms[:PROBE_TOKENS]): None, tuple(terms[-PROBE_TOKENS:]): None}
+        for window in windows:
+            probe = self._window_phrase(conn, list(window))
+            if probe is not None and not self._window_occurs(conn, probe, doc_range=doc_range, live_session=live_session):
+                return True
+        return False
+
+    @classmethod
+    def _window_phrase(cls, conn: sqlite3.Connection, window: list[bytes]) -> str | None:
+        """An FTS5 phrase whose tokens are exactly ``window``; ``None`` when no
+        text is known to tokenise to them (a term cut inside a character, or one
+        that the tokenizer does not give back unchanged)."""
+        try:
+            text = " ".join(term.decode("utf-8") for term in window)
+        except UnicodeDecodeError:
+            return None
+        return match_expression(text) if cls._terms(conn, text) == window else None
+
+    @staticmethod
+    def _window_occurs(conn: sqlite3.Connection, phrase: str, *, doc_range: tuple[int, int] | None, live_session: str | None) -> bool:
+        """Whether ``phrase`` matches any document a search reads: with ``doc_range``
+        the stored documents in it, with ``live_session`` that live session's,
+        with neither every stored and live document.  Shadowing and filters are
+        ignored: a superset of the scope is enough to prove absence."""
+        checks: list[tuple[str, list[Any]]] = []
+        if live_session is None:
+            clause = ' AND "rowid" BETWEEN ? AND ?' if doc_range is not None else ""
+            checks.append((f'SELECT 1 FROM "documents_fts" WHERE "documents_fts" MATCH ?{clause} LIMIT 1', [phrase, *(doc_range or ())]))
+        if doc_range is None:
+            clause = ' AND "session_id" = ?' if live_session is not None else ""
+            checks.append((f'SELECT 1 FROM temp."live_docs" WHERE "live_docs" MATCH ?{clause} LIMIT 1', [phrase, *([] if live_session is None else [live_session])]))
+        return any(conn.execute(sql, args).fetchone() is not None for sql, args in checks)
 
     def _candidates(
         self,
         conn: sqlite3.Connection,
-        terms: list[str],
+        terms: list[bytes],
         phrase: str,
         doc_range: tuple[int, int] | None = None,
         live_session: str | None = None,
@@ -566,13 +623,15 @@ class SqliteSearchBackend:
         if FIXED_BINDINGS + len(filters) + 2 > BINDING_LIMIT:
             raise binding_error()
         phrase = match_expression(request.query)
-        terms = self._terms(conn, request.query)
+        terms = bounded_terms(self._terms(conn, request.query))
         if not terms:
             return []  # a phrase without tokens matches nothing
         where = " AND ".join(fragment for fragment in (sessions.sql(), events.sql()) if fragment)
 
         def fetch(limit: int, skip: int) -> list[tuple[Any, ...]]:
             # Built only when the ranking cache cannot answer: building may count phrase spans.
+            if self._long_phrase_absent(conn, terms):
+                return []
             if self._accelerated and len(filters) <= PRUNED_FILTER_BINDINGS:
                 matches, args = self._matches(phrase, sessions=sessions, events=events)
                 live, live_args = self._live_candidates(phrase)
@@ -603,21 +662,25 @@ class SqliteSearchBackend:
         if FIXED_BINDINGS + len(events.params) + 1 + 2 > BINDING_LIMIT:
             raise binding_error()
         phrase = match_expression(request.query)
-        terms = self._terms(conn, request.query)
+        terms = bounded_terms(self._terms(conn, request.query))
         if not terms:
             return []
         where = events.sql()
+        doc_range = None if sid is None else (sid << 32, (sid << 32) | 0xFFFFFFFF)
 
         def fetch(limit: int, skip: int) -> list[tuple[Any, ...]]:
             # Only the target's documents are read (docid ranges and rowid ranges).
-            if sid is None:
+            scope: dict[str, Any] = {"live_session": request.session_id} if doc_range is None else {"doc_range": doc_range}
+            if self._long_phrase_absent(conn, terms, **scope):
+                return []
+            if doc_range is None:
                 cte, args = self._candidates(conn, terms, phrase, live_session=request.session_id)
             elif self._accelerated and len(events.params) <= PRUNED_FILTER_BINDINGS:
-                matches, args = self._matches(phrase, doc_range=(sid << 32, (sid << 32) | 0xFFFFFFFF), events=events)
+                matches, args = self._matches(phrase, doc_range=doc_range, events=events)
                 cte = "WITH" + matches + "," + _LEADING_EVENTS.format(columns=_SESSION_COLUMNS)
                 args += [limit + skip - 1]
             else:
-                cte, args = self._candidates(conn, terms, phrase, doc_range=(sid << 32, (sid << 32) | 0xFFFFFFFF))
+                cte, args = self._candidates(conn, terms, phrase, doc_range=doc_range)
             sql = (
                 cte
                 + " SELECT session_id, header_json, live, persisted, docid, seq, type, time, surface FROM candidates WHERE session_id = ?"
@@ -730,6 +793,7 @@ def sqlite_search(db_path: str | None, *, live: Any = None, config: SearchConfig
 
 def _empty_index() -> sqlite3.Connection:
     """An in-memory, empty index: searching live sessions when no index is bound."""
+    import secrets
     import uuid
 
     from sqlalchemy import create_engine
@@ -745,8 +809,8 @@ def _empty_index() -> sqlite3.Connection:
             conn.execute(str(CreateIndex(index).compile(dialect=dialect)))
     conn.execute(FTS_DDL)
     conn.execute(
-        'INSERT INTO "index_meta" ("singleton", "identity", "global_generation", "created_at") VALUES (1, ?, 0, 0)',
-        (uuid.uuid4().hex,),
+        'INSERT INTO "index_meta" ("singleton", "identity", "global_generation", "created_at", "cursor_secret") VALUES (1, ?, 0, 0, ?)',
+        (uuid.uuid4().hex, secrets.token_bytes(32)),
     )
     return conn
 

@@ -18,6 +18,7 @@ A cleanly closed index on a read-only mount is readable (see
 from __future__ import annotations
 
 import os
+import secrets
 import sqlite3
 import stat
 import time
@@ -245,15 +246,15 @@ def check_identity(conn: Connection, where: str) -> bool:
 
 
 def initialise(conn: Connection, root: str | None, compression: str | None) -> None:
-    """Stamp a fresh database as a sessionq index: schema, identity, generation 0."""
+    """Stamp a fresh database as a sessionq index: schema, identity, cursor secret, generation 0."""
     conn.exec_driver_sql(f"PRAGMA application_id = {APPLICATION_ID}")
     upgrade(conn)
     conn.execute(
         text(
-            "INSERT INTO index_meta (singleton, identity, global_generation, root, compression, created_at) "
-            "VALUES (1, :identity, 0, :root, :compression, :now)"
+            "INSERT INTO index_meta (singleton, identity, global_generation, root, compression, created_at, cursor_secret) "
+            "VALUES (1, :identity, 0, :root, :compression, :now, :secret)"
         ),
-        {"identity": uuid.uuid4().hex, "root": root, "compression": compression, "now": time.time()},
+        {"identity": uuid.uuid4().hex, "root": root, "compression": compression, "now": time.time(), "secret": secrets.token_bytes(32)},
     )
 
 

@@ -3,9 +3,10 @@
 The index is a projection of the logs, rebuilt from them at will.  Its tables:
 
 ``index_meta``
-    One row: the random index identity (cursors bind to it), the global
-    generation (bumped by every transaction that changes the corpus), the root
-    it projects and when it was last reconciled.
+    One row: the random index identity (cursors bind to it), the random
+    secret that signs search cursors (never shown), the global generation
+    (bumped by every transaction that changes the corpus), the root it
+    projects and when it was last reconciled.
 ``sessions``
     One row per transcript: the header (exact JSON plus typed columns for
     filters and ordering), where decoding stopped (byte offset, fingerprint and
@@ -65,7 +66,7 @@ from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, SURFACE_NAMES,
 APPLICATION_ID: Final = 0x53515849  # "SQXI"
 """``PRAGMA application_id`` of a sessionq index; any other non-zero id is foreign."""
 
-SCHEMA_REVISION: Final = "0005"
+SCHEMA_REVISION: Final = "0006"
 """The Alembic head revision this code reads and writes."""
 
 
@@ -82,6 +83,7 @@ index_meta = Table(
     Column("created_at", Float, nullable=False),
     Column("last_reconcile_at", Float),
     Column("last_reconcile_seconds", Float),
+    Column("cursor_secret", LargeBinary, nullable=False),  # migration 0006
 )
 
 sessions = Table(

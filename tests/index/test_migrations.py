@@ -41,7 +41,7 @@ def test_an_older_index_is_refused_until_upgraded_and_keeps_its_rows(tmp_path: P
         open_writer(str(db))
     engine = open_writer(str(db), allow_upgrade=True)
     with engine.connect() as conn:
-        assert current_revision(conn) == SCHEMA_REVISION == "0005"
+        assert current_revision(conn) == SCHEMA_REVISION == "0006"
     Reconciler(engine, root, Compression.ZSTD, settle_seconds=0).reconcile()
     engine.dispose()
     conn = sqlite3.connect(db)
@@ -49,3 +49,36 @@ def test_an_older_index_is_refused_until_upgraded_and_keeps_its_rows(tmp_path: P
     assert "COVERING INDEX sessions_listing" in plan[0][3]
     assert conn.execute('SELECT "id" FROM "sessions"').fetchall() == [("kept",)]
     assert conn.execute('SELECT "identity" FROM "index_meta"').fetchone() == ("old",)
+    (secret,) = conn.execute('SELECT "cursor_secret" FROM "index_meta"').fetchone()
+    assert isinstance(secret, bytes) and len(secret) == 32
+
+
+def test_upgrading_gives_each_index_its_own_cursor_secret_and_no_schema_drift(tmp_path: Path) -> None:
+    """Migration 0006: an index from before it gets a fresh random secret (NOT NULL),
+    two upgraded indexes never share one, and ``db check`` finds nothing to report."""
+    from readmodel.store.schemacheck import schema_drift
+
+    secrets = []
+    for name in ("a", "b"):
+        db = tmp_path / f"{name}.db"
+        index_at_first_revision(db, tmp_path / "root")
+        engine = open_writer(str(db), allow_upgrade=True)
+        with engine.connect() as conn:
+            assert schema_drift(conn) == []
+            secrets.append(conn.exec_driver_sql('SELECT "cursor_secret" FROM "index_meta"').scalar())
+        engine.dispose()
+        with pytest.raises(sqlite3.IntegrityError):
+            sqlite3.connect(db).execute('UPDATE "index_meta" SET "cursor_secret" = NULL')
+    assert all(isinstance(secret, bytes) and len(secret) == 32 for secret in secrets)
+    assert secrets[0] != secrets[1]
+
+
+def test_a_new_index_is_created_with_a_random_cursor_secret(tmp_path: Path) -> None:
+    found = []
+    for name in ("a", "b"):
+        engine = open_writer(str(tmp_path / f"{name}.db"))
+        with engine.connect() as conn:
+            found.append(conn.exec_driver_sql('SELECT "identity", "cursor_secret" FROM "index_meta"').one())
+        engine.dispose()
+    assert all(len(secret) == 32 for _, secret in found)
+    assert found[0][1] != found[1][1] and found[0][0] != found[1][0]
