@@ -10,13 +10,8 @@ from alembic import command
 
 from indexer.layout import Compression
 from indexer.reconcile import Reconciler
-from readmodel.store.database import (
-    IndexDatabaseError,
-    alembic_config,
-    create_index_engine,
-    current_revision,
-    open_writer,
-)
+from readmodel.store.database import IndexDatabaseError, create_index_engine, open_writer
+from readmodel.store.revisions import alembic_config, current_revision
 from readmodel.store.schema import APPLICATION_ID, SCHEMA_REVISION
 from tests.logfactory import header, simple_turn, write_log
 
