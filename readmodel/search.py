@@ -212,7 +212,9 @@ def normalize_query(query: Any) -> str:
     """Trim, collapse whitespace runs, refuse empty, NUL or over-long text, neutralise the highlight markers.
 
     The length rule (:data:`MAX_QUERY_CHARS`) is checked last, so every query
-    the reference refuses is refused with the reference's message.
+    the reference refuses is refused with the reference's message.  Lone
+    surrogates (a Python caller's, or undecodable bytes of a CLI argument)
+    become U+FFFD, as in documents and as the reference's UTF-8 binding does.
     """
     if type(query) is not str:
         raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", "session-search query must be text")
@@ -223,7 +225,7 @@ def normalize_query(query: Any) -> str:
         raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", "session-search query must not contain NUL")
     if len(text) > MAX_QUERY_CHARS:
         raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", f"session-search query must be at most {MAX_QUERY_CHARS} characters")
-    return text.translate(_SANITIZE)
+    return _sanitize(text)
 
 
 def normalize_limit(limit: Any, config: SearchConfig) -> int:
