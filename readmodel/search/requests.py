@@ -22,7 +22,7 @@ from readmodel.core.jsvalues import (
 
 from msgspec import UNSET
 from readmodel.search.config import MAX_PAGE_LIMIT, SearchConfig
-from readmodel.search.snippets import MARKS_NEUTRALISED
+from readmodel.search.snippets import sanitize_text
 
 MAX_QUERY_CHARS: Final = 16_384
 """Longest normalised query, in code points (a sessionq extension: the reference has no limit).
@@ -69,7 +69,9 @@ def normalize_query(query: Any) -> str:
     """Trim, collapse whitespace runs, refuse empty, NUL or over-long text, neutralise the highlight markers.
 
     The length rule (:data:`MAX_QUERY_CHARS`) is checked last, so every query
-    the reference refuses is refused with the reference's message.
+    the reference refuses is refused with the reference's message.  Lone
+    surrogates (a Python caller's, or undecodable bytes of a CLI argument)
+    become U+FFFD, as in documents and as the reference's UTF-8 binding does.
     """
     if type(query) is not str:
         raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", "session-search query must be text")
@@ -80,7 +82,7 @@ def normalize_query(query: Any) -> str:
         raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", "session-search query must not contain NUL")
     if len(text) > MAX_QUERY_CHARS:
         raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", f"session-search query must be at most {MAX_QUERY_CHARS} characters")
-    return text.translate(MARKS_NEUTRALISED)
+    return sanitize_text(text)
 
 
 def normalize_limit(limit: Any, config: SearchConfig) -> int:

@@ -20,7 +20,14 @@ START_MARK: Final = "\ufdd0"
 END_MARK: Final = "\ufdd1"
 ELLIPSIS: Final = "\u2026"
 MARKS_NEUTRALISED: Final = str.maketrans({"\x00": "\ufffd", START_MARK: "\ufffd", END_MARK: "\ufffd"})
-"""NUL and the two markers as U+FFFD: what documents and queries hold instead."""
+"""NUL and the two markers as U+FFFD."""
+_SURROGATES: Final = re.compile("[\ud800-\udfff]")
+
+
+def sanitize_text(text: str) -> str:
+    """Text as documents and queries hold it: NUL, the two markers and lone surrogates as U+FFFD."""
+    text = text.translate(MARKS_NEUTRALISED)
+    return text if text.isascii() else _SURROGATES.sub("\ufffd", text)
 _WHITESPACE: Final = frozenset(JS_WHITESPACE)
 _WHITESPACE_RUN: Final = re.compile("[" + "".join(re.escape(char) for char in sorted(JS_WHITESPACE)) + "]+")
 

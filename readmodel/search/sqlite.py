@@ -11,7 +11,6 @@ as in the reference.
 
 from __future__ import annotations
 
-import re
 import hashlib
 import sqlite3
 import threading
@@ -43,7 +42,7 @@ from readmodel.search.predicates import (
     session_where,
 )
 from readmodel.search.requests import EventsRequest, SessionsRequest, bounded_terms, match_expression
-from readmodel.search.snippets import END_MARK, MARKS_NEUTRALISED, START_MARK, prefix_decides_snippet, snippet_source_decides
+from readmodel.search.snippets import END_MARK, START_MARK, prefix_decides_snippet, sanitize_text, snippet_source_decides
 from readmodel.store.readonly import reader_uri
 
 
@@ -52,7 +51,6 @@ RANKED_CACHE_ROWS: Final = 500
 RANKED_FIRST_ROWS: Final = 64
 """Rows a first request ranks (about three default pages)."""
 RANKED_CACHE_SIZE: Final = 32
-_SURROGATES: Final = re.compile("[\ud800-\udfff]")
 PROBE_TOKENS: Final = 4
 """A longer phrase is first probed with its first and last this many tokens:
 when either matches nothing in scope, neither does the phrase, which is then
@@ -74,12 +72,6 @@ _TEMP_DDL: Final = (
     'CREATE VIRTUAL TABLE IF NOT EXISTS temp."live_docs" USING fts5("text", "session_id" UNINDEXED, "seq" UNINDEXED, '
     '"type" UNINDEXED, "time" UNINDEXED, "surface" UNINDEXED, "length" UNINDEXED, tokenize=\'unicode61\')',
 )
-
-
-def _sanitize(text: str) -> str:
-    """Document sanitisation as at index time (markers, NUL and lone surrogates → U+FFFD)."""
-    text = text.translate(MARKS_NEUTRALISED)
-    return text if text.isascii() else _SURROGATES.sub("\ufffd", text)
 
 
 def _live_fingerprint(header: Header, events: Sequence[Any]) -> str:
@@ -451,7 +443,7 @@ class SqliteSearchBackend:
             )
             conn.executemany(
                 'INSERT INTO temp."live_docs" ("text", "session_id", "seq", "type", "time", "surface", "length") VALUES (?, ?, ?, ?, ?, ?, ?)',
-                [(text, session_id, doc.seq, doc.type, doc.time, doc.surface, len(text)) for doc in documents for text in (_sanitize(doc.text),)],
+                [(text, session_id, doc.seq, doc.type, doc.time, doc.surface, len(text)) for doc in documents for text in (sanitize_text(doc.text),)],
             )
             state.fingerprints[session_id] = fingerprint
             changed = True

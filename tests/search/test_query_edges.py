@@ -15,9 +15,11 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import sqlite3
 import time
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -281,3 +283,14 @@ def test_the_probe_never_changes_an_answer(probe_index: str, query: str, live: l
     probed.close()
     unprobed.close()
     assert answers == expected
+
+
+def test_lone_surrogates_in_a_query_search_as_replacement_characters(tmp_path: Path) -> None:
+    """Documents hold U+FFFD where their text had a lone surrogate; a query does the same."""
+    _, db, _ = build(tmp_path, {"marked": ["alpha\ufffdbeta gamma"], "plain": ["alpha beta"]})
+    search = sqlite_search(db)
+    assert [hit.best_match.snippet for hit in search.search_sessions({"query": "alpha\ud800beta"}).items] == ["alpha beta", "alpha\ufffdbeta gamma"]
+    assert search.search_sessions({"query": "\udcff"}).items == []  # no token: matches nothing
+    result = sessionq("search", "alpha" + os.fsdecode(b"\xff") + "beta", "--db", db, "--json")  # an undecodable argument byte
+    assert result.returncode == 0, result.stderr
+    assert [hit["header"]["id"] for hit in json_out(result)["items"]] == ["plain", "marked"]
