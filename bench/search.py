@@ -80,7 +80,7 @@ def _counts(db: str) -> tuple[int, int]:
 
 def _scope(search: SessionSearch, call: Any, query: str, depth: int) -> tuple[float, float | None, int]:
     """``(first page ms, deep page ms or None, hits on the first page)``."""
-    search._ranked_rows.clear()
+    search.backend._ranked_rows.clear()
     first_ms, page = timed_ms(lambda: call({"query": query}))
     hits = len(page.items)
     deep_ms = None

@@ -159,7 +159,7 @@ def _show(value: Any, as_json: bool, printer: str, **extra: Any) -> None:
     if as_json:
         emit_json(value)
         return
-    from readmodel.cli.reads import presentation
+    from readmodel.cli import presentation
 
     getattr(presentation, printer)(_builtins(value), **extra)
 

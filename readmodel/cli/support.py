@@ -5,7 +5,9 @@ Lives in :mod:`readmodel` so that both :mod:`readmodel.cli.reads` and
 
 Exit status contract (interface.md): 0 success; 2 a query error (with
 ``--json`` the object ``{"error": {"code", "message"}}`` on stdout); 1 anything
-else.  No traceback unless the root ``--debug`` flag is given.
+else, including an index that cannot be used (``SESSION_QUERY_INDEX_FAILED``:
+missing, a directory, not a database, damaged; one plain line, and the error
+object with ``--json``).  No traceback unless the root ``--debug`` flag is given.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import sys
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import click
 
@@ -24,6 +26,7 @@ from readmodel.core.errors import SessionQueryError
 from readmodel.core.jsonout import encode_json
 
 F = TypeVar("F", bound=Callable[..., Any])
+INDEX_FAILED: Final = "SESSION_QUERY_INDEX_FAILED"
 
 
 def default_db() -> str:
@@ -82,9 +85,14 @@ def handles_errors(func: F) -> F:
                 raise
             if as_json:
                 emit_json({"error": exc.to_json()})
+            elif exc.code == INDEX_FAILED:
+                click.echo(f"error: {exc.message}", err=True)
             else:
                 click.echo(f"error: {exc.code}: {exc.message}", err=True)
-            ctx.exit(2)
+            # An index that cannot be used (missing, not a database, damaged, unreadable) is a
+            # problem of the set-up, not of the query: exit 1, as every other failure that is
+            # not a query error.
+            ctx.exit(1 if exc.code == INDEX_FAILED else 2)
         except (click.ClickException, click.exceptions.Exit, KeyboardInterrupt):
             raise
         except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence

@@ -31,6 +31,7 @@ from readmodel.search.backend import Row
 from readmodel.search.config import SearchConfig
 from readmodel.search.cursors import CursorCodec
 from readmodel.search.engine import SessionSearch
+from readmodel.search.postings import phrase_spans_from_postings
 from readmodel.search.predicates import (
     BINDING_LIMIT,
     FIXED_BINDINGS,
@@ -138,11 +139,6 @@ _TERMS_DDL: Final = (
     'CREATE VIRTUAL TABLE IF NOT EXISTS temp."documents_terms" USING fts5vocab(main, "documents_fts", instance)',
     'CREATE VIRTUAL TABLE IF NOT EXISTS temp."documents_term_rows" USING fts5vocab(main, "documents_fts", row)',
 )
-# A phrase whose tokens have at most this many instances in the whole index is
-# counted from the posting lists (a few µs per instance) instead of by
-# highlight(), which tokenises every matching document whole (tens of ns per
-# character, and matching documents can be large tool outputs).
-PHRASE_INSTANCE_BUDGET: Final = 150_000
 _PERSISTED_BY_COUNTS: Final = """
   SELECT {columns}, c."n" AS match_count
   FROM (SELECT json_extract(j."value", '$[0]') AS "doc", json_extract(j."value", '$[1]') AS "n" FROM json_each(?) j) c
@@ -210,67 +206,6 @@ _LEADING_EVENTS: Final = """
     FROM "matches" m JOIN "documents" d ON d."docid" = m."doc" JOIN "sessions" s ON s."sid" = d."sid"
     WHERE m."n" >= (SELECT "floor" FROM "cut") AND s."status" = 'ok'
   )"""
-
-
-def phrase_spans_from_postings(
-    conn: sqlite3.Connection, terms: list[bytes], phrase: str, doc_range: tuple[int, int] | None = None
-) -> list[tuple[int, int]] | None:
-    """``(docid, spans)`` of every stored document matching a multi-token phrase,
-    where ``spans`` is the number of highlighted spans ``highlight()`` would mark.
-
-    A phrase instance starts at token position ``p`` when term ``i`` occurs at
-    ``p + i`` for every ``i``; like FTS5's highlighter, instances that overlap
-    the span before them extend it instead of opening a new one.  ``None`` when
-    the phrase's tokens are too common for this to be cheaper than
-    ``highlight()`` (see :data:`PHRASE_INSTANCE_BUDGET`).
-    """
-    distinct = sorted(set(terms))
-    total = 0
-    for term in distinct:
-        row = conn.execute('SELECT "cnt" FROM temp."documents_term_rows" WHERE "term" = CAST(? AS TEXT)', (term,)).fetchone()
-        total += row[0] if row else 0
-    if total > PHRASE_INSTANCE_BUDGET:
-        return None
-    sql = 'SELECT "rowid" FROM "documents_fts" WHERE "documents_fts" MATCH ?'
-    args: list[Any] = [phrase]
-    if doc_range is not None:
-        sql += ' AND "rowid" BETWEEN ? AND ?'
-        args += list(doc_range)
-    docs = [row[0] for row in conn.execute(sql, args)]
-    if not docs:
-        return []
-    wanted = msgspec.json.encode(docs).decode()
-    offsets: dict[bytes, dict[int, set[int]]] = {}
-    for term in distinct:
-        per_doc: dict[int, set[int]] = {}
-        rows = conn.execute(
-            'SELECT "doc", "offset" FROM temp."documents_terms" WHERE "term" = CAST(? AS TEXT) AND "doc" IN (SELECT "value" FROM json_each(?))',
-            (term, wanted),
-        )
-        for doc, offset in rows:
-            found = per_doc.get(doc)
-            if found is None:
-                per_doc[doc] = {offset}
-            else:
-                found.add(offset)
-        offsets[term] = per_doc
-    size = len(terms)
-    head = offsets[terms[0]]
-    tail = [(i, offsets[term]) for i, term in enumerate(terms) if i > 0]
-    empty: set[int] = set()
-    counts: list[tuple[int, int]] = []
-    for doc in docs:
-        later = [(i, per_doc.get(doc, empty)) for i, per_doc in tail]
-        spans, end = 0, -1
-        for start in sorted(head.get(doc, empty)):
-            if all(start + i in positions for i, positions in later):
-                if start > end:
-                    spans += 1
-                end = start + size - 1
-        if spans == 0:
-            return None  # cannot happen for a matching document; let highlight() decide
-        counts.append((doc, spans))
-    return counts
 
 
 class SqliteSearchBackend:

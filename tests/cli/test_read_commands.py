@@ -96,7 +96,7 @@ def test_query_errors_exit_2(db: str, tmp_path: Path) -> None:
     bad = sessionq("docs", "parent", "--filters", '[{"kind":"bogus"}]', "--db", db, "--json")
     assert bad.returncode == 2 and json_out(bad)["error"]["code"] == "SESSION_QUERY_INVALID_FILTER"
     missing = sessionq("sessions", "--db", str(tmp_path / "none.db"), "--json")
-    assert missing.returncode == 2 and json_out(missing)["error"]["code"] == "SESSION_QUERY_INDEX_FAILED"
+    assert missing.returncode == 1 and json_out(missing)["error"]["code"] == "SESSION_QUERY_INDEX_FAILED"
 
 
 def test_db_defaults_to_the_environment(db: str) -> None:

@@ -74,11 +74,10 @@ def test_reads_answer_index_failed_in_one_line(tmp_path: Path, kind: str) -> Non
     target, needle = _targets(tmp_path)[kind]
     for args in READS:
         human = invoke(*args, "--db", str(target))
-        assert human.exit_code == 2, (args, human.output)
+        assert human.exit_code == 1, (args, human.output)
         assert_one_clean_line(human, needle)
-        assert "SESSION_QUERY_INDEX_FAILED" in human.stderr
         as_json = invoke(*args, "--db", str(target), "--json")
-        assert as_json.exit_code == 2, (args, as_json.output)
+        assert as_json.exit_code == 1, (args, as_json.output)
         error = json.loads(as_json.stdout)["error"]
         assert error["code"] == "SESSION_QUERY_INDEX_FAILED" and needle in error["message"], error
         assert "sqlalche.me" not in error["message"]
@@ -101,10 +100,10 @@ def test_writers_and_servers_exit_1_in_one_line(tmp_path: Path, kind: str) -> No
     assert not Path(str(target) + ".lock").exists()
 
 
-def test_a_missing_index_is_still_a_coded_error_and_is_not_created(tmp_path: Path) -> None:
+def test_a_missing_index_is_a_coded_error_with_exit_1_and_is_not_created(tmp_path: Path) -> None:
     absent = tmp_path / "absent.db"
     result = invoke("sessions", "--db", str(absent), "--json")
-    assert result.exit_code == 2
+    assert result.exit_code == 1
     assert json.loads(result.stdout)["error"] == {
         "code": "SESSION_QUERY_INDEX_FAILED",
         "message": f"no index database at {absent}; run `sessionq index` to build it",
@@ -116,7 +115,7 @@ def test_a_missing_index_is_still_a_coded_error_and_is_not_created(tmp_path: Pat
 def test_every_read_names_the_damage_and_the_repair(damaged: Path) -> None:
     for args in READS[:-1]:  # status reports the damage instead (tests/daemon/test_status_and_db.py)
         result = invoke(*args, "--db", str(damaged), "--json")
-        assert result.exit_code == 2, (args, result.output)
+        assert result.exit_code == 1, (args, result.output)
         error = json.loads(result.stdout)["error"]
         assert error["code"] == "SESSION_QUERY_INDEX_FAILED", (args, error)
         assert f"the index {damaged} is damaged (missing FTS5 table documents_fts)" in error["message"]

@@ -85,7 +85,7 @@ def test_status_reports_counts_errors_and_layout_problems(tmp_path: Path, proces
 
 def test_status_of_a_missing_index_is_a_coded_error(tmp_path: Path) -> None:
     out = cli("status", "--db", str(tmp_path / "absent.db"), "--json")
-    assert out.exit_code == 2
+    assert out.exit_code == 1
     assert json.loads(out.stdout)["error"]["code"] == "SESSION_QUERY_INDEX_FAILED"
     assert not (tmp_path / "absent.db").exists()
 
@@ -203,7 +203,7 @@ def test_status_that_cannot_read_its_figures_names_the_damage(tmp_path: Path) ->
     conn.commit()
     conn.close()
     out = cli("status", "--db", str(db), "--json")
-    assert out.exit_code == 2
+    assert out.exit_code == 1
     error = json.loads(out.stdout)["error"]
     assert error["code"] == "SESSION_QUERY_INDEX_FAILED"
     assert error["message"].startswith(f"the index {db} is damaged (missing table layout_problems)"), error

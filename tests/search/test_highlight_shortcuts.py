@@ -18,10 +18,11 @@ import sqlite3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from readmodel.search import sqlite as search_module
 from readmodel.search.requests import match_expression
 from readmodel.search.snippets import END_MARK, START_MARK, make_snippet, prefix_decides_snippet
-from readmodel.search.sqlite import _MARKS, _TERMS_DDL, _empty_index, phrase_spans_from_postings
+from readmodel.search import postings
+from readmodel.search.postings import phrase_spans_from_postings
+from readmodel.search.sqlite import _MARKS, _TERMS_DDL, _empty_index
 from tests.search.test_search_rules import reference_snippet
 
 _HIGHLIGHT = 'highlight("documents_fts", 0, ?, ?)'
@@ -130,9 +131,9 @@ def test_phrase_spans_from_postings_equal_highlight_markers(documents: list[str]
 def test_phrases_of_very_common_tokens_fall_back_to_highlight(monkeypatch) -> None:
     conn = _index_with(["to tool to tool", "tool to"])
     conn.execute('INSERT INTO temp."query_terms" ("text") VALUES (?)', ("to tool",))
-    monkeypatch.setattr(search_module, "PHRASE_INSTANCE_BUDGET", 3)
+    monkeypatch.setattr(postings, "PHRASE_INSTANCE_BUDGET", 3)
     assert phrase_spans_from_postings(conn, ["to", "tool"], match_expression("to tool")) is None
-    monkeypatch.setattr(search_module, "PHRASE_INSTANCE_BUDGET", 100)
+    monkeypatch.setattr(postings, "PHRASE_INSTANCE_BUDGET", 100)
     assert phrase_spans_from_postings(conn, ["to", "tool"], match_expression("to tool")) == [((1 << 32) | 0, 2)]
 
 

@@ -14,7 +14,7 @@ from readmodel.core.cancel import AbortController
 from readmodel.core.errors import SessionQueryError
 from readmodel.query import SessionQuery
 from readmodel.core.requests import SessionTitleObservationResult
-from readmodel.search.engine import SessionSearch
+from readmodel.search.sqlite import SqliteSearchBackend
 from readmodel.search.vocabulary import SessionEventSearchHit, SessionEventSearchPage, SessionSearchHit, SessionSearchPage
 from readmodel.tools.boundary import CAUSE_CYCLE, UNPRINTABLE
 from readmodel.tools.errors import GENERIC_FAILURE_MESSAGE, UNAUTHORIZED_MESSAGE, ToolError
@@ -445,9 +445,9 @@ def test_56_a_running_sqlite_statement_is_interrupted(world_db: str, monkeypatch
     from tests.tools.support import open_query
 
     interrupted: list[str] = []
-    original = SessionSearch._query_sessions
+    original = SqliteSearchBackend._query_sessions
 
-    def slow_query(self: SessionSearch, conn: sqlite3.Connection, *args: Any) -> Any:
+    def slow_query(self: SqliteSearchBackend, conn: sqlite3.Connection, *args: Any) -> Any:
         try:  # a statement that would run for minutes
             conn.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n").fetchone()
         except sqlite3.OperationalError as exc:
@@ -455,7 +455,7 @@ def test_56_a_running_sqlite_statement_is_interrupted(world_db: str, monkeypatch
             raise
         return original(self, conn, *args)
 
-    monkeypatch.setattr(SessionSearch, "_query_sessions", slow_query)
+    monkeypatch.setattr(SqliteSearchBackend, "_query_sessions", slow_query)
     query = open_query(world_db)
     try:
         started = time.monotonic()
@@ -464,7 +464,7 @@ def test_56_a_running_sqlite_statement_is_interrupted(world_db: str, monkeypatch
         assert err(result, "TOOL_TIMEOUT")
         assert interrupted == ["interrupted"] and elapsed < 5
         # the engine is usable afterwards
-        monkeypatch.setattr(SessionSearch, "_query_sessions", original)
+        monkeypatch.setattr(SqliteSearchBackend, "_query_sessions", original)
         assert "Matching sessions" in ok(tools_for(query).call("session_search", {"query": "alpha"}, caller()))
     finally:
         query.close()
