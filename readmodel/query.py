@@ -68,6 +68,7 @@ from readmodel.store.schema import SURFACE_NAMES, id_sort_key
 from readmodel.search.config import search_config
 from readmodel.search.engine import SessionSearch, search_disabled
 from readmodel.search.sqlite import sqlite_search
+from readmodel.search.summaries import SessionSummaryPage, WorkspaceSummary, summary_page, summary_request, workspaces
 from readmodel.search.vocabulary import SessionEventSearchPage, SessionSearchPage
 from readmodel.store.interface import IndexReader, IndexSource, StoredSession
 from readmodel.store.sqlite import IndexStore
@@ -412,6 +413,25 @@ class SessionQuery:
         ``SESSION_QUERY_SOURCE_CONFLICT``.
         """
         return self._records(signal)
+
+    def list_session_summaries(self, request: Any = None) -> SessionSummaryPage:
+        """``listSessionSummaries`` (sessionq extension, :mod:`readmodel.search.summaries`):
+        a page of titles, workspaces, times and counts in listing order."""
+        normalised = summary_request(request)
+        return self._in_snapshot(lambda txn: summary_page(txn, normalised, self._live_list()))
+
+    def list_workspaces(self) -> list[WorkspaceSummary]:
+        """``listWorkspaces`` (sessionq extension): sessions per ``cwd``, newest activity first."""
+        return self._in_snapshot(lambda txn: workspaces(txn, self._live_list()))
+
+    def _live_list(self) -> list[Any]:
+        return list(self.live.list()) if self.live is not None else []
+
+    def _in_snapshot(self, answer: Callable[[IndexReader | None], T]) -> T:
+        if self.store is None:
+            return answer(None)
+        with self._transaction(None) as txn, _backend_call(None, listing_failed):
+            return answer(txn)
 
     def filter_sessions(self, filters: Any, signal: AbortSignal | None = None) -> list[SessionRecord]:
         """``filterSessions``: the listing restricted by session filters (§3).

@@ -249,6 +249,14 @@ def _status(engine: Any, params: dict[str, Any]) -> bytes:
     return _encode(engine.status())
 
 
+def _list_workspaces(engine: Any, params: dict[str, Any]) -> bytes:
+    return _encode(engine.list_workspaces())
+
+
+def _list_session_summaries(engine: Any, params: dict[str, Any]) -> bytes:
+    return _encode(engine.list_session_summaries(params))
+
+
 METHODS: Final[dict[str, Handler]] = {
     "listSessions": _list_sessions,
     "filterSessions": _filter_sessions,
@@ -265,6 +273,8 @@ METHODS: Final[dict[str, Handler]] = {
     "searchSessions": _search_sessions,
     "searchEvents": _search_events,
     "status": _status,
+    "listWorkspaces": _list_workspaces,
+    "listSessionSummaries": _list_session_summaries,
 }
 
 

@@ -107,6 +107,22 @@ _METHOD_DOCS: Final[dict[str, tuple[str, dict[str, Any]]]] = {
         ),
     ),
     "status": ("status(): index status", _params([])),
+    "listWorkspaces": (
+        "listWorkspaces(): sessions per workspace (cwd), newest activity first (sessionq extension)",
+        _params([]),
+    ),
+    "listSessionSummaries": (
+        "listSessionSummaries({cwd?, createdFrom?, createdTo?, limit?, cursor?}): a page of session titles, "
+        "workspaces, times and event counts in listing order (sessionq extension; cwd null = sessions without one)",
+        _params(
+            [],
+            cwd={"type": ["string", "null"]},
+            createdFrom={"type": "number"},
+            createdTo={"type": "number"},
+            limit={"type": ["integer", "null"], "minimum": 1, "maximum": 500},
+            cursor=_CURSOR,
+        ),
+    ),
 }
 
 

@@ -80,6 +80,36 @@ class EventRow:
         return _decode_seqs(self.replaced) if self.replaced else []
 
 
+@dataclass(frozen=True, slots=True)
+class SummaryWhere:
+    """The session-summary filters (a sessionq extension).
+
+    ``cwd_given`` distinguishes "any workspace" from ``cwd=None`` ("sessions
+    without a workspace"); the times are inclusive ``createdAt`` bounds in ms.
+    """
+
+    cwd_given: bool = False
+    cwd: str | None = None
+    created_from: float | None = None
+    created_to: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRow:
+    """What one page of session summaries reads of a persisted session."""
+
+    sid: int
+    id: str
+    cwd: str | None
+    created_at: float | None
+    parent_session: str | None
+    event_count: int
+    title_seq: int | None
+    status: str
+    error_code: str | None
+    last_activity: Any
+
+
 class IndexReader(Protocol):
     """Queries inside one read snapshot of the index."""
 
@@ -91,6 +121,21 @@ class IndexReader(Protocol):
 
     def list_keyed_headers(self) -> list[tuple[Header, float, bytes]]:
         """Headers in listing order with their sort keys ``(createdAt, id_key)``."""
+
+    def summary_page(self, where: SummaryWhere, limit: int, offset: int) -> list[SummaryRow]:
+        """``limit`` summaries from ``offset`` of the filtered listing (listing order)."""
+
+    def summary_keys(self, where: SummaryWhere) -> list[tuple[float | None, bytes, str]]:
+        """``(createdAt, id_key, id)`` of every filtered session, in listing order (no headers decoded)."""
+
+    def summary_rows(self, session_ids: Sequence[str]) -> dict[str, SummaryRow]:
+        """The summaries of the listed sessions among ``session_ids``."""
+
+    def session_activity(self) -> list[tuple[str, str | None, Any]]:
+        """``(id, cwd, time of the last event)`` of every persisted session."""
+
+    def cursor_key(self) -> tuple[str, bytes]:
+        """``(identity, cursor secret)`` of the index, for signing listing cursors."""
 
     def surface(self, sid: int) -> list[int]:
         """The current surface nodes of a session, in model-history order."""

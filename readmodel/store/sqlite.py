@@ -37,7 +37,7 @@ from readmodel.store.database import open_reader
 from readmodel.projection.lineage import clone_json
 from readmodel.store.schema import MAX_LINK_SPAN
 from readmodel.core.vocabulary import Event, Header
-from readmodel.store.interface import EventRow, StoredSession
+from readmodel.store.interface import EventRow, StoredSession, SummaryRow, SummaryWhere
 
 # Shared by every reading thread: msgspec Decoders keep no per-call state
 # (thread-safe since msgspec 0.16), unlike zstd contexts (see readmodel.store.blocks).
@@ -143,6 +143,39 @@ class SqliteIndexReader:
             return []
         headers = _decode_objects(b"[" + b",".join(row[0] for row in rows) + b"]")
         return [(header, row[1], row[2]) for header, row in zip(headers, rows)]
+
+    # -- session summaries (a sessionq extension) ------------------------------
+
+    def summary_page(self, where: SummaryWhere, limit: int, offset: int) -> list[SummaryRow]:
+        """``limit`` summaries from ``offset`` of the filtered listing (listing order)."""
+        clause, params = _summary_where(where)
+        sql = f"{_SUMMARY_SELECT}{clause} ORDER BY s.created_at DESC, s.id_key LIMIT ? OFFSET ?"
+        return [_summary_row(row) for row in self._cur.execute(sql, (*params, limit, offset))]
+
+    def summary_keys(self, where: SummaryWhere) -> list[tuple[float | None, bytes, str]]:
+        """``(createdAt, id_key, id)`` of every filtered session, in listing order."""
+        clause, params = _summary_where(where)
+        sql = f'SELECT s.created_at, s.id_key, s.id FROM "sessions" s{clause} ORDER BY s.created_at DESC, s.id_key'
+        return self._cur.execute(sql, params).fetchall()
+
+    def summary_rows(self, session_ids: Sequence[str]) -> dict[str, SummaryRow]:
+        """The summaries of the listed sessions among ``session_ids``."""
+        found: dict[str, SummaryRow] = {}
+        for start in range(0, len(session_ids), _IN_CHUNK):
+            chunk = list(session_ids[start : start + _IN_CHUNK])
+            sql = f'{_SUMMARY_SELECT} WHERE s.id IN ({",".join("?" * len(chunk))})'
+            for row in self._cur.execute(sql, chunk):
+                found[row[1]] = _summary_row(row)
+        return found
+
+    def session_activity(self) -> list[tuple[str, str | None, Any]]:
+        """``(id, cwd, time of the last event)`` of every persisted session."""
+        return [(row.id, row.cwd, row.last_activity) for row in map(_summary_row, self._cur.execute(_SUMMARY_SELECT))]
+
+    def cursor_key(self) -> tuple[str, bytes]:
+        """``(identity, cursor secret)`` of the index."""
+        identity, secret = self._cur.execute('SELECT "identity", "cursor_secret" FROM "index_meta"').fetchone()
+        return identity, secret
 
     def surface(self, sid: int) -> list[int]:
         """The current surface nodes of a session, in model-history order.
@@ -266,6 +299,46 @@ class SqliteIndexReader:
             for seq in members:
                 found[seq] = _decode_line(lines[seq - block_first])
         return found
+
+
+# The last event is the later of the last ``events`` row and the last run's
+# last member; each subquery is one seek on a primary key.
+_SUMMARY_SELECT: Final = (
+    'SELECT s.sid, s.id, s.cwd, s.created_at, s.parent_session, s.event_count, s.title_seq, s.status, s.error_code, '
+    '(SELECT e.seq FROM "events" e WHERE e.sid = s.sid ORDER BY e.seq DESC LIMIT 1), '
+    '(SELECT e.time FROM "events" e WHERE e.sid = s.sid ORDER BY e.seq DESC LIMIT 1), '
+    '(SELECT r.first_seq + r.count - 1 FROM "event_runs" r WHERE r.sid = s.sid ORDER BY r.first_seq DESC LIMIT 1), '
+    '(SELECT r.times FROM "event_runs" r WHERE r.sid = s.sid ORDER BY r.first_seq DESC LIMIT 1) '
+    'FROM "sessions" s'
+)
+
+
+def _summary_where(where: SummaryWhere) -> tuple[str, list[Any]]:
+    """The ``WHERE`` clause (bound parameters only) of a summary filter."""
+    terms: list[str] = []
+    params: list[Any] = []
+    if where.cwd_given:
+        if where.cwd is None:
+            terms.append("s.cwd IS NULL")
+        else:
+            terms.append("s.cwd = ?")
+            params.append(where.cwd)
+    if where.created_from is not None:
+        terms.append("s.created_at >= ?")
+        params.append(where.created_from)
+    if where.created_to is not None:
+        terms.append("s.created_at <= ?")
+        params.append(where.created_to)
+    return (" WHERE " + " AND ".join(terms) if terms else ""), params
+
+
+def _summary_row(row: Sequence[Any]) -> SummaryRow:
+    event_seq, event_time, run_last, run_times = row[9:13]
+    if run_last is not None and (event_seq is None or run_last > event_seq):
+        last_activity = unpack_run_times(run_times)[-1]
+    else:
+        last_activity = event_time
+    return SummaryRow(*row[:9], last_activity=last_activity)
 
 
 _GENERATION: Final = 'SELECT "identity", "global_generation" FROM "index_meta"'

@@ -41,6 +41,8 @@ CALLS = [
     ("searchSessions", {"query": "beta", "limit": 2}),
     ("searchEvents", {"sessionId": "root", "query": "alpha"}),
     ("status", {}),
+    ("listWorkspaces", {}),
+    ("listSessionSummaries", {"limit": 2}),
 ]
 
 
