@@ -68,7 +68,7 @@ from readmodel.store.schema import SURFACE_NAMES, id_sort_key
 from readmodel.search.config import search_config
 from readmodel.search.engine import SessionSearch, search_disabled
 from readmodel.search.sqlite import sqlite_search
-from readmodel.search.summaries import SessionSummaryPage, WorkspaceSummary, summary_page, summary_request, workspaces
+from readmodel.search.summaries import SessionSummary, SessionSummaryPage, WorkspaceSummary, summaries_for, summary_page, summary_request, workspaces
 from readmodel.search.vocabulary import SessionEventSearchPage, SessionSearchPage
 from readmodel.store.interface import IndexReader, IndexSource, StoredSession
 from readmodel.store.sqlite import IndexStore
@@ -423,6 +423,10 @@ class SessionQuery:
     def list_workspaces(self) -> list[WorkspaceSummary]:
         """``listWorkspaces`` (sessionq extension): sessions per ``cwd``, newest activity first."""
         return self._in_snapshot(lambda txn: workspaces(txn, self._live_list()))
+
+    def session_summaries(self, session_ids: Sequence[str]) -> dict[str, SessionSummary]:
+        """The summaries of the listed sessions among ``session_ids``, by id (unknown ids are absent)."""
+        return self._in_snapshot(lambda txn: summaries_for(txn, list(session_ids), self._live_list()))
 
     def _live_list(self) -> list[Any]:
         return list(self.live.list()) if self.live is not None else []

@@ -12,6 +12,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 from rich.tree import Tree
 
 
@@ -84,7 +85,9 @@ def _availability(record: dict[str, Any]) -> str:
 
 def print_sessions(records: Sequence[dict[str, Any]]) -> None:
     table = Table(show_edge=False, pad_edge=False)
-    for name in ("created", "id", "cwd", "parent", "source"):
+    table.add_column("created", overflow="fold")
+    id_column(table, "id", [str(record["header"].get("id")) for record in records])
+    for name in ("cwd", "parent", "source"):
         table.add_column(name, overflow="fold")
     for record in records:
         header = record["header"]
@@ -203,7 +206,8 @@ def print_event_trace(trace: dict[str, Any]) -> None:
 
 def print_titles(results: Sequence[dict[str, Any]]) -> None:
     table = Table(show_edge=False, pad_edge=False)
-    for name in ("session", "title", "source", "event", "updated"):
+    id_column(table, "session", [str(result["sessionId"]) for result in results])
+    for name in ("title", "source", "event", "updated"):
         table.add_column(name, overflow="fold")
     for result in results:
         if result["status"] == "rejected":
@@ -225,8 +229,22 @@ def print_titles(results: Sequence[dict[str, Any]]) -> None:
     _console().print(table)
 
 
-def print_search_page(page: dict[str, Any], *, within_session: bool) -> None:
-    """Search hits as a table: rank, where, which event, and the snippet."""
+def id_column(table: Table, name: str, ids: Sequence[str]) -> None:
+    """A column of session ids: never wrapped or cut (other columns give way)."""
+    table.add_column(name, no_wrap=True, min_width=max([len(name), *map(len, ids)]), style="cyan")
+
+
+def highlighted(snippet: str, query: str) -> Text:
+    """``snippet`` with the query's words marked (bold reverse on a terminal)."""
+    text = Text(" ".join(snippet.split()))
+    words = [word for word in query.split() if word]
+    if words:
+        text.highlight_words(words, "bold reverse", case_sensitive=False)
+    return text
+
+
+def print_search_page(page: dict[str, Any], *, within_session: bool, query: str = "", page_number: int = 1, first_rank: int = 1) -> None:
+    """Search hits as a table: rank, where, which event, and the snippet with the matches marked."""
     console = _console()
     if within_session:
         console.print(_header_line(page["session"]))
@@ -237,16 +255,16 @@ def print_search_page(page: dict[str, Any], *, within_session: bool) -> None:
         table = Table(show_edge=False, pad_edge=False)
         table.add_column("#", justify="right")
         if not within_session:
-            table.add_column("session")
+            id_column(table, "session", [hit["header"]["id"] for hit in hits])
         table.add_column("seq", justify="right")
         table.add_column("type")
         table.add_column("surface")
         table.add_column("time")
         table.add_column("snippet", overflow="fold")
-        for rank, hit in enumerate(hits, 1):
+        for rank, hit in enumerate(hits, first_rank):
             event = hit if within_session else hit["bestMatch"]
             where = [] if within_session else [hit["header"]["id"]]
-            table.add_row(str(rank), *where, str(event["seq"]), event["type"], event["surface"], when(event["time"]), event["snippet"])
+            table.add_row(str(rank), *where, str(event["seq"]), event["type"], event["surface"], when(event["time"]), highlighted(event["snippet"], query))
         console.print(table)
     if "nextCursor" in page:
-        console.print(f"[dim]more: --cursor {page['nextCursor']}[/dim]")
+        console.print(f"[dim]more: --page {page_number + 1}, or --cursor {page['nextCursor']}[/dim]")

@@ -1,13 +1,14 @@
 """The read-side ``sessionq`` commands: the exact reads and ``rpc``.
 
-``sessions``, ``read``, ``events``, ``docs``, ``surface``, ``event``,
-``trace``, ``trace-event``, ``title`` and ``rpc`` are plain click commands
+``read``, ``events``, ``docs``, ``surface``, ``event``, ``trace``,
+``trace-event``, ``title``, ``search`` and ``rpc`` are plain click commands
+(``sessions`` in :mod:`readmodel.cli.listing`, ``show`` in :mod:`readmodel.cli.transcript`)
 collected in :data:`COMMANDS`; :mod:`indexer.cli` registers them on the
 ``sessionq`` group (``readmodel`` never imports ``indexer``).
 
 Human output is a table; ``--json`` prints the reference's exact JSON.
-Filters come as flags and/or ``--filters JSON`` (the reference's filter
-array verbatim; flag clauses are appended after it).
+Wherever a session id is taken, a unique prefix of it works
+(:func:`readmodel.cli.inputs.resolve_id`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,19 @@ from typing import Any, TypeVar
 import click
 import msgspec
 
+from readmodel.cli.inputs import PeopleCommand, resolve_id
+from readmodel.cli.options import (
+    builtins,
+    combine,
+    event_clauses,
+    event_filter_options,
+    filters_json_value,
+    open_engine,
+    open_session,
+    session_clauses,
+    session_filter_options,
+    show,
+)
 from readmodel.cli.support import (
     db_option,
     default_attachments,
@@ -33,238 +47,102 @@ from readmodel.cli.support import (
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _open(db: str) -> Any:
-    from readmodel.query import SessionQuery
-
-    return SessionQuery.open(db)
-
-
-def _builtins(value: Any) -> Any:
-    return msgspec.to_builtins(value)
-
-
-class _Number(click.ParamType):
-    """A JSON number: an integer when it reads as one, else a float."""
-
-    name = "number"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int | float:
-        if isinstance(value, (int, float)):
-            return value
-        try:
-            return int(value)
-        except ValueError:
-            pass
-        try:
-            return float(value)
-        except ValueError:
-            self.fail(f"{value!r} is not a number", param, ctx)
-
-
-NUMBER = _Number()
-
-
-def _filters_json(text: str | None) -> list[Any]:
-    """``--filters JSON``: the reference's filter array verbatim (validated by the engine)."""
-    if text is None:
-        return []
-    try:
-        value = msgspec.json.decode(text.encode())
-    except msgspec.DecodeError as exc:
-        raise click.BadParameter(f"not valid JSON: {exc}", param_hint="--filters") from exc
-    # A non-array is passed on: the engine answers SESSION_QUERY_INVALID_FILTER.
-    return value
-
-
-def _range(kind: str, low: Any, high: Any) -> list[dict[str, Any]]:
-    if low is None and high is None:
-        return []
-    clause: dict[str, Any] = {"kind": kind}
-    if low is not None:
-        clause["from"] = low
-    if high is not None:
-        clause["to"] = high
-    return [clause]
-
-
-def _values(kind: str, values: tuple[str, ...], with_null: bool = False) -> list[dict[str, Any]]:
-    if not values and not with_null:
-        return []
-    return [{"kind": kind, "values": [*values, *([None] if with_null else [])]}]
-
-
-def _combine(base: Any, extra: list[dict[str, Any]]) -> Any:
-    if not extra:
-        return base
-    if isinstance(base, list):
-        return [*base, *extra]
-    return base  # invalid --filters: let the engine report it
-
-
-def _options(*options: Callable[[F], F]) -> Callable[[F], F]:
-    """Apply a group of click options (in the order they are listed in --help)."""
-
-    def apply(func: F) -> F:
-        for option in reversed(options):
-            func = option(func)
-        return func
-
-    return apply
-
-
-session_filter_options = _options(
-    click.option("--id", "ids", multiple=True, help="Only these session ids (repeatable)."),
-    click.option("--cwd", "cwds", multiple=True, help="Only sessions in this working directory (repeatable)."),
-    click.option("--no-cwd", is_flag=True, help="Also match sessions without a cwd."),
-    click.option("--parent", "parents", multiple=True, help="Only children of this session (repeatable)."),
-    click.option("--no-parent", is_flag=True, help="Also match sessions without a parent."),
-    click.option("--created-from", type=NUMBER, help="createdAt lower bound (epoch ms, inclusive)."),
-    click.option("--created-to", type=NUMBER, help="createdAt upper bound (epoch ms, inclusive)."),
-)
-
-event_filter_options = _options(
-    click.option("--seq-from", type=NUMBER, help="Event seq lower bound (inclusive)."),
-    click.option("--seq-to", type=NUMBER, help="Event seq upper bound (inclusive)."),
-    click.option("--time-from", type=NUMBER, help="Event time lower bound (epoch ms, inclusive)."),
-    click.option("--time-to", type=NUMBER, help="Event time upper bound (epoch ms, inclusive)."),
-    click.option("--type", "types", multiple=True, help="Only events of this type (repeatable)."),
-    click.option(
-        "--surface", "surfaces", multiple=True, type=click.Choice(["current", "shadowed", "log-only"]), help="Only this surface (repeatable)."
-    ),
-)
-
-
-def _session_clauses(options: dict[str, Any]) -> list[dict[str, Any]]:
-    """Session filter clauses from the ``session_filter_options`` values (consumed)."""
-    return [
-        *_values("id", options.pop("ids")),
-        *_values("cwd", options.pop("cwds"), options.pop("no_cwd")),
-        *_range("created-at", options.pop("created_from"), options.pop("created_to")),
-        *_values("parent", options.pop("parents"), options.pop("no_parent")),
-    ]
-
-
-def _event_clauses(options: dict[str, Any]) -> list[dict[str, Any]]:
-    """Event metadata clauses from the ``event_filter_options`` values (consumed)."""
-    return [
-        *_range("seq", options.pop("seq_from"), options.pop("seq_to")),
-        *_range("time", options.pop("time_from"), options.pop("time_to")),
-        *_values("type", options.pop("types")),
-        *_values("surface", options.pop("surfaces")),
-    ]
-
-
-def _show(value: Any, as_json: bool, printer: str, **extra: Any) -> None:
-    """The exact JSON with ``--json``, else the named table printer of :mod:`readmodel.cli.presentation`."""
-    if as_json:
-        emit_json(value)
-        return
-    from readmodel.cli import presentation
-
-    getattr(presentation, printer)(_builtins(value), **extra)
-
-
 # --------------------------------------------------------------------------- commands
 
 
-@click.command("sessions")
-@session_filter_options
-@click.option("--live", is_flag=True, help="Only sessions that are live (availability).")
-@click.option("--persisted", is_flag=True, help="Only sessions that are persisted (availability).")
-@click.option("--filters", "filters_json", help="A SessionResultFilter[] JSON array.")
-@db_option
-@json_option
-@handles_errors
-def sessions_command(live: bool, persisted: bool, filters_json: str | None, db: str, as_json: bool, **options: Any) -> None:
-    """listSessions / filterSessions: every session, newest first."""
-    availability = tuple(name for name, on in (("live", live), ("persisted", persisted)) if on)
-    clauses = [*_session_clauses(options), *_values("availability", availability)]
-    query = _open(db)
-    if filters_json is None and not clauses:
-        records = query.list_sessions()
-    else:
-        records = query.filter_sessions(_combine(_filters_json(filters_json), clauses))
-    _show(records, as_json, "print_sessions")
+def _examples(*lines: str) -> str:
+    """A click epilog: ``Examples:`` then one command per line, kept as written."""
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
 
 
-@click.command("read")
+@click.command("read", cls=PeopleCommand, epilog=_examples("sessionq read 6f31f323", "sessionq read 6f31f323 --json   the header and every raw event"))
 @click.argument("session_id")
 @db_option
 @json_option
 @handles_errors
 def read_command(session_id: str, db: str, as_json: bool) -> None:
-    """readSession: the header and the complete raw log."""
-    _show(_open(db).read_session(session_id), as_json, "print_log")
+    """Print a session's header and every event of its log, one line each (`show` reads better)."""
+    engine, session_id = open_session(db, session_id)
+    show(engine.read_session(session_id), as_json, "print_log")
 
 
-@click.command("events")
+@click.command("events", cls=PeopleCommand, epilog=_examples("sessionq events 6f31f323"))
 @click.argument("session_id")
 @db_option
 @json_option
 @handles_errors
 def events_command(session_id: str, db: str, as_json: bool) -> None:
-    """listEvents: seq, type, time and surface of every event."""
-    _show(_open(db).list_events(session_id), as_json, "print_records")
+    """List every event of a session: seq, type, time and surface (current, shadowed, log-only)."""
+    engine, session_id = open_session(db, session_id)
+    show(engine.list_events(session_id), as_json, "print_records")
 
 
-@click.command("docs")
+@click.command(
+    "docs",
+    cls=PeopleCommand,
+    epilog=_examples("sessionq docs 6f31f323 --type user/message", "sessionq docs 6f31f323 --text 'frame scanner' --time-from 3h"),
+)
 @click.argument("session_id")
 @event_filter_options
-@click.option("--text", help="Literal, whitespace-flexible, case-insensitive text.")
-@click.option("--filters", "filters_json", help="A SessionEventResultFilter[] JSON array.")
+@click.option("--text", help="Only events containing this text (literal, case-insensitive, any whitespace).")
+@click.option("--filters", "filters_json", metavar="JSON", help="The reference's event filter array, verbatim.")
 @db_option
 @json_option
 @handles_errors
 def docs_command(session_id: str, text: str | None, filters_json: str | None, db: str, as_json: bool, **options: Any) -> None:
-    """filterEvents: the session's semantic documents, filtered."""
-    clauses = [*_event_clauses(options), *([{"kind": "text", "text": text}] if text is not None else [])]
-    _show(_open(db).filter_events(session_id, _combine(_filters_json(filters_json), clauses)), as_json, "print_documents")
+    """List the searchable text of a session's events (messages, tool calls and results), filtered."""
+    clauses = [*event_clauses(options), *([{"kind": "text", "text": text}] if text is not None else [])]
+    engine, session_id = open_session(db, session_id)
+    show(engine.filter_events(session_id, combine(filters_json_value(filters_json), clauses)), as_json, "print_documents")
 
 
-@click.command("surface")
+@click.command("surface", cls=PeopleCommand, epilog=_examples("sessionq surface 6f31f323"))
 @click.argument("session_id")
 @db_option
 @json_option
 @handles_errors
 def surface_command(session_id: str, db: str, as_json: bool) -> None:
-    """readSurface: the current model surface in model-history order."""
-    _show(_open(db).read_surface(session_id), as_json, "print_surface")
+    """List what the model currently sees of a session (its surface), in order."""
+    engine, session_id = open_session(db, session_id)
+    show(engine.read_surface(session_id), as_json, "print_surface")
 
 
-@click.command("event")
+@click.command("event", cls=PeopleCommand, epilog=_examples("sessionq event 6f31f323 16", "sessionq event 6f31f323 16 --before 2 --after 2"))
 @click.argument("session_id")
 @click.argument("seq", type=int)
-@click.option("--before", type=int, help="Events before the target (0..readWindowMax).")
-@click.option("--after", type=int, help="Events after the target (0..readWindowMax).")
+@click.option("--before", type=int, help="Also show this many events before it (0 to 50).")
+@click.option("--after", type=int, help="Also show this many events after it (0 to 50).")
 @db_option
 @json_option
 @handles_errors
 def event_command(session_id: str, seq: int, before: int | None, after: int | None, db: str, as_json: bool) -> None:
-    """readEvent: one event with its neighbours."""
+    """Show one event (by its seq) with the events around it."""
+    engine, session_id = open_session(db, session_id)
     request: dict[str, Any] = {"sessionId": session_id, "seq": seq}
     if before is not None:
         request["before"] = before
     if after is not None:
         request["after"] = after
-    window = _open(db).read_event(request)
+    window = engine.read_event(request)
     if as_json:
         emit_json(window)
         return
     from readmodel.cli.presentation import print_window
 
-    print_window(_builtins(window))
+    print_window(builtins(window))
 
 
-@click.command("trace")
+@click.command("trace", cls=PeopleCommand, epilog=_examples("sessionq trace 6f31f323"))
 @click.argument("session_id")
 @db_option
 @json_option
 @handles_errors
 def trace_command(session_id: str, db: str, as_json: bool) -> None:
-    """traceSession: ancestors and descendants of a session."""
+    """Show a session's family: the sessions that started it (parents) and the subagents it started."""
     from readmodel.projection.lineage import encode_lineage_trace, lineage_trace_to_builtins
 
-    trace = _open(db).trace_session(session_id)
+    engine, session_id = open_session(db, session_id)
+    trace = engine.trace_session(session_id)
     if as_json:
         emit_json_bytes(encode_lineage_trace(trace))
         return
@@ -273,33 +151,42 @@ def trace_command(session_id: str, db: str, as_json: bool) -> None:
     print_lineage(lineage_trace_to_builtins(trace))
 
 
-@click.command("trace-event")
+@click.command("trace-event", cls=PeopleCommand, epilog=_examples("sessionq trace-event 6f31f323 42"))
 @click.argument("session_id")
 @click.argument("seq", type=int)
 @db_option
 @json_option
 @handles_errors
 def trace_event_command(session_id: str, seq: int, db: str, as_json: bool) -> None:
-    """traceEvent: replacements and provenance of one event."""
-    observation = _open(db).trace_event({"sessionId": session_id, "seq": seq})
+    """Show where one event came from and what became of it (replacements, sources, derived events)."""
+    engine, session_id = open_session(db, session_id)
+    observation = engine.trace_event({"sessionId": session_id, "seq": seq})
     if as_json:
         emit_json(observation)
         return
     from readmodel.cli.presentation import print_event_trace
 
-    print_event_trace(_builtins(observation))
+    print_event_trace(builtins(observation))
 
 
-@click.command("title")
+@click.command("title", cls=PeopleCommand, epilog=_examples("sessionq title 6f31f323 9a0b", "sessionq title 6f31f323 --json"))
 @click.argument("session_ids", nargs=-1, required=True)
 @db_option
 @json_option
 @handles_errors
 def title_command(session_ids: tuple[str, ...], db: str, as_json: bool) -> None:
-    """readTitleSnapshots: the title of each session (per-id failures are reported, not fatal)."""
+    """Show the title of each session (a session that cannot be read is reported, not fatal)."""
+    from readmodel.core.errors import SessionQueryError
     from readmodel.core.requests import title_result_to_builtins
 
-    results = [title_result_to_builtins(result) for result in _open(db).read_title_snapshots(list(session_ids))]
+    engine = open_engine(db)
+    resolved = []
+    for text in session_ids:
+        try:
+            resolved.append(resolve_id(engine, text))
+        except SessionQueryError:
+            resolved.append(text)  # an ambiguous prefix: answered per id as not found
+    results = [title_result_to_builtins(result) for result in engine.read_title_snapshots(resolved)]
     if as_json:
         emit_json(results)
         return
@@ -308,15 +195,25 @@ def title_command(session_ids: tuple[str, ...], db: str, as_json: bool) -> None:
     print_titles(results)
 
 
-@click.command("search")
+@click.command(
+    "search",
+    cls=PeopleCommand,
+    epilog=_examples(
+        "sessionq search 'frame scanner'",
+        "sessionq search 'frame scanner' --page 2",
+        "sessionq search zstd --cwd ~/work/app --created-from 2026-08-01",
+        "sessionq search 'disk full' --session 6f31f323 --type tool/result",
+    ),
+)
 @click.argument("query")
-@click.option("--session", "session_id", help="Search within this session (searchEvents) instead of across sessions.")
-@click.option("--limit", type=int, help="Page size (default 20, at most 100).")
-@click.option("--cursor", help="Continue from a previous page's nextCursor.")
+@click.option("--session", "session_id", help="Search within this one session (an id or a unique prefix).")
+@click.option("--limit", type=int, help="Matches per page (default 20, at most 100).")
+@click.option("--page", type=click.IntRange(min=1), help="Show page N (follows the cursors from page 1).")
+@click.option("--cursor", help="Continue from the cursor a previous page printed.")
 @session_filter_options
 @event_filter_options
-@click.option("--session-filters", "session_filters_json", help="A SessionResultFilter[] JSON array.")
-@click.option("--event-filters", "event_filters_json", help="A SessionEventMetadataFilter[] JSON array.")
+@click.option("--session-filters", "session_filters_json", metavar="JSON", help="The reference's session filter array, verbatim.")
+@click.option("--event-filters", "event_filters_json", metavar="JSON", help="The reference's event metadata filter array, verbatim.")
 @db_option
 @json_option
 @handles_errors
@@ -324,6 +221,7 @@ def search_command(
     query: str,
     session_id: str | None,
     limit: int | None,
+    page: int | None,
     cursor: str | None,
     session_filters_json: str | None,
     event_filters_json: str | None,
@@ -331,30 +229,52 @@ def search_command(
     as_json: bool,
     **options: Any,
 ) -> None:
-    """searchSessions (ranked, one hit per session) or, with --session, searchEvents."""
-    event_filters = _combine(_filters_json(event_filters_json), _event_clauses(options))
-    session_filters = _combine(_filters_json(session_filters_json), _session_clauses(options))
+    """Search every session's text (ranked, best session first), or one session's with --session."""
+    if page is not None and cursor is not None:
+        raise click.UsageError("give --page or --cursor, not both")
+    event_filters = combine(filters_json_value(event_filters_json), event_clauses(options))
+    session_filters = combine(filters_json_value(session_filters_json), session_clauses(options))
     request: dict[str, Any] = {"query": query}
     if limit is not None:
         request["limit"] = limit
     if cursor is not None:
         request["cursor"] = cursor
-    engine = _open(db)
+    engine = open_engine(db)
     if session_id is not None:
-        page = engine.search_events({**request, "sessionId": session_id, "filters": event_filters})
+        session_id = resolve_id(engine, session_id)
+        request.update(sessionId=session_id, filters=event_filters)
+        run = engine.search_events
     else:
-        page = engine.search_sessions({**request, "sessionFilters": session_filters, "eventFilters": event_filters})
-    _show(page, as_json, "print_search_page", within_session=session_id is not None)
+        request.update(sessionFilters=session_filters, eventFilters=event_filters)
+        run = engine.search_sessions
+    result = run(request)
+    for _ in range((page or 1) - 1):
+        if result.next_cursor is msgspec.UNSET:
+            raise click.ClickException(f"there is no page {page}: the matches end before it")
+        result = run({**request, "cursor": result.next_cursor})
+    number = page or 1
+    first_rank = (number - 1) * (limit or 20) + 1
+    show(result, as_json, "print_search_page", within_session=session_id is not None, query=query, page_number=number, first_rank=first_rank)
 
 
-@click.command("rpc")
+def _rpc_help() -> str:
+    from readmodel.rpc import METHODS
+
+    return (
+        "Answer JSON-RPC 2.0 requests on stdin, one JSON object per line, until end of input.\n\n"
+        "\b\nMethods: " + ", ".join(METHODS) + "\n\n"
+        "\b\nExample:\n"
+        """  echo '{"jsonrpc":"2.0","id":1,"method":"listSessionSummaries","params":{"limit":5}}' | sessionq rpc"""
+    )
+
+
+@click.command("rpc", help=_rpc_help(), short_help="Answer JSON-RPC 2.0 requests on stdin (one per line).")
 @db_option
 def rpc_command(db: str) -> None:
-    """JSON-RPC 2.0 over stdin/stdout, one JSON object per line; exits 0 at end of input."""
     from readmodel.rpc import Dispatcher, serve
 
     refuse_impossible_db(db)
-    dispatcher = Dispatcher(lambda: _open(db))
+    dispatcher = Dispatcher(lambda: open_engine(db))
     try:
         serve(dispatcher, sys.stdin.buffer, sys.stdout.buffer)
     except KeyboardInterrupt:
@@ -364,8 +284,12 @@ def rpc_command(db: str) -> None:
         sys.stderr.close()
 
 
+from readmodel.cli.listing import sessions_command  # noqa: E402
+from readmodel.cli.transcript import show_command  # noqa: E402
+
 COMMANDS: list[click.Command] = [
     sessions_command,
+    show_command,
     read_command,
     events_command,
     docs_command,
@@ -470,7 +394,7 @@ def export_command(
 
     def engine() -> Any:
         if not engines:
-            engines.append(_open(db))
+            engines.append(open_engine(db))
         return engines[0]
 
     exporter = Exporter(db, engine, root, AttachmentStore(attachments))

@@ -257,3 +257,13 @@ def workspaces(reader: IndexReader | None, live_sessions: Iterable[Any]) -> list
             entry[1] = last
     found = [WorkspaceSummary(cwd=cwd, session_count=n, last_activity=last) for cwd, (n, last) in counts.items()]
     return sorted(found, key=_newest_first)
+
+
+def summaries_for(reader: IndexReader | None, session_ids: Sequence[str], live_sessions: Iterable[Any]) -> dict[str, SessionSummary]:
+    """The summaries of the sessions among ``session_ids``, by id (a live session wins)."""
+    wanted = set(session_ids)
+    live = {s.id: s for s in map(_live_summary, live_sessions) if s.id in wanted}
+    rows = reader.summary_rows([i for i in session_ids if i not in live]) if reader is not None else {}
+    found = {session_id: _stored_summary(reader, row) for session_id, row in rows.items()}  # type: ignore[arg-type]
+    found.update(live)
+    return found

@@ -134,6 +134,9 @@ class IndexReader(Protocol):
     def session_activity(self) -> list[tuple[str, str | None, Any]]:
         """``(id, cwd, time of the last event)`` of every persisted session."""
 
+    def ids_with_prefix(self, prefix: str, limit: int) -> list[str]:
+        """Up to ``limit`` listed session ids starting with ``prefix``, in code-point order."""
+
     def cursor_key(self) -> tuple[str, bytes]:
         """``(identity, cursor secret)`` of the index, for signing listing cursors."""
 

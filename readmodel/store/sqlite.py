@@ -172,6 +172,11 @@ class SqliteIndexReader:
         """``(id, cwd, time of the last event)`` of every persisted session."""
         return [(row.id, row.cwd, row.last_activity) for row in map(_summary_row, self._cur.execute(_SUMMARY_SELECT))]
 
+    def ids_with_prefix(self, prefix: str, limit: int) -> list[str]:
+        """Up to ``limit`` listed ids starting with ``prefix`` (a range scan of the id index)."""
+        sql = 'SELECT "id" FROM "sessions" WHERE "id" >= ?1 AND "id" <= ?1 || char(1114111) AND substr("id", 1, length(?1)) = ?1 ORDER BY "id" LIMIT ?2'
+        return [row[0] for row in self._cur.execute(sql, (prefix, limit))]
+
     def cursor_key(self) -> tuple[str, bytes]:
         """``(identity, cursor secret)`` of the index."""
         identity, secret = self._cur.execute('SELECT "identity", "cursor_secret" FROM "index_meta"').fetchone()
