@@ -1,0 +1,12 @@
+"""The optional C extension (readmodel/search/_ftsaux.c: FTS5 auxiliary functions).
+
+Everything else about the package is in pyproject.toml; the extension is
+declared here because setuptools still calls ``[tool.setuptools.ext-modules]``
+experimental and warns on every install.  ``optional=True``: without a C
+compiler or SQLite's headers the install succeeds and search uses its
+pure-SQL paths.
+"""
+
+from setuptools import Extension, setup
+
+setup(ext_modules=[Extension("readmodel.search._ftsaux", sources=["readmodel/search/_ftsaux.c"], libraries=["sqlite3"], optional=True)])
