@@ -7,6 +7,7 @@ No traceback is printed unless ``--debug`` is given.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -56,7 +57,11 @@ def inspect(session_id: str, root: str, compression: str, as_json: bool) -> None
     try:
         log = inspect_session(root, session_id, mode)
     except (LayoutError, ValueError, OSError) as exc:
-        raise as_query_error(exc, session_id) from exc
+        error = as_query_error(exc, session_id)
+        if not as_json and error.code == "SESSION_QUERY_SESSION_NOT_FOUND":
+            # People need to know where it looked; --json keeps the reference's exact message.
+            error = type(error)(error.code, f"{error.message} under the root {os.path.abspath(root)} (--root or $SESSIONQ_ROOT names another)")
+        raise error from exc
     view = inspect_view(log)
     if as_json:
         emit_json(view)

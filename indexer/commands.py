@@ -13,7 +13,7 @@ import glob
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import click
 
@@ -201,12 +201,21 @@ def _note_root_change(engine: Any, root: str) -> None:
         )
 
 
+EXPECTED_LAYOUT: Final = "<root>/<project>/<session-id>/session.jsonl.zstd (or session.jsonl)"
+
+
 def _summary(root: str, db: str, report: Any) -> str:
     changes = f"{report.reloaded} loaded, {report.appended} appended, {report.deleted} removed, {report.failed} failed, {report.unchanged} unchanged"
-    return (
+    line = (
         f"indexed {report.scanned} sessions from {root} into {db} in {report.seconds:.2f} s "
         f"({changes}; {report.events} events written; {report.problems} layout problems)"
     )
+    if report.scanned == 0:
+        # An empty or mis-laid root: say what a root looks like (and where the problems are listed).
+        line += f"\nno session logs found under {root}; expected {EXPECTED_LAYOUT}"
+        if report.problems:
+            line += "; `sessionq status` lists the files that did not fit"
+    return line
 
 
 # -- status ------------------------------------------------------------------------------

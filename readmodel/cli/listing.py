@@ -121,7 +121,7 @@ def print_table(rows: Sequence[dict[str, Any]], total: int) -> None:
     rest = console.width - (id_w + created_w + active_w + events_w) - 5 * len(_GAP)
     title_w = max(5, rest * 3 // 5)
     space_w = max(1, rest - title_w)
-    head = _GAP.join(["id".ljust(id_w), "created".rjust(created_w), "active".rjust(active_w), "events".rjust(events_w), "title".ljust(title_w), "workspace"])
+    head = _GAP.join(["id".ljust(id_w), "created".rjust(created_w), "active".rjust(active_w), "events".rjust(events_w), "title".ljust(title_w), clip("workspace", space_w)])
     console.print(Text(head, style="bold"), no_wrap=True, crop=False, overflow="ignore")
     for session_id, created, active, events, row in cells:
         line = Text(session_id.ljust(id_w), style="cyan")

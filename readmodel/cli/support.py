@@ -142,8 +142,8 @@ def db_option(func: F) -> F:
         "--db",
         "db",
         default=default_db,
-        show_default="$SESSIONQ_DB or $XDG_DATA_HOME/sessionq/index.db",
-        help="The index database (a path, or a SQLAlchemy URL).",
+        show_default="$SESSIONQ_DB, else $XDG_DATA_HOME/sessionq/index.db, i.e. ~/.local/share/sessionq/index.db",
+        help="The index database (a path, or a SQLAlchemy URL); the one scripts/run writes by default.",
     )(func)
 
 

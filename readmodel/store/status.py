@@ -235,7 +235,7 @@ def format_status(status: dict[str, Any]) -> str:
             lines.append(f"  repair: {status['repair']}")
     if status["sessionsInError"]:
         lines.append("sessions in error:")
-        lines += [f"  {row['sessionId']}  {row['code']}  {row['message']}" for row in status["sessionsInError"]]
+        lines += [f"  {row['sessionId']}  {row['code']}  {row['message']}\n    log: {row['path']}" for row in status["sessionsInError"]]
     if status["layoutProblems"]:
         lines.append("layout problems:")
         lines += [f"  {row['kind']}  {row['message']}" for row in status["layoutProblems"]]
