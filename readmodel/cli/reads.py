@@ -383,8 +383,9 @@ def export_command(
     """Write the ZIP the HTTP export endpoint serves."""
     import os
 
-    from readmodel.export.artifacts import AttachmentStore
+    from readmodel.core.errors import SessionQueryError
     from readmodel.export.archive import Exporter, safe_id
+    from readmodel.export.artifacts import AttachmentStore
 
     if attachments is None:
         attachments = default_attachments()
@@ -398,6 +399,10 @@ def export_command(
         return engines[0]
 
     exporter = Exporter(db, engine, root, AttachmentStore(attachments))
+    try:
+        session_id = resolve_id(engine(), session_id)  # a unique id prefix names its session
+    except SessionQueryError as error:
+        raise click.ClickException(error.message) from None
     try:
         prepared = exporter.prepare(session_id)
     except Exception as error:  # noqa: BLE001

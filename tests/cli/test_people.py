@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -185,3 +186,12 @@ def test_status_shows_the_path_of_each_corrupt_log(tmp_path: Path) -> None:
     assert [row["sessionId"] for row in status["sessionsInError"]] == ["broken"]
     out = sessionq("status", "--db", db).stdout
     assert f"log: {status['sessionsInError'][0]['path']}" in out and "session.jsonl.zstd" in out
+
+
+def test_export_takes_a_unique_id_prefix(db: str, tmp_path: Path) -> None:
+    target = tmp_path / "out.zip"
+    result = sessionq("export", UUID_B[:8], "-o", str(target), "--db", db)
+    assert result.returncode == 0, result.stderr
+    with zipfile.ZipFile(target) as archive:
+        assert "session.jsonl" in archive.namelist()
+        assert UUID_B in archive.read("session.jsonl").decode()
