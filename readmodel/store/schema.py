@@ -6,7 +6,8 @@ The index is a projection of the logs, rebuilt from them at will.  Its tables:
     One row: the random index identity (cursors bind to it), the random
     secret that signs search cursors (never shown), the global generation
     (bumped by every transaction that changes the corpus), the root it
-    projects and when it was last reconciled.
+    projects, when it was last reconciled, and the fingerprint of the secret
+    redaction its documents were derived with.
 ``sessions``
     One row per transcript: the header (exact JSON plus typed columns for
     filters and ordering), where decoding stopped (byte offset, fingerprint and
@@ -66,7 +67,7 @@ from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, SURFACE_NAMES,
 APPLICATION_ID: Final = 0x53515849  # "SQXI"
 """``PRAGMA application_id`` of a sessionq index; any other non-zero id is foreign."""
 
-SCHEMA_REVISION: Final = "0006"
+SCHEMA_REVISION: Final = "0007"
 """The Alembic head revision this code reads and writes."""
 
 
@@ -84,6 +85,7 @@ index_meta = Table(
     Column("last_reconcile_at", Float),
     Column("last_reconcile_seconds", Float),
     Column("cursor_secret", LargeBinary, nullable=False),  # migration 0006
+    Column("redaction", Text),  # migration 0007: the documents' redaction fingerprint (NULL: never stored)
 )
 
 sessions = Table(
