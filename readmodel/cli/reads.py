@@ -342,9 +342,8 @@ def serve_command(
     max_connections: int,
 ) -> None:
     """HTTP API (/api/rpc/<method>, /api/session.export) and the web page."""
-    import uvicorn
-
-    from readmodel.http.app import LOOPBACK_NAMES, Limits, create_app, is_loopback, server_config
+    from readmodel.http.app import LOOPBACK_NAMES, Limits, StartupError, bind_listener, check_index, create_app, is_loopback, server_config
+    from readmodel.http.app import server as http_server
 
     refuse_impossible_db(db)
     if root is None:
@@ -357,10 +356,17 @@ def serve_command(
             raise click.UsageError("--token is required when binding to a non-loopback address")
         hosts.append(host if ":" not in host else f"[{host}]")
     limits = Limits(max_body=max_body, read_timeout=read_timeout, max_connections=max_connections)
+    try:  # one line and exit 1 before uvicorn says anything: no index, or the port is taken
+        check_index(db)
+        listening = bind_listener(host, port)
+    except StartupError as exc:
+        raise click.ClickException(str(exc)) from None
     app = create_app(db, root=root, attachments=attachments, token=token, allowed_hosts=hosts, port=port, limits=limits)
-    server = uvicorn.Server(server_config(app, host, port, limits))
+    server = http_server(server_config(app, host, port, limits))
+    shown = f"[{host}]" if ":" in host else host
+    click.echo(f"sessionq: serving http://{shown}:{port}/ (Ctrl+C stops)", err=True)  # uvicorn names no URL for a given socket
     try:
-        server.run()
+        server.run(sockets=[listening])
     except KeyboardInterrupt:
         pass
     if not server.started:

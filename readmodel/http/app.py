@@ -10,6 +10,8 @@
 * ``GET /api/rpc/<method>?name=value…`` — the same calls with the params in
   the query string (string params verbatim, all others as JSON values), for
   links and ``curl``;
+* ``GET /api/events`` — index generations as server-sent events
+  (:mod:`readmodel.http.events`, a sessionq extension the page listens to);
 * ``GET /api/openapi.json`` and the static page at ``/``.
 
 Safety: a Host-header allow-list (DNS-rebinding defence) and an optional
@@ -28,9 +30,11 @@ the server-side bounds to uvicorn.
 from __future__ import annotations
 
 import asyncio
+import errno
 import hmac
 import ipaddress
 import logging
+import socket
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -55,6 +59,7 @@ from readmodel.export.artifacts import (
     AttachmentStore,
 )
 from readmodel.core.errors import SessionQueryError
+from readmodel.http.events import EVENTS_PATH, FeedLimits, GenerationFeed
 from readmodel.http.openapi import openapi_document, query_params
 from readmodel.rpc import METHODS, JsonTextError, RpcError, _as_rpc_error, decode_json_text
 
@@ -177,6 +182,7 @@ def create_app(
     compression_level: int = DEFAULT_LEVEL,
     engine: Any = None,
     limits: Limits = Limits(),
+    feed_limits: FeedLimits = FeedLimits(),
 ) -> Starlette:
     """The sessionq HTTP app over the index ``db``.
 
@@ -185,7 +191,8 @@ def create_app(
     (or none).  With ``token`` every ``/api/`` request needs
     ``Authorization: Bearer <token>``; the export download alone also accepts
     ``?access_token=`` (a link cannot carry a header).  ``limits`` bounds
-    request bodies (size and read time).
+    request bodies (size and read time); ``feed_limits`` the event stream
+    (poll interval, heartbeat, subscribers).
     """
     hosts = frozenset(h.lower() for h in (LOOPBACK_NAMES if allowed_hosts is None else allowed_hosts))
     lock = threading.Lock()
@@ -199,6 +206,7 @@ def create_app(
                 state["engine"] = SessionQuery.open(db)
             return state["engine"]
 
+    feed = GenerationFeed(get_engine, feed_limits)
     store = AttachmentStore(attachments) if attachments is not None else None
     exporter = Exporter(db, get_engine, root, store, compression_level)
 
@@ -311,6 +319,7 @@ def create_app(
         Route(EXPORT_PATH, export, methods=["GET", "HEAD"]),
         Route("/api/rpc/{method}", rpc, methods=["GET", "POST"]),
         Route("/api/openapi.json", openapi, methods=["GET"]),
+        Route(EVENTS_PATH, feed.endpoint, methods=["GET"]),
     ]
     app = Starlette(routes=routes)
 
@@ -330,6 +339,7 @@ def create_app(
     inner = app.build_middleware_stack()
     app.middleware_stack = guarded  # type: ignore[assignment]
     app.state.exporter = exporter
+    app.state.feed = feed
     return app
 
 
@@ -431,6 +441,56 @@ def server_config(app: Any, host: str, port: int, limits: Limits = Limits(), **o
     if not any(isinstance(f, AccessTokenScrubber) for f in access.filters):
         access.addFilter(AccessTokenScrubber())
     return config
+
+
+class StartupError(Exception):
+    """Why ``sessionq serve`` cannot start (one line, no traceback)."""
+
+
+def check_index(db: str) -> None:
+    """Raise :class:`StartupError` unless ``db`` is a sessionq index this
+    version reads (missing, empty, foreign, another revision, damaged)."""
+    from readmodel.store.database import open_reader
+
+    try:
+        open_reader(db).dispose()
+    except SessionQueryError as exc:
+        raise StartupError(exc.message) from None
+
+
+def bind_listener(host: str, port: int) -> socket.socket:
+    """The listening socket for ``host:port``, bound now so that a taken port
+    (or an unknown host) is one :class:`StartupError` before the server starts."""
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+    except OSError as exc:
+        raise StartupError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: restarts do not wait for TIME_WAIT
+        sock.bind((host, port))
+        sock.listen(Limits.backlog)
+        sock.set_inheritable(True)
+    except OSError as exc:
+        sock.close()
+        reason = "the port is already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
+        raise StartupError(f"cannot listen on {host}:{port}: {reason}") from None
+    return sock
+
+
+def server(config: uvicorn.Config) -> uvicorn.Server:
+    """A uvicorn server for ``config`` whose graceful shutdown first ends the
+    app's event streams (an open page would otherwise hold it forever)."""
+    import uvicorn
+
+    class Server(uvicorn.Server):  # type: ignore[misc]
+        async def shutdown(self, sockets: Any = None) -> None:
+            feed = getattr(getattr(self.config.app, "state", None), "feed", None)
+            if feed is not None:
+                feed.close()
+            await super().shutdown(sockets)
+
+    return Server(config)
 
 
 def _plain(text: str, status: int, head: bool) -> Response:

@@ -15,7 +15,7 @@ import httpx
 import pytest
 import uvicorn
 
-from readmodel.http.app import create_app
+from readmodel.http.app import create_app, server as make_server
 from tests.http.conftest import Site
 from tests.http.test_export import lineage
 from tests.logfactory import header, user, write_log
@@ -32,7 +32,7 @@ def serving(site: Site, **options: Any) -> Iterator[str]:
     """The real app on uvicorn in a thread, on a free loopback port; yields its base URL."""
     port = free_port()
     app = create_app(str(site.db), root=str(site.root), attachments=str(site.attachments), port=port, **options)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical"))
+    server = make_server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
