@@ -21,6 +21,7 @@ from readmodel.cli.support import db_option as _db_option
 from readmodel.cli.support import root_option as _root_option
 from readmodel.cli.support import emit_json
 from readmodel.cli.support import handles_errors as _handles_errors
+from readmodel.cli.support import redact_option as _redact_option
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -57,6 +58,7 @@ def _root_has_transcripts(root: str) -> bool:
 @click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True, help="key=value lines, or one JSON object per line.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar for the initial pass.  [default: when stderr is a terminal]")
 @click.option("--workers", type=click.IntRange(min=0), default=None, metavar="N", help="Processes that prepare new sessions in large passes; the one writer commits them.  [default: one per core, at most 4; 0: the writer alone]")
+@_redact_option
 @_handles_errors
 def index_command(
     root: str,
@@ -72,6 +74,7 @@ def index_command(
     log_format: str,
     progress: bool | None,
     workers: int | None,
+    redact: str,
 ) -> None:
     """Reconcile the root into the index, then keep watching (the indexer daemon).
 
@@ -121,6 +124,7 @@ def index_command(
             mode,
             settle_seconds=settle if settle is not None else (0.0 if once else DEFAULT_SETTLE_SECONDS),
             workers=workers,
+            redact=redact.lower(),  # type: ignore[arg-type]  # a click.Choice of the policies
         )
         options = DaemonOptions(
             poll=poll,

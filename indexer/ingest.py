@@ -77,6 +77,7 @@ def ingest_log(
     stored_title_seq: int | None = None,
     fts: FtsSink | None = None,
     surface_keys: dict[int, int] | None = None,
+    redact_documents: bool = True,
 ) -> LogOutcome:
     """Decode ``path`` (from ``resume`` when given) and write its rows for session ``sid``.
 
@@ -85,6 +86,7 @@ def ingest_log(
     ``surface_keys`` the projectors answer surface-key lookups of rows they
     already flushed from that map instead of the database: required when
     ``cur`` cannot read, i.e. for a session read from the start elsewhere.
+    ``redact_documents`` replaces detected secrets in documents by markers.
 
     Raises what the reader raises for a bad log (the caller rolls back the
     session's savepoint) and :class:`~indexer.reader.ResumeMismatch` when the
@@ -95,7 +97,7 @@ def ingest_log(
         # Synthetic tail rows of an earlier settled view: the writer moved on.
         unshadow_from(cur, sid, stored_synthetic_from)
         delete_session_rows(cur, sid, stored_synthetic_from, synthetic_only=True)
-    projector = SessionProjector(cur, sid, first_seq, fts=fts, surface_keys=surface_keys)
+    projector = SessionProjector(cur, sid, first_seq, fts=fts, surface_keys=surface_keys, redact_documents=redact_documents)
     if resume is not None:
         projector.continue_last_block()
     reader = LogReader(
@@ -120,7 +122,7 @@ def ingest_log(
     title_seq = projector.title_seq if projector.title_seq is not None else stored_title_seq
     held = False
     if has_tail and settled:
-        tail = SessionProjector(cur, sid, stored_count, synthetic=True, fts=fts, surface_keys=surface_keys)
+        tail = SessionProjector(cur, sid, stored_count, synthetic=True, fts=fts, surface_keys=surface_keys, redact_documents=redact_documents)
         for seq, shadowed in decoded.tail_replacements:
             tail.replacement(seq, shadowed)
         tail.add([*decoded.recovered, *decoded.closers])

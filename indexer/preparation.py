@@ -212,6 +212,7 @@ class PrepTask(msgspec.Struct, array_like=True):
     header: dict[str, Any]
     settled: bool
     size: int
+    redact: bool = True  # documents get secret markers (readmodel.projection.secrets)
 
 
 class Prepared(msgspec.Struct):
@@ -296,7 +297,7 @@ def _prepare_one(task: PrepTask, compression: Compression, root: str) -> Prepare
     try:
         outcome = ingest_log(
             cursor, task.sid, task.path, compression, root, task.header, None, task.settled,
-            fts=FtsRecording(cursor), surface_keys={},
+            fts=FtsRecording(cursor), surface_keys={}, redact_documents=task.redact,
         )  # fmt: skip
     except BAD_LOG_ERRORS as exc:
         return Prepared(task.path, task.sid, failure=failure_of(exc, task.header["id"]))
@@ -333,7 +334,7 @@ def stream_session(task: PrepTask, compression: str, root: str, connection: Any,
         try:
             outcome = ingest_log(
                 cursor, task.sid, task.path, Compression(compression), root, task.header, None, task.settled,
-                fts=FtsRecording(cursor), surface_keys={},
+                fts=FtsRecording(cursor), surface_keys={}, redact_documents=task.redact,
             )  # fmt: skip
             cursor.send()
         except BAD_LOG_ERRORS as exc:

@@ -41,6 +41,7 @@ from readmodel.store.blocks import (
     unpack_run_types,
 )
 from readmodel.projection.extraction import TEXT_EVENT_TYPES, extract_event_text
+from readmodel.projection.secrets import redact
 from readmodel.core.jsvalues import MAX_SAFE_INTEGER
 from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, docid
 from readmodel.projection.surface import SURFACE_EVENT_TYPES, tool_result_fingerprint
@@ -164,6 +165,10 @@ class DeferredFts:
 class SessionProjector:
     """Writes one session's events; ``add`` is the reader's sink.
 
+    With ``redact_documents`` (the default) every secret
+    :func:`readmodel.projection.secrets.redact` detects in a document is
+    replaced by its marker before the document is stored or indexed.
+
     With ``fts`` the session's FTS5 rows go to that buffer (the caller writes
     it before committing); without it they are inserted at each flush.  A
     synthetic projector (a settled tail's inspect view, replaced whenever the
@@ -185,8 +190,11 @@ class SessionProjector:
         flush_events: int = FLUSH_EVENTS,
         fts: Any = None,
         surface_keys: dict[int, int] | None = None,
+        redact_documents: bool = True,
     ) -> None:
         self.cur = cursor
+        # Detected secrets become markers in the documents (and so in FTS5 and snippets).
+        self.redact_documents = redact_documents
         # Surface keys of rows already flushed, kept when the cursor cannot be
         # read back (a preparation process); None: look them up in the database.
         self.surface_keys = surface_keys
@@ -359,6 +367,8 @@ class SessionProjector:
             return
         if text:
             text = sanitize_document(text)
+            if self.redact_documents:
+                text = redact(text)
             self.doc_index[seq] = len(self.docs)
             self.docs.append([docid(self.sid, seq), self.sid, seq, etype, event.get("time"), surface, len(text), text])
 

@@ -26,6 +26,7 @@ import msgspec
 from sqlalchemy import Engine
 
 from readmodel.core.clipping import clip_path, clip_repr
+from readmodel.projection.secrets import Policy, index_fingerprint, policy_from_env, redacts_index
 
 from .ingest import LogOutcome, ingest_log, session_columns
 from .layout import Compression, LayoutProblem, discover, expected_transcript_path, revision_token, same_file
@@ -106,8 +107,16 @@ class Reconciler:
         progress: Callable[[int, int, int], None] | None = None,
         workers: int | None = None,
         parallel_min_bytes: int | None = None,
+        redact: Policy | None = None,
     ) -> None:
         self.engine = engine
+        # The secret-redaction policy (``$SESSIONQ_REDACT`` unless given) and the
+        # fingerprint of the documents it derives; an index holding documents of
+        # another fingerprint is re-derived by the next full pass.
+        self.policy = policy_from_env(redact)
+        self.redact_documents = redacts_index(self.policy)
+        self.fingerprint = index_fingerprint(self.policy)
+        self._rederive = False
         self.root = os.path.abspath(os.fspath(root))
         self.compression = compression
         self.settle_seconds = settle_seconds
@@ -175,6 +184,8 @@ class Reconciler:
         items: list[_Observed] = []
         with self.engine.connect() as conn:
             cur = conn.connection.driver_connection.cursor()
+            if _stored_fingerprint(cur) != self.fingerprint:
+                return self.reconcile()  # documents of other rules: re-derive them all first
             for path in sorted({os.path.abspath(p) for p in paths}):
                 item = self._observe(path)
                 if item.problem is not None or _clashes(cur, item) or _has_problem(cur, path) or _beside_opposite(path, self.compression):
@@ -228,6 +239,9 @@ class Reconciler:
             cur = dbapi.cursor()
             if full:
                 stored = {row[1]: row for row in cur.execute(_SELECT_SESSIONS)}
+                self._rederive = bool(stored) and _stored_fingerprint(cur) != self.fingerprint
+                if self._rederive:
+                    log.info("re-deriving every session's documents (redaction fingerprint %s)", self.fingerprint)
             else:
                 # A targeted pass reads only its own rows: loading every row (and its
                 # resume blob) costs ~60 ms per pass at 10k sessions.
@@ -245,7 +259,10 @@ class Reconciler:
             self._preparer = self._start_preparer(todo, stored, now)
             try:
                 self._transactions(cur, stored, todo, gone, problems, now, report)
+                if full:
+                    self._store_fingerprint(cur)
             finally:
+                self._rederive = False
                 if self._preparer is not None:
                     self._preparer.close()
                     report.worker_cpu_seconds += self._preparer.cpu_seconds
@@ -306,6 +323,13 @@ class Reconciler:
                 self._abandon_transaction(cur, exc)
                 raise
 
+    def _store_fingerprint(self, cur: sqlite3.Cursor) -> None:
+        """After a complete full pass every document is derived with this reconciler's fingerprint."""
+        if _stored_fingerprint(cur) != self.fingerprint:
+            cur.execute("BEGIN IMMEDIATE")
+            cur.execute('UPDATE "index_meta" SET "redaction" = ?', (self.fingerprint,))
+            cur.execute("COMMIT")
+
     def _abandon_transaction(self, cur: sqlite3.Cursor, failure: BaseException) -> None:
         """Undo the open transaction after ``failure`` without masking it.
 
@@ -342,7 +366,7 @@ class Reconciler:
             if item.path in stored or item.stat.st_size > PREPARE_MAX_BYTES:
                 continue
             settled = now - item.stat.st_mtime >= self.settle_seconds
-            tasks.append(PrepTask(item.path, self._allocate_sid(), item.header, settled, item.stat.st_size))
+            tasks.append(PrepTask(item.path, self._allocate_sid(), item.header, settled, item.stat.st_size, self.redact_documents))
         if not tasks or sum(task.size for task in tasks) < self.parallel_min_bytes:
             self._next_sid -= len(tasks)  # nothing handed out: the sids are free again
             return None
@@ -354,7 +378,7 @@ class Reconciler:
         return sid
 
     def _needs_work(self, row: tuple[Any, ...] | None, item: _Observed, now: float) -> bool:
-        if row is None or item.stat is None:
+        if row is None or item.stat is None or self._rederive:
             return True
         if row[2] != revision_token(item.stat):
             return True
@@ -370,7 +394,8 @@ class Reconciler:
         sid = row[0] if row is not None and row[6] == header["id"] else None
         prepared = self._preparer.take(item.path) if self._preparer is not None and row is None else None
         resume: ResumePoint | None = None
-        if sid is not None and row is not None and row[3] is not None and row[5] == "ok":
+        # Re-derivation reloads the log from the start (rows of the old documents are deleted below).
+        if sid is not None and row is not None and row[3] is not None and row[5] == "ok" and not self._rederive:
             try:
                 resume = _resume_decoder.decode(row[3])
             except msgspec.DecodeError:
@@ -467,7 +492,7 @@ class Reconciler:
             cur, sid, item.path, self.compression, self.root, header, resume, settled,
             stored_synthetic_from=row[7] if resume is not None and row is not None else None,
             stored_title_seq=row[8] if row is not None else None,
-            fts=self._fts,
+            fts=self._fts, redact_documents=self.redact_documents,
         )  # fmt: skip
         return self._store_outcome(cur, sid, header, outcome, generation, now, header_stored=header_stored)
 
@@ -491,7 +516,7 @@ class Reconciler:
         assert item.header is not None and item.stat is not None
         if self.workers <= 0 or item.stat.st_size <= PREPARE_MAX_BYTES:
             return None
-        task = PrepTask(item.path, sid, item.header, settled, item.stat.st_size)
+        task = PrepTask(item.path, sid, item.header, settled, item.stat.st_size, self.redact_documents)
         try:
             return SessionStream(task, self.compression, self.root, self._worker_pool())
         except Exception as exc:  # noqa: BLE001 - a broken pool: the writer reads the log itself
@@ -528,6 +553,12 @@ class Reconciler:
         else:
             cur.execute(_UPDATE_INDEXED + ', "header_json" = ? WHERE "sid" = ?', (*values, bytearray(_encode_json(header)), sid))
         return outcome.written
+
+
+def _stored_fingerprint(cur: sqlite3.Cursor) -> str | None:
+    """The redaction fingerprint the index's documents were derived with (``None``: unknown)."""
+    row = cur.execute('SELECT "redaction" FROM "index_meta"').fetchone()
+    return row[0] if row is not None else None
 
 
 class _PreparedFailure(Exception):

@@ -162,3 +162,23 @@ def root_option(func: F) -> F:
 def json_option(func: F) -> F:
     """``--json``: print the exact reference JSON instead of a table."""
     return click.option("--json", "as_json", is_flag=True, help="Print the exact JSON shape.")(func)
+
+
+def redact_option(func: F) -> F:
+    """``--redact index|all|off`` (``$SESSIONQ_REDACT``): the secret-redaction policy.
+
+    The value reaches the command as a policy name (see
+    :data:`readmodel.projection.secrets.POLICIES`); click rejects any other.
+    """
+    from readmodel.projection.secrets import DEFAULT_POLICY, ENV_VAR, POLICIES
+
+    return click.option(
+        "--redact",
+        "redact",
+        type=click.Choice(POLICIES, case_sensitive=False),
+        envvar=ENV_VAR,
+        default=DEFAULT_POLICY,
+        show_default=True,
+        help="Secret redaction: index (the index and model tools never hold a detected secret; raw reads "
+        "and exports as written), all (raw reads and exports too), off (nothing redacted).  [env: SESSIONQ_REDACT]",
+    )(func)

@@ -10,7 +10,14 @@ daemon writes.  The JSON shape (camelCase, optional keys omitted)::
      "sessions", "events", "documents", "heldTails", "syntheticTails",
      "sessionsInError": [{"sessionId", "path", "status", "code", "message"}],
      "layoutProblems": [{"kind", "path", "message", "observedAt"}],
-     "schemaProblems": [{"problem", "fatal"}], "repair"?}
+     "schemaProblems": [{"problem", "fatal"}], "repair"?,
+     "redaction"?: {"policy", "fingerprint", "stored", "pending"}}
+
+``redaction`` (a sessionq extension; absent before schema 0007) compares the
+fingerprint of the secret redaction the documents were derived with
+(``stored``, ``null`` before the first complete pass) with the one the
+policy in ``$SESSIONQ_REDACT`` derives: ``pending`` means the indexer's next
+full pass re-derives every session's documents.
 
 ``schemaProblems`` lists objects of the head schema missing from the index
 (checked only at the head revision); ``fatal`` ones make queries refuse the
@@ -44,6 +51,7 @@ from readmodel.store.database import (
     unusable_message,
 )
 from readmodel.core.errors import SessionQueryError
+from readmodel.projection.secrets import index_fingerprint, policy_from_env
 from readmodel.store.revisions import current_revision, head_revision
 from readmodel.store.schemacheck import SchemaProblem, damage_message, repair_hint, schema_problems
 
@@ -167,7 +175,23 @@ def _report(conn: Connection, db: str, now: float | None) -> dict[str, Any]:
         {"kind": row[0], "path": clip_path(row[1]), "message": clip_message(row[2]), "observedAt": _ms(row[3])}
         for row in conn.exec_driver_sql('SELECT "kind", "path", "message", "observed_at" FROM "layout_problems" ORDER BY "path"')
     ]
+    _add_redaction(conn, out)
     return out
+
+
+def _add_redaction(conn: Connection, out: dict[str, Any]) -> None:
+    """The ``redaction`` entry, when the index stores a fingerprint (schema 0007 on)."""
+    columns = {row[1] for row in conn.exec_driver_sql('PRAGMA table_info("index_meta")')}
+    if "redaction" not in columns:
+        return
+    stored = conn.exec_driver_sql('SELECT "redaction" FROM "index_meta"').scalar()
+    try:
+        policy = policy_from_env()
+    except ValueError:
+        return  # an invalid $SESSIONQ_REDACT: the indexer refuses it, the report leaves it out
+    expected = index_fingerprint(policy)
+    pending = stored != expected and out["sessions"] > 0
+    out["redaction"] = {"policy": policy, "fingerprint": expected, "stored": stored, "pending": pending}
 
 
 def read_status(db: str) -> dict[str, Any]:
@@ -228,6 +252,10 @@ def format_status(status: dict[str, Any]) -> str:
     )
     lines.append(f"events      {status['events']:,}")
     lines.append(f"documents   {status['documents']:,}")
+    if "redaction" in status:
+        redaction = status["redaction"]
+        pending = " (re-derivation pending: the indexer's next full pass re-derives every document)" if redaction["pending"] else ""
+        lines.append(f"redaction   {redaction['policy']}{pending}")
     if status.get("schemaProblems"):
         lines.append("schema problems:")
         lines += [f"  {row['problem']}" + (" (queries refuse the index)" if row["fatal"] else " (slower queries)") for row in status["schemaProblems"]]

@@ -37,6 +37,8 @@ from typing import Any, Final, Literal
 
 from readmodel.core.cancel import AbortSignal, is_aborted
 from readmodel.core.jsvalues import MAX_SAFE_INTEGER
+from readmodel.projection.secrets import Policy, policy_from_env, redacts_index
+from readmodel.projection.secrets import redact as redact_secrets
 from readmodel.tools import inputs, operations
 from readmodel.tools.access import Caller
 from readmodel.tools.boundary import LOG_PREFIX, ServiceBoundary, WarningLogger, describe_failure
@@ -291,6 +293,9 @@ _SERVICE_METHODS: Final = (
 class SessionTools:
     """The five tools bound to one query service, with one configuration.
 
+    Every result's text passes :func:`readmodel.projection.secrets.redact`
+    unless ``redact`` (else ``$SESSIONQ_REDACT``) is ``off``.
+
     Raises ``TypeError`` for an invalid configuration or a service that lacks
     a required method, before anything is usable.  Thread-safe.
     """
@@ -300,8 +305,12 @@ class SessionTools:
         service: Any,
         config: Mapping[str, Any] | ToolConfig | None = None,
         logger: WarningLogger | None = None,
+        redact: Policy | None = None,
     ) -> None:
         self.config = validate_tool_config(config)
+        # Model-facing text never carries a detected secret unless the policy
+        # (``$SESSIONQ_REDACT`` when not given) is ``off``.
+        self.redact = redacts_index(policy_from_env(redact))
         missing = [name for name in _SERVICE_METHODS if not callable(getattr(service, name, None))]
         if service is None or missing:
             raise TypeError(f"the session tools need a query service with: {', '.join(missing or _SERVICE_METHODS)}")
@@ -356,7 +365,9 @@ class SessionTools:
         try:
             boundary = ServiceBoundary(execution, self.logger)
             context = operations.ToolContext(self.service, caller, boundary, self.config.max_search_results)
-            return ToolResult(definition.execute(context, args))
+            text = definition.execute(context, args)
+            # The whole rendered text: event JSON, snippets, titles and ids alike.
+            return ToolResult(redact_secrets(text) if self.redact else text)
         except Exception as error:
             return self._failure(definition.name, error, execution)
         finally:
