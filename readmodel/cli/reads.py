@@ -41,6 +41,8 @@ from readmodel.cli.support import (
     emit_json_bytes,
     handles_errors,
     json_option,
+    redact_option,
+    redact_result,
     refuse_impossible_db,
 )
 
@@ -59,11 +61,12 @@ def _examples(*lines: str) -> str:
 @click.argument("session_id")
 @db_option
 @json_option
+@redact_option  # secret redaction (issue 22): `--redact all` scrubs the printed log
 @handles_errors
-def read_command(session_id: str, db: str, as_json: bool) -> None:
+def read_command(session_id: str, db: str, as_json: bool, redact: str = "index") -> None:
     """Print a session's header and every event of its log, one line each (`show` reads better)."""
     engine, session_id = open_session(db, session_id)
-    show(engine.read_session(session_id), as_json, "print_log")
+    show(redact_result(engine.read_session(session_id), redact), as_json, "print_log")
 
 
 @click.command("events", cls=PeopleCommand, epilog=_examples("sessionq events 6f31f323"))
@@ -114,8 +117,11 @@ def surface_command(session_id: str, db: str, as_json: bool) -> None:
 @click.option("--after", type=int, help="Also show this many events after it (0 to 50).")
 @db_option
 @json_option
+@redact_option  # secret redaction (issue 22): `--redact all` scrubs the printed events
 @handles_errors
-def event_command(session_id: str, seq: int, before: int | None, after: int | None, db: str, as_json: bool) -> None:
+def event_command(
+    session_id: str, seq: int, before: int | None, after: int | None, db: str, as_json: bool, redact: str = "index"
+) -> None:
     """Show one event (by its seq) with the events around it."""
     engine, session_id = open_session(db, session_id)
     request: dict[str, Any] = {"sessionId": session_id, "seq": seq}
@@ -123,7 +129,7 @@ def event_command(session_id: str, seq: int, before: int | None, after: int | No
         request["before"] = before
     if after is not None:
         request["after"] = after
-    window = engine.read_event(request)
+    window = redact_result(engine.read_event(request), redact)
     if as_json:
         emit_json(window)
         return
@@ -383,8 +389,10 @@ COMMANDS.append(serve_command)
 @db_option
 @click.option("--root", "root", default=None, help="Session log root (relative index paths resolve against it).")
 @click.option("--attachments", default=None, help="Attachment store for export media.")
+@redact_option  # secret redaction (issue 22): `--redact all` scrubs the logs in the archive
 def export_command(
-    session_id: str, include_descendants: bool, output: str | None, db: str, root: str | None, attachments: str | None
+    session_id: str, include_descendants: bool, output: str | None, db: str, root: str | None, attachments: str | None,
+    redact: str = "index",
 ) -> None:
     """Write the ZIP the HTTP export endpoint serves."""
     import os
@@ -404,7 +412,9 @@ def export_command(
             engines.append(open_engine(db))
         return engines[0]
 
-    exporter = Exporter(db, engine, root, AttachmentStore(attachments))
+    from readmodel.projection.secrets import parse_policy, redacts_raw
+
+    exporter = Exporter(db, engine, root, AttachmentStore(attachments), redact=redacts_raw(parse_policy(redact)))
     try:
         session_id = resolve_id(engine(), session_id)  # a unique id prefix names its session
     except SessionQueryError as error:

@@ -182,3 +182,21 @@ def redact_option(func: F) -> F:
         help="Secret redaction: index (the index and model tools never hold a detected secret; raw reads "
         "and exports as written), all (raw reads and exports too), off (nothing redacted).  [env: SESSIONQ_REDACT]",
     )(func)
+
+
+def redact_result(value: Any, redact: str) -> Any:
+    """``value`` (a read's result) with detected secrets replaced by markers when ``redact`` is ``all``.
+
+    The value is encoded to JSON, redacted as JSON text (the rules keep JSON
+    valid) and decoded back to its own type, so every printer takes it as
+    before; under ``index`` and ``off`` it is returned as it is.
+    """
+    from readmodel.projection.secrets import parse_policy, redact as redact_text, redacts_raw
+
+    if not redacts_raw(parse_policy(redact)):
+        return value
+    import msgspec
+
+    encoded = msgspec.json.encode(value).decode("utf-8")
+    redacted = redact_text(encoded)
+    return value if redacted is encoded else msgspec.json.decode(redacted.encode("utf-8"), type=type(value))

@@ -25,6 +25,7 @@ from readmodel.export.artifacts import (
     locate_artifact,
     open_raw,
 )
+from readmodel.projection.secrets import redact as redact_secrets
 
 DEFAULT_LEVEL: Final = 6
 """Deflate level of the archive's entries."""
@@ -43,6 +44,33 @@ def safe_id(session_id: str) -> str:
         else:
             out.append("__" if ord(ch) > 0xFFFF else "_")
     return "".join(out)
+
+
+def redacted_lines(slices: Iterator[str]) -> Iterator[str]:
+    """``slices`` of a log's text with detected secrets replaced by markers, line by line.
+
+    Slices are cut anywhere; a secret is never split across two redactions
+    because each redaction covers whole lines (a secret never spans a line:
+    inside a JSON line, line breaks are ``\\n`` escapes).  Only the current
+    line is buffered; the marker needs no JSON escaping, so every line stays
+    valid JSON.  Closing the result closes ``slices``.
+    """
+    pending: list[str] = []  # the current line's pieces (a long line costs no quadratic concatenation)
+    try:
+        for text in slices:
+            cut = text.rfind("\n") + 1
+            if not cut:
+                pending.append(text)
+                continue
+            pending.append(text[:cut])
+            yield redact_secrets("".join(pending))
+            pending = [text[cut:]] if cut < len(text) else []
+        if pending:
+            yield redact_secrets("".join(pending))
+    finally:
+        close = getattr(slices, "close", None)
+        if close is not None:
+            close()
 
 
 # --------------------------------------------------------------------------- export
@@ -85,6 +113,8 @@ class Exporter:
         attachments: AttachmentStore | None,
         level: int = DEFAULT_LEVEL,
         slice_units: int = TEXT_SLICE,
+        *,
+        redact: bool = False,
     ) -> None:
         if type(level) is not int or not 0 <= level <= 9:
             raise ValueError("sessionExportCompressionLevel must be an integer between 0 and 9")
@@ -100,6 +130,8 @@ class Exporter:
         self.zip64_threshold = 64 << 20
         self.line_cap = 8 << 20  # image-scan buffering bound for lines without images
         self.last_sink: _Sink | None = None
+        # Every log entry is written with detected secrets replaced by markers (``--redact all``).
+        self.redact = redact
 
     def read_raw(self, session_id: str) -> RawArtifact | None:
         return open_raw(locate_artifact(self.db, session_id, self.root), session_id)
@@ -156,7 +188,7 @@ class Exporter:
         scanner = ImageScanner(self.line_cap)
         with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=self.level) as archive:
             root_zip64 = True if root_path is None else self._zip64(root_path)
-            yield from self._text_entry(archive, sink, ARTIFACT_NAME, root_slices, scanner, root_zip64)
+            yield from self._text_entry(archive, sink, ARTIFACT_NAME, self._slices(root_slices), scanner, root_zip64)
             self._rescan_if_needed(scanner, root_id)
             if include_descendants:
                 for child_id in self._descendants(root_id):
@@ -164,7 +196,7 @@ class Exporter:
                     if artifact is None:
                         raise ExportStreamError(f'subagent "{child_id}" has no stored log artifact')
                     name = f"subagents/{safe_id(child_id)}/{artifact.name}"
-                    slices = artifact.text_slices(self.slice_units)
+                    slices = self._slices(artifact.text_slices(self.slice_units))
                     yield from self._text_entry(archive, sink, name, slices, scanner, self._zip64(artifact.path))
                     self._rescan_if_needed(scanner, child_id)
             for attachment_id, ref in scanner.refs.items():
@@ -177,6 +209,9 @@ class Exporter:
                         yield from sink.drain()
                 yield from sink.drain()
         yield from sink.drain()
+
+    def _slices(self, slices: Iterator[str]) -> Iterator[str]:
+        return redacted_lines(slices) if self.redact else slices
 
     def _rescan_if_needed(self, scanner: ImageScanner, session_id: str) -> None:
         """A long line mentioned an image past the scanner's cap: read the artifact again."""
