@@ -45,6 +45,7 @@ from readmodel.core.errors import SessionQueryError
 from readmodel.projection.eventtrace import assemble_trace, build_event_records, event_not_found, target_index
 from readmodel.projection.eventtrace import trace_event as trace_live_event
 from readmodel.projection.extraction import build_documents, extract_event_text
+from readmodel.projection.secrets import REDACTED_MARK, redact
 from readmodel.projection.filters import (
     event_predicate,
     materialize_event_filters,
@@ -518,8 +519,12 @@ class SessionQuery:
             return documents
         raw = txn.raw_at(row.sid, [documents[index][0] for index in damaged])
         for index in damaged:
-            seq, etype, time, surface, _text = documents[index]
-            documents[index] = (seq, etype, time, surface, extract_event_text(raw[seq]))
+            seq, etype, time, surface, stored = documents[index]
+            text = extract_event_text(raw[seq])
+            # The restored text must not bring back a secret the indexer redacted: a stored
+            # marker means redaction ran, and redacting the restored text again is exact
+            # (it changes nothing but the detected spans).
+            documents[index] = (seq, etype, time, surface, redact(text) if REDACTED_MARK in stored else text)
         return documents
 
     def read_surface(self, session_id: str) -> SessionSurfaceSnapshot:

@@ -162,6 +162,10 @@ _KINDS: Final = frozenset(rule.kind for rule in RULES)
 _GATES: Final = tuple((source, re.compile(source)) for source in dict.fromkeys(gate for rule in RULES for gate in rule.gates))
 
 
+REDACTED_MARK: Final = "[REDACTED:"
+"""How every marker starts: a stored document holding it was redacted."""
+
+
 def marker(kind: str) -> str:
     """The text that replaces a secret of ``kind``."""
     return f"[REDACTED:{kind}]"
