@@ -117,6 +117,23 @@ def api(base: str, method: str, params: dict[str, Any]) -> Any:
     return response.json()
 
 
+def watch(page: Any, problems: list[str]) -> None:
+    """Collect JavaScript errors and failed requests of ``page`` into ``problems``.
+
+    The page's event stream (``/api/events``) is cut whenever the page goes
+    away or the server stops; that abort is expected, every other one is not."""
+
+    def failed(request: Any) -> None:
+        if request.url.endswith("/api/events") and "ERR_ABORTED" in (request.failure or ""):
+            return
+        problems.append(f"request failed: {request.method} {request.url} {request.failure}")
+
+    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    page.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}") if msg.type == "error" and not msg.text.startswith("Failed to load resource") else None)
+    page.on("response", lambda r: problems.append(f"HTTP {r.status} {r.request.method} {r.url}") if r.status >= 400 else None)
+    page.on("requestfailed", failed)
+
+
 def fold(text: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFD", text) if not unicodedata.combining(c)).lower()
 
@@ -152,10 +169,7 @@ def test_search_session_lineage_and_export_in_a_browser(
             context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
             context.set_default_timeout(TIMEOUT_MS)
             page = context.new_page()
-            page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
-            page.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}") if msg.type == "error" and not msg.text.startswith("Failed to load resource") else None)
-            page.on("response", lambda r: problems.append(f"HTTP {r.status} {r.request.method} {r.url}") if r.status >= 400 else None)
-            page.on("requestfailed", lambda r: problems.append(f"request failed: {r.method} {r.url} {r.failure}"))
+            watch(page, problems)
 
             def shot(name: str, full: bool = True) -> None:
                 page.screenshot(path=str(shots / f"{next(step):02d}-{name}.png"), full_page=full)
@@ -218,7 +232,7 @@ def test_search_session_lineage_and_export_in_a_browser(
 
             # 4. open the session: every event in order with its surface
             parent_card.locator("h3 a.session-title").click()
-            page.wait_for_selector(".events .event")
+            page.wait_for_selector(".events .event:not(.log-only)")
             assert page.locator("h2.session-title").inner_text() == "TOML parser rejects trailing commas"
             rows = page.locator(".events .event")
             assert rows.count() == len(log["events"])
@@ -313,7 +327,7 @@ def test_search_session_lineage_and_export_in_a_browser(
                 page.wait_for_selector(f"article.hit[data-session-id='{CHILD}']")
                 assert "token=s3cret" in page.url
                 page.click(f"article.hit[data-session-id='{CHILD}'] a.session-title")
-                page.wait_for_selector(".events .event")
+                page.wait_for_selector(".events .event:not(.log-only)")
                 assert "token=s3cret" in (page.locator(f".lineage [data-lineage-id='{PARENT}'] a").get_attribute("href") or "")
                 with page.expect_download() as info:
                     page.click("button.export")
@@ -329,8 +343,7 @@ def test_search_session_lineage_and_export_in_a_browser(
             # 7. a long session is read in ranges (readEventRange); the limits are
             # lowered here so the 43-event demo session counts as long
             long_view = context.new_page()
-            long_view.on("pageerror", lambda error: problems.append(f"page error: {error}"))
-            long_view.on("response", lambda r: problems.append(f"HTTP {r.status} {r.request.method} {r.url}") if r.status >= 400 else None)
+            watch(long_view, problems)
             long_view.add_init_script("window.SESSIONQ_FULL_LIMIT = 10; window.SESSIONQ_RANGE = 8;")
             long_view.goto(f"{base}/#session={PARENT}")
             long_view.wait_for_selector(".long-log")

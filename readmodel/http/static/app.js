@@ -1,8 +1,10 @@
-// sessionq web page: search grouped by session, session view (events with their
-// surface, replacements, lineage), export. Plain JS, no build step.
+// sessionq web page: sessions by workspace (browse.js), search grouped by session,
+// session view (readable events: transcript.js; surface, replacements, lineage),
+// export, live updates (GET /api/events), keyboard. Plain JS, no build step.
 //
 // State lives in the URL fragment: #q=<query>, #session=<id>[&q=<query>][&seq=<n>],
-// plus #token=<bearer token> when the server requires one.
+// the filters ws=<cwd> | nocwd=1, from=/to=<YYYY-MM-DD>, type=<event type>,
+// surface=<surface>, plus #token=<bearer token> when the server requires one.
 "use strict";
 (function () {
   const PAGE_SIZE = 20;          // sessions per search page
@@ -12,6 +14,7 @@
   const FULL_LIMIT = window.SESSIONQ_FULL_LIMIT || 20000;
   const RANGE = window.SESSIONQ_RANGE || 2000;
 
+  const T = window.SessionqTranscript;
   const main = document.getElementById("main");
   const form = document.getElementById("search-form");
   const input = document.getElementById("q");
@@ -46,7 +49,7 @@
     for (const [k, v] of Object.entries(attrs || {})) {
       if (v === undefined || v === null || v === false) continue;
       if (k === "class") node.className = v;
-      else if (k === "onclick" || k === "onchange") node[k] = v;
+      else if (k.startsWith("on") && typeof v === "function") node[k] = v;
       else node.setAttribute(k, v === true ? "" : v);
     }
     for (const child of children.flat(Infinity)) {
@@ -76,12 +79,16 @@
     return body;
   }
 
+  // A time in the viewer's zone (with its name), UTC on hover; 0 or missing is unknown.
   function when(ms) {
-    if (typeof ms !== "number" || !isFinite(ms)) return "";
+    if (typeof ms !== "number" || !isFinite(ms) || ms <= 0) return el("span", { class: "time-unknown", title: "no time recorded" }, "unknown");
     const d = new Date(ms);
     const pad = (n) => String(n).padStart(2, "0");
-    return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " +
-      pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds());
+    let zone = "";
+    try { zone = new Intl.DateTimeFormat(undefined, { timeZoneName: "short" }).formatToParts(d).find((p) => p.type === "timeZoneName").value; } catch (e) { /* no Intl zone names */ }
+    const local = d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " +
+      pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds()) + (zone ? " " + zone : "");
+    return el("time", { datetime: d.toISOString(), title: d.toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC") }, local);
   }
 
   function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
@@ -132,6 +139,16 @@
     return frag;
   }
 
+  // Marks the phrase in every text node under `root` (code and links included).
+  function highlightTree(root, query) {
+    if (!query) return root;
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    const texts = [];
+    while (walker.nextNode()) texts.push(walker.currentNode);
+    for (const t of texts) if (matchSpans(t.textContent, query).length) t.replaceWith(highlight(t.textContent, query));
+    return root;
+  }
+
   // ------------------------------------------------------------------ links
 
   function sessionHref(id, extra) { return hashFor(Object.assign({ session: id }, extra || {})); }
@@ -170,12 +187,70 @@
   function show(...nodes) { main.replaceChildren(...nodes.filter((n) => n)); }
   function failure(error) { return el("p", { class: "error" }, error.message || String(error)); }
 
-  async function home() {
+  let onGeneration = null; // the open view's live refresh (set by each view)
+
+  // ------------------------------------------------------------------ filters
+  //
+  // In the URL: ws=<cwd> | nocwd=1, from=/to=<YYYY-MM-DD> (local days), type=<event type>, surface=<surface>.
+
+  const SURFACES = ["current", "shadowed", "log-only"];
+  const TYPES = ["user/message", "assistant/message", "tool/result", "tool/call", "compaction/summary", "session/title", "assistant/chunk"];
+
+  function dayStart(text) { const d = /^\d{4}-\d{2}-\d{2}$/.test(text || "") ? new Date(text + "T00:00:00") : null; return d && isFinite(d) ? d.getTime() : undefined; }
+  function dayEnd(text) { const t = dayStart(text); return t === undefined ? undefined : t + 86400000 - 1; }
+
+  function filtersFrom(h) {
+    return { ws: h.ws !== undefined && h.ws !== "" ? h.ws : undefined, nocwd: h.nocwd === "1" || undefined,
+      fromDay: dayStart(h.from) !== undefined ? h.from : undefined, toDay: dayEnd(h.to) !== undefined ? h.to : undefined,
+      from: dayStart(h.from), to: dayEnd(h.to),
+      type: h.type || undefined, surface: SURFACES.includes(h.surface) ? h.surface : undefined };
+  }
+
+  function filterParams(f) {
+    return { ws: f.ws, nocwd: f.nocwd ? 1 : undefined, from: f.fromDay, to: f.toDay, type: f.type, surface: f.surface };
+  }
+
+  // The filter bar; `withEvents`: the event type and surface filters (search only).
+  function filterBar(f, query, withEvents) {
+    const ws = el("select", { id: "filter-ws", name: "ws", "aria-label": "workspace" }, el("option", { value: "" }, "all workspaces"));
+    const chosen = f.nocwd ? "\u0000" : f.ws;
+    rpc("listWorkspaces", {}).then((list) => {
+      for (const w of list) {
+        const value = w.cwd === null ? "\u0000" : w.cwd;
+        ws.append(el("option", { value, selected: value === chosen }, w.cwd === null ? "(no workspace)" : w.cwd));
+      }
+      if (chosen !== undefined && ![...ws.options].some((o) => o.value === chosen)) ws.append(el("option", { value: chosen, selected: true }, chosen));
+    }).catch(() => { /* the list is a convenience */ });
+    const from = el("input", { type: "date", id: "filter-from", "aria-label": "created from", value: f.fromDay || "" });
+    const to = el("input", { type: "date", id: "filter-to", "aria-label": "created to", value: f.toDay || "" });
+    const type = withEvents ? el("input", { id: "filter-type", list: "event-types", placeholder: "any event type", "aria-label": "event type", value: f.type || "", size: 16 }) : null;
+    const surface = withEvents ? el("select", { id: "filter-surface", "aria-label": "surface" }, el("option", { value: "" }, "any surface"),
+      SURFACES.map((x) => el("option", { value: x, selected: x === f.surface }, x))) : null;
+    const apply = () => {
+      const next = { q: query || undefined, from: from.value || undefined, to: to.value || undefined,
+        type: type && type.value.trim() ? type.value.trim() : undefined, surface: surface && surface.value ? surface.value : undefined };
+      if (ws.value === "\u0000") next.nocwd = 1; else if (ws.value) next.ws = ws.value;
+      lastSearch = null;
+      location.hash = hashFor(next);
+    };
+    for (const control of [ws, from, to, type, surface]) if (control) control.onchange = apply;
+    const clear = el("button", { type: "button", class: "link clear-filters" }, "clear filters");
+    clear.onclick = () => { lastSearch = null; location.hash = hashFor({ q: query || undefined }); };
+    const active = f.ws !== undefined || f.nocwd || f.from !== undefined || f.to !== undefined || f.type || f.surface;
+    return el("form", { class: "filters", role: "group", "aria-label": "filters", onsubmit: (e) => { e.preventDefault(); apply(); } },
+      el("label", {}, "Workspace ", ws), el("label", {}, "Created from ", from), el("label", {}, "to ", to),
+      withEvents ? el("label", {}, "Event type ", type, el("datalist", { id: "event-types" }, TYPES.map((t) => el("option", { value: t })))) : null,
+      withEvents ? el("label", {}, "Surface ", surface) : null,
+      active ? clear : null);
+  }
+
+  async function home(f) {
+    const my = ++view;
     document.title = "sessionq";
-    show(el("h2", {}, "Search your agent sessions"),
-      el("p", { class: "hint" }, "Type words or a phrase above. Matching is by whole words, in order, ignoring case and accents; ",
-        "results are grouped by session, best match first. Open a session to see every event, what the model saw (its surface), ",
-        "compactions, the subagent lineage, and to export the raw log."));
+    const view_ = window.SessionqBrowse({ el, rpc, when, plural, failure, hashFor, sessionHref, staleHint }, f);
+    show(filterBar(f, "", false), view_.node);
+    try { await view_.ready; } catch (error) { if (my === view) show(failure(error)); return; }
+    if (my === view) onGeneration = view_.refresh;
   }
 
   async function refreshStatus() {
@@ -187,25 +262,47 @@
     }
   }
 
-  async function search(query) {
+  // searchSessions' params for a query and the page's filters.
+  function searchParams(query, f) {
+    const params = { query };
+    const sessionFilters = [];
+    if (f.nocwd) sessionFilters.push({ kind: "cwd", values: [null] });
+    else if (f.ws !== undefined) sessionFilters.push({ kind: "cwd", values: [f.ws] });
+    if (f.from !== undefined || f.to !== undefined) sessionFilters.push(Object.assign({ kind: "created-at" }, f.from !== undefined ? { from: f.from } : {}, f.to !== undefined ? { to: f.to } : {}));
+    const eventFilters = [];
+    if (f.type) eventFilters.push({ kind: "type", values: [f.type] });
+    if (f.surface) eventFilters.push({ kind: "surface", values: [f.surface] });
+    if (sessionFilters.length) params.sessionFilters = sessionFilters;
+    if (eventFilters.length) params.eventFilters = eventFilters;
+    return params;
+  }
+
+  async function search(query, f) {
     const my = ++view;
     document.title = query + " · sessionq";
     input.value = query;
-    if (lastSearch && lastSearch.query === query) {
+    const key = JSON.stringify(searchParams(query, f));
+    if (lastSearch && lastSearch.key === key) {
       show(lastSearch.node);
       window.scrollTo(0, lastSearch.scroll);
+      onGeneration = lastSearch.refresh;
       return;
     }
     show(el("p", { class: "hint" }, "Searching…"));
     const list = el("div", { class: "hits" });
     const count = el("span", { class: "meta result-count" });
     const footer = el("div", { class: "more-row" });
+    const fresh = el("div", { class: "new-matches", role: "status" });
     const node = el("section", { class: "results", "data-query": query },
-      el("div", { class: "results-head" }, el("h2", {}, "Sessions matching “", query, "”"), count), list, footer);
+      filterBar(f, query, true),
+      el("div", { class: "results-head" }, el("h2", {}, "Sessions matching “", query, "”"), count), fresh, list, footer);
     let shown = 0;
+    const seen = new Set();
 
     async function loadPage(cursor) {
-      const page = await rpc("searchSessions", cursor ? { query, limit: PAGE_SIZE, cursor } : { query, limit: PAGE_SIZE });
+      const params = Object.assign(searchParams(query, f), { limit: PAGE_SIZE }, cursor ? { cursor } : {});
+      const page = await rpc("searchSessions", params);
+      for (const hit of page.items) seen.add(hit.header.id);
       const titles = await titlesFor(page.items.map((hit) => hit.header.id));
       if (my !== view && !node.isConnected) return;
       for (const hit of page.items) list.append(hitCard(hit, titles.get(hit.header.id), query));
@@ -231,8 +328,18 @@
       return;
     }
     if (my !== view) return;
-    lastSearch = { query, node, scroll: 0 };
+    // Live: sessions that match now and are not on the page are offered, not pushed in.
+    const refresh = async () => {
+      const page = await rpc("searchSessions", Object.assign(searchParams(query, f), { limit: 100 }));
+      const added = page.items.filter((hit) => !seen.has(hit.header.id)).length;
+      if (!added) return;
+      const again = el("button", { type: "button", class: "primary show-new" }, added + (added === 1 ? " new match" : " new matches") + " — show");
+      again.onclick = () => { lastSearch = null; route(); };
+      fresh.replaceChildren(again);
+    };
+    lastSearch = { key, node, scroll: 0, refresh };
     show(node);
+    onGeneration = refresh;
   }
 
   function staleHint(error) {
@@ -300,94 +407,9 @@
     return { replaced, replacedBy };
   }
 
-  // Tool arguments are a JSON string: show it without \uXXXX escapes when it parses.
-  function args(text) {
-    if (typeof text !== "string") return text === undefined ? "" : JSON.stringify(text);
-    if (!text.includes("\\u")) return text;
-    try { return JSON.stringify(JSON.parse(text)); } catch (e) { return text; }
-  }
-
-  function blockText(block, out) {
-    if (!block || typeof block !== "object") return;
-    switch (block.type) {
-      case "text": case "reasoning": case "thinking":
-        out.push(block.text || "");
-        break;
-      case "tool-call":
-        out.push(el("span", { class: "call" }, "→ " + block.name + " " + args(block.arguments)));
-        break;
-      case "tool-result": {
-        const inner = [];
-        for (const b of Array.isArray(block.content) ? block.content : []) blockText(b, inner);
-        out.push(el("span", { class: "result" + (block.isError ? " is-error" : "") }, block.isError ? "error: " : "", inner));
-        break;
-      }
-      case "image":
-        out.push("[image " + (block.attachment ? block.attachment.attachmentId : "") + "]");
-        break;
-      default:
-        if (typeof block.text === "string") out.push(block.text);
-        else out.push(JSON.stringify(block).slice(0, 300));
-    }
-  }
-
-  function joinLines(parts) {
-    const out = [];
-    parts.forEach((p, i) => { if (i) out.push("\n"); out.push(p); });
-    return out;
-  }
-
-  // Returns [parts, compact]: a list of strings/nodes, and whether it fits one line.
-  function eventBody(event) {
-    const data = event.data && typeof event.data === "object" ? event.data : {};
-    const content = Array.isArray(data.content) ? data.content : data.message && Array.isArray(data.message.content) ? data.message.content : null;
-    switch (event.type) {
-      case "turn/start": return [["turn " + data.turn], true];
-      case "turn/end": {
-        const r = data.reason || {};
-        const why = r.kind + (r.error && r.error.message ? ": " + r.error.message : "");
-        return [["turn " + data.turn + " ended (" + why + ")"], true];
-      }
-      case "step/start": case "step/end": return [["turn " + data.turn + ", step " + data.step], true];
-      case "assistant/chunk": {
-        const c = data.chunk || {};
-        return [[typeof c.text === "string" ? JSON.stringify(c.text) : c.type || ""], true];
-      }
-      case "session/title": return [["title: " + data.title], true];
-      case "tool/call": return [[el("span", { class: "call" }, data.name + " " + args(data.arguments))], false];
-      case "compaction/start": case "compaction/end": return [["compaction " + data.compactionId], true];
-      case "compaction/summary": {
-        const parts = [];
-        for (const b of Array.isArray(data.summary) ? data.summary : []) blockText(b, parts);
-        const r = data.shadowedRange;
-        const note = "summary of " + plural((data.shadowedSeqs || []).length, "event") + (r ? " (#" + r.start + "–#" + r.end + ")" : "") +
-          (typeof data.shadowedTokenCount === "number" ? ", " + data.shadowedTokenCount + " tokens" : "");
-        return [[note + ": ", ...parts], false];
-      }
-      case "subagent/descriptor": return [["subagent: " + (data.label || "") + (data.mode ? " (" + data.mode + ")" : "")], true];
-      default:
-        if (content) {
-          const parts = [];
-          for (const b of content) blockText(b, parts);
-          return [joinLines(parts), false];
-        }
-        return [[JSON.stringify(data).slice(0, 400)], true];
-    }
-  }
-
-  function highlightParts(parts, query) {
-    if (!query) return parts;
-    return parts.map((p) => {
-      if (typeof p === "string") return highlight(p, query);
-      for (const textNode of [...p.childNodes]) {
-        if (textNode.nodeType === Node.TEXT_NODE) textNode.replaceWith(highlight(textNode.textContent, query));
-      }
-      return p;
-    });
-  }
-
-  function eventRow(event, surface, fold, id, query) {
-    const [parts, compact] = eventBody(event);
+  function eventRow(event, surface, fold, id, query, pairs) {
+    const seqRef = (seq) => el("a", { href: sessionHref(id, { q: query, seq }), "data-goto": seq }, "#" + seq);
+    const [body, compact] = T.body(event, pairs, seqRef);
     const gone = fold.replaced.get(event.seq);
     const by = fold.replacedBy.get(event.seq);
     const seqLink = (seq) => el("a", { href: sessionHref(id, { q: query, seq }), "data-goto": seq }, "#" + seq);
@@ -402,7 +424,7 @@
     if (gone) classes.push("replacement");
     if (compact && surface === "log-only") classes.push("compact");
     return el("div", { class: classes.join(" "), id: "seq-" + event.seq, "data-seq": event.seq, "data-surface": surface, "data-type": event.type },
-      head, el("div", { class: "body" }, highlightParts(parts, query)));
+      head, highlightTree(el("div", { class: "body" }, body), query));
   }
 
   function lineageTree(trace, titles, currentId, query) {
@@ -467,12 +489,56 @@
     }
   }
 
+  // "show log-only events": off by default, remembered in localStorage.
+  const LOG_ONLY_KEY = "sessionq.showLogOnly";
+  function logOnlyToggle(events) {
+    let on = false;
+    try { on = localStorage.getItem(LOG_ONLY_KEY) === "1"; } catch (e) { /* storage disabled */ }
+    const box = el("input", { type: "checkbox", id: "show-log-only", checked: on });
+    events.classList.toggle("hide-log-only", !on);
+    box.onchange = () => {
+      events.classList.toggle("hide-log-only", !box.checked);
+      try { localStorage.setItem(LOG_ONLY_KEY, box.checked ? "1" : "0"); } catch (e) { /* storage disabled */ }
+    };
+    return el("div", { class: "toolbar" }, el("h3", {}, "Events"),
+      el("label", { class: "legend" }, box, "show log-only events (turn/step markers, streamed chunks)"));
+  }
+
+  function divider(event) {
+    return event.type === "turn/start" && event.data ? el("div", { class: "turn-divider" }, "Turn " + event.data.turn) : null;
+  }
+
+  // The target of a deep link: marked and scrolled to, or a note saying it is not there.
+  function goToTarget(id, query, target, total) {
+    if (target === null) { window.scrollTo(0, 0); return; }
+    const row = document.getElementById("seq-" + target);
+    if (row) {
+      row.classList.add("target");
+      row.classList.remove("log-only-hidden");
+      row.scrollIntoView({ block: "center" });
+      return;
+    }
+    const note = el("p", { class: "error deep-link", role: "alert" },
+      Number.isInteger(target) && target >= 0 ? "Event #" + target + " is not in this session (it has " + plural(total, "event") + "). "
+        : "“" + target + "” is not an event number. ",
+      el("a", { href: sessionHref(id, { q: query }) }, "Go to the start of the session"));
+    main.prepend(note);
+    window.scrollTo(0, 0);
+  }
+
+  function notFound(id, error) {
+    if (error.code !== "SESSION_QUERY_SESSION_NOT_FOUND") return failure(error);
+    return el("div", { class: "not-found" },
+      el("p", { class: "error", role: "alert" }, "No session “", id, "” in the index (", el("code", {}, error.code), ")."),
+      el("p", {}, el("a", { href: hashFor({}) }, "← All sessions")));
+  }
+
   async function showSession(id, query, seq) {
     const my = ++view;
     if (lastSearch && main.firstChild === lastSearch.node) lastSearch.scroll = window.scrollY;
     input.value = query || "";
     show(el("p", { class: "hint" }, "Loading session…"));
-    const target = seq !== undefined && seq !== null && seq !== "" ? Number(seq) : null;
+    const target = seq !== undefined && seq !== null && seq !== "" ? (/^\d+$/.test(seq) ? Number(seq) : seq) : null;
     let first, log, records, trace, titles;
     try {
       // A one-event probe tells the length; only a long session is then read in ranges.
@@ -480,14 +546,14 @@
       [first, trace] = await Promise.all([probe, rpc("traceSession", { sessionId: id })]);
       titles = await titlesFor([id, ...trace.ancestors.map((a) => a.header.id), ...flatten(trace.descendants, [])]);
       if (first.eventCount > FULL_LIMIT) {
-        const start = target !== null ? Math.max(0, target - RANGE / 2) : 0;
+        const start = typeof target === "number" ? Math.max(0, Math.min(target, first.eventCount) - RANGE / 2) : 0;
         first = await rpc("readEventRange", { sessionId: id, startSeq: start, limit: RANGE });
         if (my === view) showLongSession(id, query, target, first, trace, titles);
         return;
       }
       [log, records] = await Promise.all([rpc("readSession", { sessionId: id }), rpc("listEvents", { sessionId: id })]);
     } catch (error) {
-      if (my === view) show(failure(error));
+      if (my === view) show(notFound(id, error));
       return;
     }
     if (my !== view) return;
@@ -495,14 +561,17 @@
     const title = titles.get(id);
     const surfaces = new Map(records.map((r) => [r.seq, r.surface]));
     const fold = foldSurface(log.events);
+    const pairs = new T.Pairs();
+    for (const event of log.events) pairs.learn(event);
     const counts = { current: 0, shadowed: 0, "log-only": 0 };
     for (const r of records) counts[r.surface] = (counts[r.surface] || 0) + 1;
 
     const replacements = [...fold.replaced.entries()];
-    const surfacePanel = el("section", { class: "panel surface-summary" },
+    const eventCount = el("span", { class: "event-count" }, plural(log.events.length, "event"));
+    const surfacePanel = el("section", { class: "panel surface-summary", "aria-label": "Surface" },
       el("h3", {}, "Surface"),
       el("div", { class: "meta" },
-        el("span", {}, plural(log.events.length, "event")),
+        eventCount,
         el("span", {}, counts.current + " current"),
         el("span", {}, counts.shadowed + " shadowed"),
         el("span", {}, counts["log-only"] + " log-only"),
@@ -515,9 +584,8 @@
           gone.map((s, i) => [i ? ", " : "", el("a", { href: sessionHref(id, { q: query, seq: s }) }, "#" + s)]));
       })) : null);
 
-    const showLogOnly = el("input", { type: "checkbox", id: "show-log-only", checked: true });
-    const events = el("section", { class: "events" });
-    showLogOnly.onchange = () => events.classList.toggle("hide-log-only", !showLogOnly.checked);
+    const events = el("section", { class: "events", "aria-label": "Events" });
+    const toolbar = logOnlyToggle(events);
 
     let rendered = 0;
     const moreEvents = el("div", { class: "more-row" });
@@ -526,8 +594,7 @@
       const stop = Math.min(log.events.length, limit);
       for (; rendered < stop; rendered++) {
         const event = log.events[rendered];
-        if (event.type === "turn/start" && event.data) frag.append(el("div", { class: "turn-divider" }, "Turn " + event.data.turn));
-        frag.append(eventRow(event, surfaces.get(event.seq) || "log-only", fold, id, query));
+        frag.append(divider(event) || "", eventRow(event, surfaces.get(event.seq) || "log-only", fold, id, query, pairs));
       }
       events.append(frag);
       moreEvents.replaceChildren();
@@ -537,21 +604,33 @@
         moreEvents.append(b);
       }
     }
-    renderUpTo(Math.max(RENDER_BATCH, target !== null ? target + 200 : 0));
+    renderUpTo(Math.max(RENDER_BATCH, typeof target === "number" ? target + 200 : 0));
 
     show(
       ...sessionHeading(id, query, head, title, trace, titles),
-      surfacePanel,
-      el("div", { class: "toolbar" }, el("h3", {}, "Events"),
-        el("label", { class: "legend" }, showLogOnly, "show log-only events (turn/step markers, streamed chunks)")),
-      events, moreEvents);
+      surfacePanel, toolbar, events, moreEvents);
+    goToTarget(id, query, target, log.events.length);
 
-    if (target !== null) {
-      const row = document.getElementById("seq-" + target);
-      if (row) { row.classList.add("target"); row.scrollIntoView({ block: "center" }); }
-    } else {
-      window.scrollTo(0, 0);
-    }
+    // Live: newly indexed events are appended (read from where the page is).
+    onGeneration = async () => {
+      const range = await rpc("readEventRange", { sessionId: id, startSeq: log.events.length, limit: RANGE });
+      if (my !== view || !range.events.length) return;
+      for (const r of range.records) surfaces.set(r.seq, r.surface);
+      const atEnd = rendered === log.events.length;
+      for (const event of range.events) {
+        if (event.seq !== log.events.length) continue; // already shown
+        log.events.push(event);
+        pairs.learn(event);
+        if (atEnd) {
+          const row = eventRow(event, surfaces.get(event.seq) || "log-only", fold, id, query, pairs);
+          row.classList.add("arrived");
+          events.append(divider(event) || "", row);
+          rendered++;
+        }
+      }
+      if (!atEnd) renderUpTo(rendered);
+      eventCount.textContent = plural(range.eventCount, "event");
+    };
   }
 
   // The title, metadata, export controls and lineage of a session view.
@@ -584,15 +663,14 @@
         if (r.replaces) fold.replaced.set(r.seq, r.replaces);
       }
     }
+    const pairs = new T.Pairs();
     function rows(range) {
       const frag = document.createDocumentFragment();
-      for (const event of range.events) {
-        if (event.type === "turn/start" && event.data) frag.append(el("div", { class: "turn-divider" }, "Turn " + event.data.turn));
-        frag.append(eventRow(event, surfaces.get(event.seq) || "log-only", fold, id, query));
-      }
+      for (const event of range.events) pairs.learn(event);
+      for (const event of range.events) frag.append(divider(event) || "", eventRow(event, surfaces.get(event.seq) || "log-only", fold, id, query, pairs));
       return frag;
     }
-    const total = first.eventCount;
+    let total = first.eventCount;
     let low = first.startSeq;
     let high = first.startSeq + first.events.length;  // exclusive
     learn(first);
@@ -636,8 +714,7 @@
         button.after(failure(error));
       }
     }
-    const showLogOnly = el("input", { type: "checkbox", id: "show-log-only", checked: true });
-    showLogOnly.onchange = () => events.classList.toggle("hide-log-only", !showLogOnly.checked);
+    const toolbar = logOnlyToggle(events);
     controls();
     show(
       ...sessionHeading(id, query, first.session, titles.get(id), trace, titles),
@@ -645,24 +722,25 @@
         el("h3", {}, "Surface"),
         el("div", { class: "meta" }, el("span", {}, plural(total, "event")), shown),
         el("p", { class: "hint" }, "A long log: events load in ranges of " + RANGE + "; each shows its surface and the replacements that touch it.")),
-      el("div", { class: "toolbar" }, el("h3", {}, "Events"),
-        el("label", { class: "legend" }, showLogOnly, "show log-only events (turn/step markers, streamed chunks)")),
-      earlier, events, later);
-    if (target !== null) {
-      const row = document.getElementById("seq-" + target);
-      if (row) { row.classList.add("target"); row.scrollIntoView({ block: "center" }); }
-    } else {
-      window.scrollTo(0, 0);
-    }
+      toolbar, earlier, events, later);
+    goToTarget(id, query, target, total);
+    onGeneration = async () => {  // live: the count moves; later events load on demand
+      const probe = await rpc("readEventRange", { sessionId: id, startSeq: 0, limit: 1 });
+      if (probe.eventCount !== total) { total = probe.eventCount; controls(); }
+    };
   }
 
   // ------------------------------------------------------------------ routing
 
+  let filters = {};
+
   function route() {
     const h = parseHash();
+    onGeneration = null;
+    filters = filtersFrom(h);
     if (h.session) showSession(h.session, h.q || "", h.seq);
-    else if (h.q && h.q.trim()) search(h.q.trim());
-    else { view++; input.value = ""; home(); }
+    else if (h.q && h.q.trim()) search(h.q.trim(), filters);
+    else { input.value = ""; home(filters); }
   }
 
   form.addEventListener("submit", (event) => {
@@ -670,10 +748,169 @@
     const q = input.value.trim();
     if (!q) return;
     lastSearch = null; // an explicit search always asks the server again
-    const target = hashFor({ q });
+    const target = hashFor(Object.assign({ q }, parseHash().session ? {} : filterParams(filters)));
     if (location.hash === target) route(); else location.hash = target;
   });
   window.addEventListener("hashchange", route);
+
+  // ------------------------------------------------------------------ live updates
+  //
+  // GET /api/events (server-sent events, read with fetch so the bearer token
+  // goes in a header): each new index generation refreshes the header counts
+  // and the open view (onGeneration). Reconnects with back-off.
+
+  const liveDot = document.getElementById("live");
+  let refreshing = null;
+  let again = false;
+
+  async function generationMoved() {
+    if (refreshing) { again = true; return; }
+    refreshing = (async () => {
+      do {
+        again = false;
+        try { await Promise.all([refreshStatus(), onGeneration ? onGeneration() : null]); } catch (e) { /* the next generation retries */ }
+      } while (again);
+    })();
+    await refreshing;
+    refreshing = null;
+    document.body.dataset.generationSeen = String(Date.now()); // for tests and screen readers' status
+  }
+
+  async function listen() {
+    let delay = 1000;
+    let last;
+    for (;;) {
+      try {
+        const response = await fetch("/api/events", { headers: token ? { authorization: "Bearer " + token } : {}, cache: "no-store" });
+        if (!response.ok || !response.body) throw new Error("HTTP " + response.status);
+        liveDot.hidden = false;
+        delay = 1000;
+        const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buffer = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buffer += value;
+          let cut;
+          while ((cut = buffer.indexOf("\n\n")) >= 0) {
+            const data = buffer.slice(0, cut).split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
+            buffer = buffer.slice(cut + 2);
+            if (!data) continue;
+            const g = JSON.parse(data).generation;
+            if (typeof g !== "number") continue;
+            if (last !== undefined && g !== last) generationMoved();
+            last = g;
+          }
+        }
+      } catch (e) { /* reconnect below */ }
+      liveDot.hidden = true;
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      delay = Math.min(delay * 2, 30000);
+    }
+  }
+
+  // ------------------------------------------------------------------ keyboard
+  //
+  // / search · j/k next/previous item · Enter open · Esc back · n/p next/previous match · ? the keys
+
+  const keysDialog = document.getElementById("keys");
+  const ITEMS = "main article.hit, main .session-row, main .events .event";
+
+  function visible(node) { return node.offsetParent !== null || node.getClientRects().length > 0; }
+
+  function select(node) {
+    for (const old of main.querySelectorAll(".selected")) old.classList.remove("selected");
+    node.classList.add("selected");
+    node.tabIndex = -1;
+    node.focus({ preventScroll: true });
+    node.scrollIntoView({ block: "nearest" });
+  }
+
+  function move(step) {
+    const items = [...main.querySelectorAll(ITEMS)].filter(visible);
+    if (!items.length) return;
+    const at = items.findIndex((n) => n.classList.contains("selected"));
+    select(items[at < 0 ? (step > 0 ? 0 : items.length - 1) : Math.max(0, Math.min(items.length - 1, at + step))]);
+  }
+
+  function openSelected() {
+    const node = main.querySelector(".selected");
+    if (!node) return false;
+    const link = node.querySelector("a.session-title");
+    if (link) { link.click(); return true; }
+    const details = node.querySelector("details");
+    if (details) { details.open = !details.open; return true; }
+    return false;
+  }
+
+  function nextMatch(step) {
+    const rows = [...main.querySelectorAll(".events .event")].filter((r) => visible(r) && r.querySelector("mark"));
+    if (!rows.length) return;
+    const current = main.querySelector(".events .event.selected, .events .event.target");
+    let at = current ? rows.indexOf(current) : -1;
+    if (at < 0 && current) { // the nearest match after (or before) the current row
+      const seq = Number(current.dataset.seq);
+      at = step > 0 ? rows.findIndex((r) => Number(r.dataset.seq) > seq) - 1 : rows.findIndex((r) => Number(r.dataset.seq) >= seq);
+      if (step < 0 && at < 0) at = rows.length;
+    }
+    const next = rows[((at + step) % rows.length + rows.length) % rows.length];
+    for (const mark of next.querySelectorAll("mark")) for (let d = mark.closest("details"); d; d = d.parentElement.closest("details")) d.open = true;
+    select(next);
+    next.scrollIntoView({ block: "center" });
+  }
+
+  function back() {
+    const h = parseHash();
+    if (h.session) location.hash = h.q ? hashFor({ q: h.q }) : hashFor({});
+    else if (h.q || Object.keys(filterParams(filters)).some((k) => filterParams(filters)[k] !== undefined)) location.hash = hashFor({});
+  }
+
+  document.addEventListener("keydown", (event) => {
+    if (event.ctrlKey || event.metaKey || event.altKey || event.defaultPrevented) return;
+    const target = event.target;
+    const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName) || target.isContentEditable;
+    if (event.key === "Escape") {
+      if (keysDialog.open) return; // the dialog closes itself
+      if (typing) target.blur(); else back();
+      return;
+    }
+    if (typing) return;
+    if (event.key === "Enter" && target.closest && target.closest("a, button, summary")) return; // the focused control's own action
+    const actions = {
+      "/": () => { input.focus(); input.select(); },
+      j: () => move(1), k: () => move(-1),
+      n: () => nextMatch(1), p: () => nextMatch(-1),
+      Enter: () => openSelected(),
+      "?": () => keysDialog.showModal(),
+    };
+    const action = actions[event.key];
+    if (action) { event.preventDefault(); action(); }
+  });
+  document.getElementById("keys-button").onclick = () => keysDialog.showModal();
+  document.getElementById("keys-close").onclick = () => keysDialog.close();
+
+  // ------------------------------------------------------------------ theme
+  //
+  // auto (prefers-color-scheme) → dark → light, remembered in localStorage.
+
+  const THEME_KEY = "sessionq.theme";
+  const themeButton = document.getElementById("theme-toggle");
+  function applyTheme(theme) {
+    if (theme === "dark" || theme === "light") document.documentElement.dataset.theme = theme;
+    else delete document.documentElement.dataset.theme;
+    themeButton.textContent = "Theme: " + (theme || "auto");
+    themeButton.setAttribute("aria-label", "colour theme: " + (theme || "auto") + " (click to change)");
+  }
+  let theme = null;
+  try { theme = localStorage.getItem(THEME_KEY); } catch (e) { /* storage disabled */ }
+  applyTheme(theme);
+  themeButton.onclick = () => {
+    theme = theme === null || theme === "auto" ? "dark" : theme === "dark" ? "light" : "auto";
+    try { localStorage.setItem(THEME_KEY, theme); } catch (e) { /* storage disabled */ }
+    applyTheme(theme === "auto" ? null : theme);
+  };
+
   refreshStatus();
   route();
+  listen();
 })();
