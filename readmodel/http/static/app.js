@@ -329,8 +329,11 @@
     }
     if (my !== view) return;
     // Live: sessions that match now and are not on the page are offered, not pushed in.
+    const top = () => rpc("searchSessions", Object.assign(searchParams(query, f), { limit: 100 }));
+    const baseline = top().then((page) => { for (const hit of page.items) seen.add(hit.header.id); }).catch(() => {});
     const refresh = async () => {
-      const page = await rpc("searchSessions", Object.assign(searchParams(query, f), { limit: 100 }));
+      await baseline;
+      const page = await top();
       const added = page.items.filter((hit) => !seen.has(hit.header.id)).length;
       if (!added) return;
       const again = el("button", { type: "button", class: "primary show-new" }, added + (added === 1 ? " new match" : " new matches") + " — show");

@@ -20,7 +20,7 @@
   // Inline markup of one line of text, appended to `parent`.
   function inline(text, parent) {
     // code spans first: nothing inside them is markup
-    const pattern = /(`+)([\s\S]*?[^`])\1(?!`)|\*\*([^*\n]+?)\*\*|__([^_\n]+?)__|\*([^*\s][^*\n]*?)\*|(?<![\p{L}\p{N}])_([^_\s][^_\n]*?)_(?![\p{L}\p{N}])|\[([^\]\n]+)\]\(([^)\s]+)\)/gu;
+    const pattern = /(`+)([\s\S]*?[^`])\1(?!`)|\*\*([^*\n]+?)\*\*|(?<![\p{L}\p{N}_])__([^_\n]+?)__(?![\p{L}\p{N}_])|\*([^*\s][^*\n]*?)\*|(?<![\p{L}\p{N}_])_([^_\s][^_\n]*?)_(?![\p{L}\p{N}_])|\[([^\]\n]+)\]\(([^)\s]+)\)/gu;
     let last = 0;
     for (const m of text.matchAll(pattern)) {
       if (m.index > last) parent.append(text.slice(last, m.index));
