@@ -84,5 +84,9 @@ from readmodel.cli.reads import COMMANDS as _READ_SIDE_COMMANDS  # noqa: E402
 for _command in _READ_SIDE_COMMANDS:
     main.add_command(_command)
 
+from readmodel.cli.browse import browse_command  # noqa: E402  (the terminal browser; Textual loads only when it runs)
+
+main.add_command(browse_command)
+
 if __name__ == "__main__":  # pragma: no cover
     main()

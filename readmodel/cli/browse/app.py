@@ -1,0 +1,322 @@
+"""The Textual app of ``sessionq browse``: a search box over the results, and transcript screens.
+
+Threading contract: the UI thread never queries the engine.  Each keystroke
+(after a light debounce) aborts the search in flight (its
+:class:`~readmodel.core.cancel.AbortController`) and starts a worker thread;
+the worker's rows are applied only if no later keystroke started another
+search (a generation counter), so stale results are dropped, never shown.
+Listings and transcripts load in workers the same way.
+
+For tests and the benchmark the app records what it last rendered:
+:attr:`BrowserApp.shown_query` and :attr:`BrowserApp.shown_at` (a
+``time.perf_counter()`` taken after the screen refreshed with those results).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from readmodel.cli.browse.rows import Row, Transcript, load_transcript, search_rows, workspace_rows, workspace_session_rows
+from readmodel.core.cancel import AbortController, AbortError
+from readmodel.core.errors import SessionQueryError
+
+DEBOUNCE_SECONDS = 0.015
+"""Quiet time after a keystroke before its search starts (a burst of keys runs one search)."""
+
+
+def _failure(exc: BaseException) -> str:
+    return exc.message if isinstance(exc, SessionQueryError) else f"{type(exc).__name__}: {exc}"
+
+
+class TranscriptScreen(Screen[None]):
+    """One session's transcript; n/p jump between the query's matches, l shows log-only events."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("n", "match(1)", "next match"),
+        Binding("p", "match(-1)", "previous match"),
+        Binding("l", "toggle_log", "log-only events"),
+        Binding("c", "copy_id", "copy id"),
+        Binding("escape,q", "app.pop_screen", "back"),
+    ]
+
+    def __init__(self, session_id: str, query: str, seq: int | None) -> None:
+        super().__init__()
+        self.session_id = session_id
+        self.query_text = query
+        self.start_seq = seq
+        self.transcript: Transcript | None = None
+        self.with_log = False
+        self.seqs: list[int] = []  # the seq of each option, in order
+
+    def compose(self) -> ComposeResult:
+        yield Static(f"loading {self.session_id} …", id="heading")
+        yield OptionList(id="events")
+        yield Static("", id="where")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        app = self.browser
+        app.in_worker(lambda: load_transcript(app.engine, self.session_id, self.query_text), self._loaded)
+
+    @property
+    def browser(self) -> BrowserApp:
+        return self.app  # type: ignore[return-value]
+
+    def _loaded(self, transcript: Transcript | BaseException) -> None:
+        if isinstance(transcript, BaseException):
+            self.query_one("#heading", Static).update(f"cannot open {self.session_id}: {_failure(transcript)}")
+            return
+        self.transcript = transcript
+        self.query_one("#heading", Static).update(transcript.heading)
+        target = self.start_seq if self.start_seq is not None else (transcript.matches[0] if transcript.matches else None)
+        self._fill(target)
+        self.browser.mark_shown(f"transcript:{self.session_id}")
+
+    def _fill(self, seq: int | None) -> None:
+        """Show the visible blocks and highlight the one holding ``seq`` (or the nearest before it)."""
+        assert self.transcript is not None
+        blocks = self.transcript.visible(self.with_log)
+        self.seqs = [block.seq for block in blocks]
+        events = self.query_one("#events", OptionList)
+        events.set_options(Option(block.body) for block in blocks)
+        if blocks:
+            events.highlighted = self._index_at(seq) if seq is not None else 0
+            events.scroll_to_highlight(top=True)
+        events.focus()
+        self._report()
+
+    def _index_at(self, seq: int) -> int:
+        before = [index for index, shown in enumerate(self.seqs) if shown <= seq]
+        return before[-1] if before else 0
+
+    @property
+    def current_seq(self) -> int | None:
+        """The seq of the highlighted event."""
+        index = self.query_one("#events", OptionList).highlighted
+        return self.seqs[index] if index is not None and index < len(self.seqs) else None
+
+    def _visible_matches(self) -> list[int]:
+        shown = set(self.seqs)
+        return [seq for seq in self.transcript.matches if seq in shown] if self.transcript else []
+
+    def action_match(self, step: int) -> None:
+        matches = self._visible_matches()
+        if not matches:
+            self.notify("no match of the query in view" + ("" if self.with_log else " (l shows log-only events)"))
+            return
+        current = self.current_seq
+        if current is None:
+            target = matches[0]
+        elif step > 0:
+            target = next((seq for seq in matches if seq > current), matches[0])
+        else:
+            target = next((seq for seq in reversed(matches) if seq < current), matches[-1])
+        events = self.query_one("#events", OptionList)
+        events.highlighted = self.seqs.index(target)
+        events.scroll_to_highlight(top=True)
+        self._report()
+
+    def action_toggle_log(self) -> None:
+        if self.transcript is None:
+            return
+        current = self.current_seq
+        self.with_log = not self.with_log
+        self._fill(current)
+
+    def action_copy_id(self) -> None:
+        self.browser.copy_id(self.session_id)
+
+    def on_option_list_option_highlighted(self, _event: OptionList.OptionHighlighted) -> None:
+        self._report()
+
+    def _report(self) -> None:
+        current = self.current_seq
+        matches = self._visible_matches()
+        where = f"event {current}" if current is not None else "no events"
+        if current in matches:
+            where += f" · match {matches.index(current) + 1} of {len(matches)}"
+        elif matches:
+            where += f" · {len(matches)} matches (n/p)"
+        where += " · log-only events shown" if self.with_log else " · log-only events hidden (l)"
+        self.query_one("#where", Static).update(where)
+
+
+class BrowserApp(App[None]):
+    """Search as you type over the whole index; sessions by workspace while the query is empty."""
+
+    TITLE = "sessionq browse"
+    CSS = """
+    #query { dock: top; }
+    #heading { height: auto; max-height: 3; padding: 0 1; }
+    #status, #where { dock: bottom; height: 1; padding: 0 1; color: $text-muted; }
+    OptionList { height: 1fr; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "back/quit"),
+        Binding("ctrl+y", "copy_id", "copy id"),
+        Binding("c", "copy_id", "copy id", show=False),
+        Binding("q", "quit", "quit"),
+        Binding("ctrl+c", "quit", "quit", show=False, priority=True),
+    ]
+
+    def __init__(self, engine: Any, *, debounce: float = DEBOUNCE_SECONDS, query: str = "") -> None:
+        super().__init__()
+        self.engine = engine
+        self.debounce = debounce
+        self.initial_query = query
+        self.rows: list[Row] = []
+        self.workspace: str | None | bool = False  # False: the overview; else the cwd opened
+        self.shown_query: str | None = None
+        self.shown_at = 0.0
+        self._generation = 0
+        self._timer: Timer | None = None
+        self._controller: AbortController | None = None
+        self._overview: list[Row] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Input(value=self.initial_query, placeholder="type to search every session · empty: sessions by workspace", id="query")
+        yield OptionList(id="results")
+        yield Static("", id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#query", Input).focus()
+        self._start(self.initial_query)
+
+    # -- workers ---------------------------------------------------------------
+
+    def in_worker(self, call: Callable[[], Any], done: Callable[[Any], None], generation: int | None = None) -> None:
+        """Run ``call`` in a thread; hand its result (or exception) to ``done`` on the UI thread,
+        unless ``generation`` is given and a later search has started since."""
+
+        def work() -> None:
+            try:
+                result = call()
+            except AbortError:
+                return  # superseded by a later keystroke
+            except Exception as exc:  # noqa: BLE001 - shown in the status line, never a traceback
+                result = exc
+            if generation is not None and generation != self._generation:
+                return
+            try:
+                self.call_from_thread(self._deliver, done, result, generation)
+            except RuntimeError:
+                pass  # the app is gone
+
+        self.run_worker(work, thread=True, exit_on_error=False, group="engine")
+
+    def _deliver(self, done: Callable[[Any], None], result: Any, generation: int | None) -> None:
+        if generation is None or generation == self._generation:
+            done(result)
+
+    def mark_shown(self, what: str) -> None:
+        """Record ``what`` as shown once the screen has refreshed with it."""
+
+        def shown() -> None:
+            self.shown_query = what
+            self.shown_at = time.perf_counter()
+
+        self.call_after_refresh(shown)
+
+    # -- searching -------------------------------------------------------------
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+        value = event.value
+        self._timer = self.set_timer(self.debounce, lambda: self._start(value))
+
+    def _start(self, query: str) -> None:
+        self._generation += 1
+        generation = self._generation
+        if self._controller is not None:
+            self._controller.abort()
+            self._controller = None
+        if query.strip():
+            self.workspace = False
+            controller = self._controller = AbortController()
+            signal = controller.signal
+            self.in_worker(lambda: search_rows(self.engine, query, signal), lambda rows: self._show(query, rows), generation)
+        elif self.workspace is not False:
+            cwd = self.workspace
+            self.in_worker(lambda: workspace_session_rows(self.engine, cwd), lambda rows: self._show(query, rows), generation)  # type: ignore[arg-type]
+        elif self._overview is not None:
+            self._show(query, self._overview)
+        else:
+            self.query_one("#status", Static).update("loading workspaces …")
+            self.in_worker(lambda: workspace_rows(self.engine), lambda rows: self._show(query, rows, overview=True), generation)
+
+    def _show(self, query: str, rows: Sequence[Row] | BaseException, overview: bool = False) -> None:
+        status = self.query_one("#status", Static)
+        if isinstance(rows, BaseException):
+            status.update(f"error: {_failure(rows)}")
+            rows = []
+        else:
+            sessions = sum(row.kind == "session" for row in rows)
+            status.update(f"{sessions} best sessions for “{query}”" if query.strip() else f"{sessions} sessions · Enter on a workspace lists all of it")
+        if overview:
+            self._overview = list(rows)
+        self.rows = list(rows)
+        results = self.query_one("#results", OptionList)
+        results.set_options(Option(row.prompt, disabled=row.kind == "note") for row in self.rows)
+        if self.rows and self.rows[0].kind != "note":
+            results.highlighted = 0
+        self.mark_shown(query)
+
+    # -- keys --------------------------------------------------------------------
+
+    def on_key(self, event: Any) -> None:
+        """Down arrow in the search box moves to the results."""
+        if event.key == "down" and isinstance(self.focused, Input) and self.rows:
+            self.query_one("#results", OptionList).focus()
+            event.stop()
+
+    def on_input_submitted(self, _event: Input.Submitted) -> None:
+        results = self.query_one("#results", OptionList)
+        if results.highlighted is not None:
+            self._open(self.rows[results.highlighted])
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        if event.option_list.id == "results":
+            self._open(self.rows[event.option_index])
+
+    def _open(self, row: Row) -> None:
+        if row.kind == "session" and row.session_id is not None:
+            self.push_screen(TranscriptScreen(row.session_id, self.query_one("#query", Input).value, row.seq))
+        elif row.kind == "workspace" and self.workspace is False:
+            self.workspace = row.cwd
+            self._start("")
+
+    def selected_row(self) -> Row | None:
+        index = self.query_one("#results", OptionList).highlighted
+        return self.rows[index] if index is not None and index < len(self.rows) else None
+
+    def action_copy_id(self) -> None:
+        row = self.selected_row()
+        if row is not None and row.session_id is not None:
+            self.copy_id(row.session_id)
+
+    def copy_id(self, session_id: str) -> None:
+        self.copy_to_clipboard(session_id)
+        self.notify(f"copied {session_id}", timeout=2)
+
+    def action_back(self) -> None:
+        """Esc: leave an opened workspace, else clear the query, else quit."""
+        query = self.query_one("#query", Input)
+        if self.workspace is not False and not query.value:
+            self.workspace = False
+            self._start("")
+        elif query.value:
+            query.value = ""
+            query.focus()
+        else:
+            self.exit()
