@@ -117,8 +117,8 @@ _METHOD_DOCS: Final[dict[str, tuple[str, dict[str, Any]]]] = {
         _params(
             [],
             cwd={"type": ["string", "null"]},
-            createdFrom={"type": "number"},
-            createdTo={"type": "number"},
+            createdFrom={"type": ["number", "null"]},  # null means absent, as the filters take it
+            createdTo={"type": ["number", "null"]},
             limit={"type": ["integer", "null"], "minimum": 1, "maximum": 500},
             cursor=_CURSOR,
         ),
