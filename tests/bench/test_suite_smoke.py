@@ -53,6 +53,7 @@ def test_every_benchmark_reported(suite: dict[str, Any]) -> None:
     assert set(suite["results"]) == {
         "machine", "cold-build", "decode-floor", "decode", "search-latency", "listing",
         "window-read", "export", "append-latency", "concurrent-readers",
+        "browse-keystroke", "browse-engine", "browse-startup",
     }
     machine = suite["results"]["machine"][0]
     assert machine["cpus"] >= 1 and machine["python"] and machine["sqlite"]

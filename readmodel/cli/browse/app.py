@@ -25,12 +25,13 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from readmodel.cli.browse.rows import Row, Transcript, load_transcript, search_rows, workspace_rows, workspace_session_rows
+from readmodel.cli.browse.rows import Row, Transcript, load_transcript, search_rows, warm_up, workspace_rows, workspace_session_rows
 from readmodel.core.cancel import AbortController, AbortError
 from readmodel.core.errors import SessionQueryError
 
-DEBOUNCE_SECONDS = 0.015
-"""Quiet time after a keystroke before its search starts (a burst of keys runs one search)."""
+DEBOUNCE_SECONDS = 0.005
+"""Quiet time after a keystroke before its search starts: keys that arrive together (a paste, a
+burst read in one go) run one search; slower typing is handled by aborting the search in flight."""
 
 
 def _failure(exc: BaseException) -> str:
@@ -191,6 +192,7 @@ class BrowserApp(App[None]):
     def on_mount(self) -> None:
         self.query_one("#query", Input).focus()
         self._start(self.initial_query)
+        self.in_worker(lambda: warm_up(self.engine), lambda _result: None)  # a failure shows on the first search
 
     # -- workers ---------------------------------------------------------------
 

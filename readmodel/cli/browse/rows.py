@@ -22,8 +22,8 @@ from readmodel.cli.listing import age, clip, short_path
 from readmodel.cli.transcript import render
 from readmodel.core.cancel import AbortSignal
 
-SEARCH_LIMIT: Final = 30
-"""Sessions one search shows (the engine's best first)."""
+SEARCH_LIMIT: Final = 20
+"""Sessions one search shows (the engine's best first; the engine's default page, a screenful)."""
 PER_WORKSPACE: Final = 5
 """Newest sessions shown under each workspace while the query is empty."""
 WORKSPACE_LIMIT: Final = 500
@@ -136,6 +136,12 @@ def search_rows(engine: Any, query: str, signal: AbortSignal | None = None, limi
     if not rows:
         rows.append(Row("note", Text(f"no session matches “{query}”", style="dim")))
     return rows
+
+
+def warm_up(engine: Any) -> None:
+    """Open the search backend (its connection, the accelerator, the first pages of the FTS
+    index) with a search that can match almost nothing, so the first keystroke does not pay for it."""
+    engine.search_sessions({"query": "zq", "limit": 1})
 
 
 def workspace_rows(engine: Any, per_workspace: int = PER_WORKSPACE) -> list[Row]:
