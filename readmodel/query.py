@@ -47,7 +47,7 @@ from readmodel.projection.eventtrace import assemble_trace, build_event_records,
 from readmodel.projection.eventtrace import trace_event as trace_live_event
 from readmodel.projection.extraction import build_documents
 from readmodel.projection.redaction import list_reader, read_window, redact_events, restored_documents
-from readmodel.projection.secrets import Policy, policy_from_env, redacts_index
+from readmodel.projection.secrets import Policy, policy_from_env, redacts_index, redacts_raw
 from readmodel.projection.filters import (
     event_predicate,
     materialize_event_filters,
@@ -220,8 +220,10 @@ class SessionQuery:
         # Validated first: an invalid config means no engine (T-EX-22).
         self.config = validate_config(config)
         # Live sessions' documents (search, snippets, filterEvents) are redacted as the indexer
-        # redacts stored ones, unless the policy (``$SESSIONQ_REDACT`` when not given) is ``off``.
-        self.redact_documents = redacts_index(policy_from_env(redact))
+        # redacts stored ones, unless the policy (``$SESSIONQ_REDACT`` when not given) is ``off``;
+        # raw reads are redacted by default under ``all`` (a call's ``redact`` decides otherwise).
+        policy = policy_from_env(redact)
+        self.redact_documents, self.redact_reads = redacts_index(policy), redacts_raw(policy)
         self.search_config = search_config(_search_settings(config))
         self.store = store
         self.live = live
@@ -466,16 +468,18 @@ class SessionQuery:
 
     # ------------------------------------------------------------------ exact reads
 
-    def read_session(self, session_id: str, *, redact: bool = False) -> SessionLogSnapshot:
+    def read_session(self, session_id: str, *, redact: bool | None = None) -> SessionLogSnapshot:
         """``readSession``: the header and the complete raw log.
 
         A live log is replay-validated first (a plain
         :class:`readmodel.projection.replay.ReplayError` on failure); events are
-        frozen-message snapshots.  ``redact`` (a sessionq extension) replaces
-        every detected secret by its marker, streamed chunks included
-        (:mod:`readmodel.projection.redaction`); the same applies to
-        :meth:`read_event` and :meth:`read_event_range`.
+        frozen-message snapshots.  ``redact`` (a sessionq extension; ``None``:
+        the engine's policy) replaces every detected secret by its marker,
+        streamed chunks included (:mod:`readmodel.projection.redaction`); the
+        same applies to :meth:`read_event`, :meth:`read_event_range` and
+        :meth:`read_surface`.
         """
+        redact = self.redact_reads if redact is None else redact
         observed = self._observe(session_id, None, lambda txn, row: txn.raw_all(row.sid))
         if isinstance(observed, LiveSnapshot):
             validate_replay(session_id, observed.header, observed.events)
@@ -523,23 +527,25 @@ class SessionQuery:
     def _stored_documents(txn: IndexReader, row: StoredSession) -> list[tuple[int, str, Any, int, str]]:
         return restored_documents(txn.documents(row.sid), partial(txn.raw_at, row.sid))
 
-    def read_surface(self, session_id: str) -> SessionSurfaceSnapshot:
+    def read_surface(self, session_id: str, *, redact: bool | None = None) -> SessionSurfaceSnapshot:
         """``readSurface``: the current model surface in model-history order.
 
         ``capturedThroughSeq`` is the last event's seq of the same observation
         (``None`` for an empty log).
         """
+        redact = self.redact_reads if redact is None else redact
 
         def inspect(txn: IndexReader, row: StoredSession) -> list[Event]:
             nodes = txn.surface(row.sid)
             raw = txn.raw_at(row.sid, nodes)
-            return [raw[seq] for seq in nodes]
+            return redact_events([raw[seq] for seq in nodes]) if redact else [raw[seq] for seq in nodes]
 
         observed = self._observe(session_id, None, inspect)
         if isinstance(observed, LiveSnapshot):
             events = observed.events
             fold = fold_session_surface(events)
-            surface = [snapshot_event(events[seq]) for seq in fold.nodes]
+            nodes = [events[seq] for seq in fold.nodes]
+            surface = [snapshot_event(event) for event in (redact_events(nodes) if redact else nodes)]
             captured = events[-1].get("seq") if events else None
             return SessionSurfaceSnapshot(session=observed.header, captured_through_seq=captured, events=surface)
         row = observed.row
@@ -547,7 +553,7 @@ class SessionQuery:
         captured = row.event_count - 1 if row.event_count else None
         return SessionSurfaceSnapshot(session=row.header(), captured_through_seq=captured, events=surface)
 
-    def read_event_range(self, session_id: str, start_seq: Any, limit: Any, *, redact: bool = False) -> SessionEventRange:
+    def read_event_range(self, session_id: str, start_seq: Any, limit: Any, *, redact: bool | None = None) -> SessionEventRange:
         """``readEventRange`` (a sessionq extension, for paged views of long logs):
         events ``startSeq .. startSeq + limit - 1`` (fewer at the end of the log)
         with their surface, the replacement that shadowed each and the nodes each
@@ -563,6 +569,7 @@ class SessionQuery:
             raise SessionQueryError("SESSION_QUERY_INVALID_WINDOW", f"limit must be an integer between 1 and {EVENT_RANGE_MAX}")
         first = int(start_seq)
         last = first + int(limit) - 1
+        redact = self.redact_reads if redact is None else redact
 
         def inspect(txn: IndexReader, row: StoredSession) -> tuple[int, list[Event], list[tuple[int, int, int | None, list[int]]]]:
             end = min(last, row.event_count - 1)
@@ -604,7 +611,7 @@ class SessionQuery:
         )
 
     def read_event(
-        self, request: SessionEventReadRequest | Mapping[str, Any], signal: AbortSignal | None = None, *, redact: bool = False
+        self, request: SessionEventReadRequest | Mapping[str, Any], signal: AbortSignal | None = None, *, redact: bool | None = None
     ) -> SessionEventWindow:
         """``readEvent``: one event with up to ``before``/``after`` neighbours (§6).
 
@@ -617,6 +624,7 @@ class SessionQuery:
         before = _window_bound("before", req.before, maximum)
         after = _window_bound("after", req.after, maximum)
         session_id, seq = req.session_id, req.seq
+        redact = self.redact_reads if redact is None else redact
 
         def inspect(txn: IndexReader, row: StoredSession) -> tuple[int, list[Event]] | None:
             index = _persisted_index(seq, row.event_count)

@@ -42,7 +42,7 @@ from readmodel.cli.support import (
     handles_errors,
     json_option,
     redact_option,
-    redact_result,
+    redacts_reads,
     refuse_impossible_db,
 )
 
@@ -66,7 +66,7 @@ def _examples(*lines: str) -> str:
 def read_command(session_id: str, db: str, as_json: bool, redact: str = "index") -> None:
     """Print a session's header and every event of its log, one line each (`show` reads better)."""
     engine, session_id = open_session(db, session_id)
-    show(redact_result(engine.read_session(session_id), redact), as_json, "print_log")
+    show(engine.read_session(session_id, redact=redacts_reads(redact)), as_json, "print_log")
 
 
 @click.command("events", cls=PeopleCommand, epilog=_examples("sessionq events 6f31f323"))
@@ -129,7 +129,7 @@ def event_command(
         request["before"] = before
     if after is not None:
         request["after"] = after
-    window = redact_result(engine.read_event(request), redact)
+    window = engine.read_event(request, redact=redacts_reads(redact))
     if as_json:
         emit_json(window)
         return
@@ -412,9 +412,7 @@ def export_command(
             engines.append(open_engine(db))
         return engines[0]
 
-    from readmodel.projection.secrets import parse_policy, redacts_raw
-
-    exporter = Exporter(db, engine, root, AttachmentStore(attachments), redact=redacts_raw(parse_policy(redact)))
+    exporter = Exporter(db, engine, root, AttachmentStore(attachments), redact=redacts_reads(redact))
     try:
         session_id = resolve_id(engine(), session_id)  # a unique id prefix names its session
     except SessionQueryError as error:

@@ -188,14 +188,17 @@ class Exporter:
             return True
 
     def stream(
-        self, root_id: str, root_slices: Iterator[str], include_descendants: bool, root_path: Path | None = None
+        self, root_id: str, root_slices: Iterator[str], include_descendants: bool, root_path: Path | None = None,
+        *, redact: bool | None = None,
     ) -> Iterator[bytes]:
+        """The archive's bytes; ``redact`` (``None``: the exporter's setting) scrubs every log entry."""
+        redact = self.redact if redact is None else redact
         sink = _Sink()
         self.last_sink = sink
         scanner = ImageScanner(self.line_cap)
         with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=self.level) as archive:
             root_zip64 = True if root_path is None else self._zip64(root_path)
-            yield from self._text_entry(archive, sink, ARTIFACT_NAME, self._slices(root_slices), scanner, root_zip64)
+            yield from self._text_entry(archive, sink, ARTIFACT_NAME, self._slices(root_slices, redact), scanner, root_zip64)
             self._rescan_if_needed(scanner, root_id)
             if include_descendants:
                 for child_id in self._descendants(root_id):
@@ -203,7 +206,7 @@ class Exporter:
                     if artifact is None:
                         raise ExportStreamError(f'subagent "{child_id}" has no stored log artifact')
                     name = f"subagents/{safe_id(child_id)}/{artifact.name}"
-                    slices = self._slices(artifact.text_slices(self.slice_units))
+                    slices = self._slices(artifact.text_slices(self.slice_units), redact)
                     yield from self._text_entry(archive, sink, name, slices, scanner, self._zip64(artifact.path))
                     self._rescan_if_needed(scanner, child_id)
             for attachment_id, ref in scanner.refs.items():
@@ -217,8 +220,9 @@ class Exporter:
                 yield from sink.drain()
         yield from sink.drain()
 
-    def _slices(self, slices: Iterator[str]) -> Iterator[str]:
-        return redacted_lines(slices) if self.redact else slices
+    @staticmethod
+    def _slices(slices: Iterator[str], redact: bool) -> Iterator[str]:
+        return redacted_lines(slices) if redact else slices
 
     def _rescan_if_needed(self, scanner: ImageScanner, session_id: str) -> None:
         """A long line mentioned an image past the scanner's cap: read the artifact again."""
