@@ -46,7 +46,7 @@ from readmodel.core.errors import SessionQueryError
 from readmodel.projection.eventtrace import assemble_trace, build_event_records, event_not_found, target_index
 from readmodel.projection.eventtrace import trace_event as trace_live_event
 from readmodel.projection.extraction import build_documents
-from readmodel.projection.redaction import list_reader, read_window, redact_events, restored_documents
+from readmodel.projection.redaction import list_reader, read_window, redact_events, redact_titles, restored_documents
 from readmodel.projection.secrets import Policy, policy_from_env, redacts_index, redacts_raw
 from readmodel.projection.filters import (
     event_predicate,
@@ -427,7 +427,7 @@ class SessionQuery:
         """``listSessionSummaries`` (sessionq extension, :mod:`readmodel.search.summaries`):
         a page of titles, workspaces, times and counts in listing order."""
         normalised = summary_request(request)
-        return self._in_snapshot(lambda txn: summary_page(txn, normalised, self._live_list()))
+        return self._in_snapshot(lambda txn: summary_page(txn, normalised, self._live_list(), self.redact_documents))
 
     def list_workspaces(self) -> list[WorkspaceSummary]:
         """``listWorkspaces`` (sessionq extension): sessions per ``cwd``, newest activity first."""
@@ -435,7 +435,7 @@ class SessionQuery:
 
     def session_summaries(self, session_ids: Sequence[str]) -> dict[str, SessionSummary]:
         """The summaries of the listed sessions among ``session_ids``, by id (unknown ids are absent)."""
-        return self._in_snapshot(lambda txn: summaries_for(txn, list(session_ids), self._live_list()))
+        return self._in_snapshot(lambda txn: summaries_for(txn, list(session_ids), self._live_list(), self.redact_documents))
 
     def _live_list(self) -> list[Any]:
         return list(self.live.list()) if self.live is not None else []
@@ -473,11 +473,9 @@ class SessionQuery:
 
         A live log is replay-validated first (a plain
         :class:`readmodel.projection.replay.ReplayError` on failure); events are
-        frozen-message snapshots.  ``redact`` (a sessionq extension; ``None``:
-        the engine's policy) replaces every detected secret by its marker,
-        streamed chunks included (:mod:`readmodel.projection.redaction`); the
-        same applies to :meth:`read_event`, :meth:`read_event_range` and
-        :meth:`read_surface`.
+        frozen-message snapshots.  ``redact`` (a sessionq extension; ``None``: the engine's policy)
+        replaces every detected secret by its marker, streamed chunks included
+        (:mod:`readmodel.projection.redaction`), as in every raw read and title snapshot.
         """
         redact = self.redact_reads if redact is None else redact
         observed = self._observe(session_id, None, lambda txn, row: txn.raw_all(row.sid))
@@ -710,7 +708,7 @@ class SessionQuery:
         if unresolved:
             self._resolve_persisted_titles(unresolved, results, signal)
         throw_if_aborted(signal)
-        return [results[session_id] for session_id in unique]
+        return redact_titles([results[session_id] for session_id in unique]) if self.redact_reads else [results[session_id] for session_id in unique]
 
     def _project_live_title(self, session_id: str, session: Any, signal: AbortSignal | None) -> SessionTitleObservationResult:
         """Project a live source (borrowing its header and events; the projection copies)."""

@@ -216,6 +216,22 @@ def restored_documents(
     return documents
 
 
+def redact_titles(results: list[Any]) -> list[Any]:
+    """Title observation results (``readTitleSnapshots``) with secrets in their titles replaced by markers.
+
+    Fulfilled results whose title text changes are replaced by copies; the rest are kept.
+    """
+    out = []
+    for result in results:
+        value = getattr(result, "value", None)
+        snapshot = getattr(value, "title", None)
+        text = getattr(snapshot, "title", None)
+        if type(text) is str and (redacted := redact_text(text)) != text:
+            result = msgspec.structs.replace(result, value=msgspec.structs.replace(value, title=msgspec.structs.replace(snapshot, title=redacted)))
+        out.append(result)
+    return out
+
+
 # --------------------------------------------------------------------------- log lines
 
 

@@ -29,6 +29,7 @@ from msgspec import UNSET, UnsetType
 from readmodel.core.errors import SessionQueryError
 from readmodel.core.jsvalues import is_integer, is_number
 from readmodel.core.vocabulary import Event, Struct
+from readmodel.projection.secrets import redact as redact_secrets
 from readmodel.projection.titles import latest_title_event, title_snapshot
 from readmodel.search.cursors import CursorCodec
 from readmodel.store.interface import IndexReader, SummaryRow, SummaryWhere
@@ -116,28 +117,33 @@ def _last_time(events: Sequence[Event]) -> Any:
     return events[-1].get("time") if events else None
 
 
-def _title_text(event: Event | None) -> str | None:
-    """The title text of a ``session/title`` event; ``None`` when absent or malformed."""
+def _title_text(event: Event | None, redact: bool) -> str | None:
+    """The title text of a ``session/title`` event; ``None`` when absent or malformed.
+
+    With ``redact`` detected secrets become markers, as in the index's documents.
+    """
     if event is None:
         return None
     try:
         title = title_snapshot(event).title
     except (TypeError, AttributeError):
         return None
-    return title if type(title) is str else None
+    if type(title) is not str:
+        return None
+    return redact_secrets(title) if redact else title
 
 
 def _text_or_none(value: Any) -> str | None:
     return value if type(value) is str else None
 
 
-def _live_summary(session: Any) -> SessionSummary:
+def _live_summary(session: Any, redact: bool) -> SessionSummary:
     header = session.header
     events = list(session.events)
     created = header.get("createdAt")
     return SessionSummary(
         id=str(header.get("id")),
-        title=_title_text(latest_title_event(events)),
+        title=_title_text(latest_title_event(events), redact),
         cwd=_text_or_none(header.get("cwd")),
         created_at=created if is_number(created) else None,
         last_activity=_last_time(events),
@@ -164,16 +170,16 @@ def _listing_key(created_at: Any, id_key: bytes) -> tuple[float, bytes]:
 # --------------------------------------------------------------------------- pages
 
 
-def _title(reader: IndexReader, row: SummaryRow) -> str | None:
+def _title(reader: IndexReader, row: SummaryRow, redact: bool) -> str | None:
     if row.title_seq is None or row.status != "ok":
         return None
-    return _title_text(reader.raw_at(row.sid, [row.title_seq]).get(row.title_seq))
+    return _title_text(reader.raw_at(row.sid, [row.title_seq]).get(row.title_seq), redact)
 
 
-def _stored_summary(reader: IndexReader, row: SummaryRow) -> SessionSummary:
+def _stored_summary(reader: IndexReader, row: SummaryRow, redact: bool) -> SessionSummary:
     return SessionSummary(
         id=row.id,
-        title=_title(reader, row),
+        title=_title(reader, row, redact),
         cwd=row.cwd,
         created_at=row.created_at,
         last_activity=row.last_activity,
@@ -206,10 +212,11 @@ def _page_ids(reader: IndexReader, request: SummaryRequest, live: list[SessionSu
     return entries[offset : offset + request.limit + 1]
 
 
-def summary_page(reader: IndexReader | None, request: SummaryRequest, live_sessions: Iterable[Any]) -> SessionSummaryPage:
-    """One page of ``listSessionSummaries`` inside one read snapshot (``reader=None``: live only)."""
+def summary_page(reader: IndexReader | None, request: SummaryRequest, live_sessions: Iterable[Any], redact: bool = False) -> SessionSummaryPage:
+    """One page of ``listSessionSummaries`` inside one read snapshot (``reader=None``: live only);
+    with ``redact`` titles hold secret markers instead of detected secrets."""
     live_list = list(live_sessions)
-    live = [_live_summary(session) for session in live_list]
+    live = [_live_summary(session, redact) for session in live_list]
     live_ids = {summary.id for summary in live}
     if reader is None:
         codec = CursorCodec("live", b"sessionq-live-only-cursor-key")
@@ -225,14 +232,14 @@ def summary_page(reader: IndexReader | None, request: SummaryRequest, live_sessi
         )[offset : offset + request.limit + 1]
     elif not live:
         rows = reader.summary_page(request.where, request.limit + 1, offset)
-        entries = [_stored_summary(reader, row) for row in rows]
+        entries = [_stored_summary(reader, row, redact) for row in rows]
     else:
         entries = _page_ids(reader, request, live, offset)
     more = len(entries) > request.limit
     entries = entries[: request.limit]
     wanted = [entry for entry in entries if type(entry) is str and entry not in live_ids]
     stored = reader.summary_rows(wanted) if reader is not None and wanted else {}
-    items = [entry if isinstance(entry, SessionSummary) else _stored_summary(reader, stored[entry]) for entry in entries]  # type: ignore[arg-type]
+    items = [entry if isinstance(entry, SessionSummary) else _stored_summary(reader, stored[entry], redact) for entry in entries]  # type: ignore[arg-type]
     page = SessionSummaryPage(items=items)
     if more:
         page.next_cursor = codec.encode(_SCOPE, fingerprint, generation, offset + len(items))
@@ -246,7 +253,7 @@ def _newest_first(item: WorkspaceSummary) -> tuple[bool, float, str]:
 
 def workspaces(reader: IndexReader | None, live_sessions: Iterable[Any]) -> list[WorkspaceSummary]:
     """``listWorkspaces``: sessions per workspace, newest activity first (a live session wins)."""
-    live = {summary.id: summary for summary in map(_live_summary, live_sessions)}
+    live = {summary.id: summary for summary in (_live_summary(session, False) for session in live_sessions)}
     activity = [] if reader is None else [entry for entry in reader.session_activity() if entry[0] not in live]
     activity += [(s.id, s.cwd, s.last_activity) for s in live.values()]
     counts: dict[str | None, list[Any]] = {}
@@ -259,11 +266,13 @@ def workspaces(reader: IndexReader | None, live_sessions: Iterable[Any]) -> list
     return sorted(found, key=_newest_first)
 
 
-def summaries_for(reader: IndexReader | None, session_ids: Sequence[str], live_sessions: Iterable[Any]) -> dict[str, SessionSummary]:
+def summaries_for(
+    reader: IndexReader | None, session_ids: Sequence[str], live_sessions: Iterable[Any], redact: bool = False
+) -> dict[str, SessionSummary]:
     """The summaries of the sessions among ``session_ids``, by id (a live session wins)."""
     wanted = set(session_ids)
-    live = {s.id: s for s in map(_live_summary, live_sessions) if s.id in wanted}
+    live = {s.id: s for s in (_live_summary(session, redact) for session in live_sessions) if s.id in wanted}
     rows = reader.summary_rows([i for i in session_ids if i not in live]) if reader is not None else {}
-    found = {session_id: _stored_summary(reader, row) for session_id, row in rows.items()}  # type: ignore[arg-type]
+    found = {session_id: _stored_summary(reader, row, redact) for session_id, row in rows.items()}  # type: ignore[arg-type]
     found.update(live)
     return found
