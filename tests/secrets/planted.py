@@ -78,6 +78,18 @@ def search_terms(planted: Planted) -> list[str]:
     return terms
 
 
+def search_modes() -> tuple[str, ...]:
+    """The search modes this build has (``phrase`` alone before search modes, issue 17)."""
+    from readmodel.search import requests
+
+    return tuple(getattr(requests, "MATCH_MODES", ("phrase",)))
+
+
+def in_mode(request: dict[str, Any], mode: str) -> dict[str, Any]:
+    """``request`` asking for ``mode`` (no ``match`` field for the reference's phrase mode)."""
+    return request if mode == "phrase" else {**request, "match": mode}
+
+
 def planted_events(planted: Planted, index: int) -> list[dict[str, Any]]:
     """One session's events carrying ``planted`` at the start, middle and end of messages,
     in a tool call's JSON arguments, in tool output and split across assistant chunks."""

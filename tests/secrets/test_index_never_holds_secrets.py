@@ -14,7 +14,7 @@ from readmodel.projection.secrets import marker
 from readmodel.query import SessionQuery
 from readmodel.store.sqlite import IndexStore
 from readmodel.tools import SessionTools, ToolCaller
-from tests.secrets.planted import CWD, SECRETS, build, search_terms, session_id
+from tests.secrets.planted import CWD, SECRETS, build, in_mode, search_modes, search_terms, session_id
 
 
 @pytest.fixture(scope="module", params=[0, 2], ids=["writer", "workers"])
@@ -36,13 +36,16 @@ def test_the_stored_documents_hold_markers_and_no_secret(planted_index: tuple[Pa
         assert marker(planted.kind) in everything, planted.kind
 
 
+@pytest.mark.parametrize("mode", search_modes())
 @pytest.mark.parametrize("planted", SECRETS, ids=lambda planted: planted.kind)
-def test_no_search_finds_a_secret_or_its_middle(query: SessionQuery, planted) -> None:
+def test_no_search_finds_a_secret_or_its_middle(query: SessionQuery, planted, mode: str) -> None:
     index = SECRETS.index(planted)
     for term in search_terms(planted):
-        assert query.search_sessions({"query": term}).items == [], (planted.kind, term)
-        assert query.search_events({"sessionId": session_id(index), "query": term}).items == [], (planted.kind, term)
+        assert query.search_sessions(in_mode({"query": term}, mode)).items == [], (planted.kind, term)
+        assert query.search_events(in_mode({"sessionId": session_id(index), "query": term}, mode)).items == [], (planted.kind, term)
         assert query.filter_events(session_id(index), [{"kind": "text", "text": term}]) == [], (planted.kind, term)
+    hits = query.search_sessions(in_mode({"query": f"endplace{index}"}, mode)).items
+    assert [hit.header["id"] for hit in hits] == [session_id(index)]  # the words around it are found
 
 
 @pytest.mark.parametrize("planted", SECRETS, ids=lambda planted: planted.kind)

@@ -25,7 +25,7 @@ from readmodel.query import SessionQuery
 from readmodel.rpc import Dispatcher
 from readmodel.store.sqlite import IndexStore
 from readmodel.tools import SessionTools, ToolCaller
-from tests.secrets.planted import CWD, SECRETS, build, leaks, streamed_batches, streamed_id, write_streamed_root
+from tests.secrets.planted import CWD, SECRETS, build, in_mode, leaks, search_modes, search_terms, streamed_batches, streamed_id, write_streamed_root
 
 CONTEXTS = [("", ""), ("before ", " after"), ('{"k": "', '"}')]
 
@@ -115,6 +115,18 @@ def test_the_log_as_written_holds_the_pieces(query: SessionQuery) -> None:
         assert len(chunks) == 8
         assert all(json.dumps(planted.secret)[1:-1] not in chunk for chunk in chunks)
         assert "".join(event["data"]["chunk"].get("text", "") for event in events[3:9]).count(planted.secret) == 1
+
+
+@pytest.mark.parametrize("mode", search_modes())
+def test_no_search_finds_a_streamed_secret_while_the_words_around_it_are_found(query: SessionQuery, mode: str) -> None:
+    for index, planted in enumerate(SECRETS):
+        me = streamed_id(index)
+        for term in search_terms(planted):
+            assert query.search_sessions(in_mode({"query": term}, mode)).items == [], (planted.kind, term, mode)
+            assert query.search_events(in_mode({"sessionId": me, "query": term}, mode)).items == [], (planted.kind, term, mode)
+        hits = query.search_events(in_mode({"sessionId": me, "query": f"tailword{index}"}, mode)).items
+        snippets = " ".join(hit.snippet for hit in hits)
+        assert hits and marker(planted.kind) in snippets and not leaks(snippets, planted.secret), (planted.kind, mode)
 
 
 def test_model_tools_never_show_a_piece_of_a_streamed_secret(query: SessionQuery) -> None:
