@@ -112,7 +112,7 @@ def _redact_value(value: Any) -> Any:
     """``value`` (an event or a line's JSON value) redacted as JSON text; itself when nothing is found."""
     try:
         text = msgspec.json.encode(value).decode("utf-8")
-    except (TypeError, OverflowError, UnicodeDecodeError):
+    except (TypeError, OverflowError, UnicodeError):  # lone surrogates, integers past 64 bits
         text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
     redacted = redact_text(text)
     return value if redacted is text else json.loads(redacted)

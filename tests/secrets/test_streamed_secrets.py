@@ -64,6 +64,13 @@ def test_pieces_of_different_blocks_are_redacted_apart() -> None:
     assert redact_pieces([0, 0], [key[:10], key[10:]]) == [marker("aws-access-key"), ""]
 
 
+def test_events_with_lone_surrogates_or_huge_integers_are_redacted_too() -> None:
+    key = SECRETS[1].secret
+    event = {"type": "user/message", "seq": 1, "time": 2**70, "data": {"text": f"x\ud800 é {key}"}}
+    assert redact_events([event]) == [{**event, "data": {"text": f"x\ud800 é {marker('aws-access-key')}"}}]
+    assert redact_events([{"type": "step/start", "seq": 2}])[0] == {"type": "step/start", "seq": 2}
+
+
 def _events(index: int) -> list[dict]:
     return [event for batch in streamed_batches(SECRETS[index], index) for event in batch]
 
