@@ -25,6 +25,7 @@ from readmodel.query import SessionQuery
 from readmodel.rpc import Dispatcher
 from readmodel.store.sqlite import IndexStore
 from readmodel.tools import SessionTools, ToolCaller
+from tests.logfactory import chunk, step_end, step_start, turn_start
 from tests.secrets.planted import CWD, SECRETS, build, in_mode, leaks, search_modes, search_terms, streamed_batches, streamed_id, write_streamed_root
 
 CONTEXTS = [("", ""), ("before ", " after"), ('{"k": "', '"}')]
@@ -96,6 +97,25 @@ def test_export_lines_and_events_agree_piece_for_piece(index: int) -> None:
     assert expanded == redact_events([event for batch in batches for event in batch])
     assert not leaks("".join(lines), SECRETS[index].secret)
     assert '"type":"text-chunks"' in text  # the pieces really were packed rows
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_any_cut_into_a_packed_row_reads_and_exports_alike_without_the_secret(data: st.DataObject) -> None:
+    planted = data.draw(st.sampled_from(SECRETS))
+    text = f"words before {planted.text} words after"
+    cuts = sorted(data.draw(st.lists(st.integers(1, len(text) - 1), min_size=2, max_size=4, unique=True)))
+    bounds = [0, *cuts, len(text)]
+    events = [turn_start(0), step_start(1)]
+    events += [chunk(2 + number, text[a:b]) for number, (a, b) in enumerate(zip(bounds, bounds[1:]))]
+    events.append(step_end(len(events)))
+    raw = batch_bytes(events).decode()
+    assert '"type":"text-chunks"' in raw  # three or more pieces: one packed row
+    lines = list(redacted_log_lines(iter(raw.splitlines(keepends=True))))
+    expanded = [member for line in lines for value in [json.loads(line)] for member in (expand_row(value) if value["type"].endswith("-chunks") else [value])]
+    assert expanded == redact_events(events)
+    assert not leaks("".join(lines), planted.secret, 6)
+    assert "".join(event["data"]["chunk"]["text"] for event in expanded[2:-1]) == redact(text)
 
 
 # --------------------------------------------------------------------------- a real index
