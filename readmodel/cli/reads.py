@@ -336,6 +336,7 @@ COMMANDS.append(mcp_command)
     help="Seconds to receive a request head, and its body, before the connection is closed.",
 )
 @click.option("--max-connections", default=100, show_default=True, type=click.IntRange(min=1), help="Concurrent connections (503 beyond).")
+@redact_option  # secret redaction (issue 22): under `all` every raw read and export is scrubbed
 def serve_command(
     host: str,
     port: int,
@@ -346,6 +347,7 @@ def serve_command(
     max_body: int,
     read_timeout: float,
     max_connections: int,
+    redact: str = "index",
 ) -> None:
     """HTTP API (/api/rpc/<method>, /api/session.export) and the web page."""
     from readmodel.http.app import LOOPBACK_NAMES, Limits, StartupError, bind_listener, check_index, create_app, is_loopback, server_config
@@ -367,7 +369,7 @@ def serve_command(
         listening = bind_listener(host, port)
     except StartupError as exc:
         raise click.ClickException(str(exc)) from None
-    app = create_app(db, root=root, attachments=attachments, token=token, allowed_hosts=hosts, port=port, limits=limits)
+    app = create_app(db, root=root, attachments=attachments, token=token, allowed_hosts=hosts, port=port, limits=limits, redact=redact.lower())  # type: ignore[arg-type]
     server = http_server(server_config(app, host, port, limits))
     shown = f"[{host}]" if ":" in host else host
     click.echo(f"sessionq: serving http://{shown}:{port}/ (Ctrl+C stops)", err=True)  # uvicorn names no URL for a given socket

@@ -246,3 +246,17 @@ def test_the_server_policy_all_redacts_reads_whatever_a_request_asks(streamed: t
     answer = Dispatcher(engine).handle({"jsonrpc": "2.0", "id": 1, "method": "readSession", "params": {"sessionId": me, "redact": "off"}})
     assert answer is not None and not leaks(answer.decode(), planted.secret)
     assert leaks(json.dumps(engine.read_session(me, redact=False).events), planted.secret)  # the library call decides
+
+
+def test_a_server_started_with_all_scrubs_every_read_and_export(streamed: tuple[Path, str], tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from readmodel.http.app import create_app
+
+    root, db = streamed
+    client = TestClient(create_app(db, root=str(root), attachments=str(tmp_path), port=8765, redact="all"), base_url="http://127.0.0.1:8765")
+    planted, me = SECRETS[7], streamed_id(7)
+    export = client.get("/api/session.export", params={"sessionId": me, "redact": "off"})
+    assert export.status_code == 200 and not leaks(_zip_text(export.content, tmp_path / "c.zip"), planted.secret)
+    read = client.post("/api/rpc/readSession", json={"sessionId": me})
+    assert read.status_code == 200 and not leaks(read.text, planted.secret) and marker(planted.kind) in read.text
