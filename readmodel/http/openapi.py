@@ -135,7 +135,7 @@ _METHOD_DOCS: Final[dict[str, tuple[str, dict[str, Any]]]] = {
 
 def _query_parameter(name: str, schema: dict[str, Any], required: bool) -> dict[str, Any]:
     if _is_text(schema):
-        enum = {"enum": schema["enum"]} if "enum" in schema else {}
+        enum = {"enum": [value for value in schema["enum"] if type(value) is str]} if "enum" in schema else {}  # null stays out of a query string
         return {"name": name, "in": "query", "required": required, "schema": {"type": "string", **enum}}
     return {"name": name, "in": "query", "required": required, "content": {"application/json": {"schema": schema}}}
 

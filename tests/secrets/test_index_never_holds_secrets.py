@@ -44,8 +44,8 @@ def test_no_search_finds_a_secret_or_its_middle(query: SessionQuery, planted, mo
         assert query.search_sessions(in_mode({"query": term}, mode)).items == [], (planted.kind, term)
         assert query.search_events(in_mode({"sessionId": session_id(index), "query": term}, mode)).items == [], (planted.kind, term)
         assert query.filter_events(session_id(index), [{"kind": "text", "text": term}]) == [], (planted.kind, term)
-    hits = query.search_sessions(in_mode({"query": f"endplace{index}"}, mode)).items
-    assert [hit.header["id"] for hit in hits] == [session_id(index)]  # the words around it are found
+    hits = query.search_sessions(in_mode({"query": f"endplace{index} "}, mode)).items
+    assert session_id(index) in [hit.header["id"] for hit in hits]  # the words around it are found
 
 
 @pytest.mark.parametrize("planted", SECRETS, ids=lambda planted: planted.kind)
