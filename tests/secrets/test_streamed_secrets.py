@@ -260,3 +260,16 @@ def test_a_server_started_with_all_scrubs_every_read_and_export(streamed: tuple[
     assert export.status_code == 200 and not leaks(_zip_text(export.content, tmp_path / "c.zip"), planted.secret)
     read = client.post("/api/rpc/readSession", json={"sessionId": me})
     assert read.status_code == 200 and not leaks(read.text, planted.secret) and marker(planted.kind) in read.text
+
+
+def test_a_chunk_run_past_the_export_buffer_is_redacted_in_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    import readmodel.projection.redaction as redaction
+
+    monkeypatch.setattr(redaction, "RUN_BUFFER_LIMIT", 200)  # a few chunk lines per part
+    events = [turn_start(0), step_start(1)] + [chunk(2 + n, f"piece{n} ") for n in range(40)]
+    events += [chunk(42, f"then {SECRETS[1].secret} whole"), step_end(43)]
+    raw = batch_bytes(events, pack=False).decode()
+    lines = list(redacted_log_lines(iter(raw.splitlines(keepends=True))))
+    assert len(lines) == len(events) and all(json.loads(line) for line in lines)
+    assert SECRETS[1].secret not in "".join(lines) and marker("aws-access-key") in lines[-2]
+    assert "".join(lines[:-2]) == "".join(raw.splitlines(keepends=True)[:-2])  # nothing else changed
