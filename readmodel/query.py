@@ -475,7 +475,7 @@ class SessionQuery:
         :class:`readmodel.projection.replay.ReplayError` on failure); events are
         frozen-message snapshots.  ``redact`` (a sessionq extension; ``None``: the engine's policy)
         replaces every detected secret by its marker, streamed chunks included
-        (:mod:`readmodel.projection.redaction`), as in every raw read and title snapshot.
+        (:mod:`readmodel.projection.redaction`), as in every raw read.
         """
         redact = self.redact_reads if redact is None else redact
         observed = self._observe(session_id, None, lambda txn, row: txn.raw_all(row.sid))
@@ -708,7 +708,8 @@ class SessionQuery:
         if unresolved:
             self._resolve_persisted_titles(unresolved, results, signal)
         throw_if_aborted(signal)
-        return redact_titles([results[session_id] for session_id in unique]) if self.redact_reads else [results[session_id] for session_id in unique]
+        # Titles are shown where snippets are (lists, results, headings): redacted as the index is.
+        return redact_titles([results[session_id] for session_id in unique]) if self.redact_documents else [results[session_id] for session_id in unique]
 
     def _project_live_title(self, session_id: str, session: Any, signal: AbortSignal | None) -> SessionTitleObservationResult:
         """Project a live source (borrowing its header and events; the projection copies)."""
