@@ -264,6 +264,23 @@ def _encode_line(value: Any, newline: str) -> str:
     return text + newline
 
 
+def _redact_line(line: str) -> str:
+    """One line outside chunk runs, redacted as JSON text.
+
+    A line holding ``\\u`` escapes (which could spell a secret's ASCII
+    letters) is also redacted decoded, and re-encoded if that finds more.
+    """
+    redacted = redact_text(line)
+    if "\\u" not in redacted:
+        return redacted
+    try:
+        value = json.loads(redacted)
+    except ValueError:
+        return redacted
+    decoded = _redact_value(value)
+    return redacted if decoded is value else _encode_line(decoded, "\n" if line.endswith("\n") else "")
+
+
 class _RunBuffer:
     """The chunk lines of the current run, decoded, until the run ends."""
 
@@ -313,7 +330,7 @@ def redacted_log_lines(lines: Iterator[str]) -> Iterator[str]:
             pieces = _line_pieces(value)
         if pieces is None:
             yield from run.flush()
-            yield redact_text(line)
+            yield _redact_line(line)
             continue
         run.add(line, value, pieces)
         if run.size >= RUN_BUFFER_LIMIT:

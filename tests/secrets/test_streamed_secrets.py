@@ -273,3 +273,13 @@ def test_a_chunk_run_past_the_export_buffer_is_redacted_in_parts(monkeypatch: py
     assert len(lines) == len(events) and all(json.loads(line) for line in lines)
     assert SECRETS[1].secret not in "".join(lines) and marker("aws-access-key") in lines[-2]
     assert "".join(lines[:-2]) == "".join(raw.splitlines(keepends=True)[:-2])  # nothing else changed
+
+
+def test_a_secret_spelled_with_json_escapes_is_redacted_in_an_export_line() -> None:
+    key = SECRETS[1].secret
+    escaped = "".join(f"\\u{ord(char):04x}" for char in key)
+    line = '{"type":"user/message","seq":1,"data":{"text":"key ' + escaped + ' \\ud800 end"}}\n'
+    (out,) = redacted_log_lines(iter([line]))
+    assert json.loads(out)["data"]["text"] == f"key {marker('aws-access-key')} \ud800 end" and out.endswith("}\n")
+    plain = '{"type":"user/message","seq":1,"data":{"text":"caf\\u00e9 \\ud800"}}\n'
+    assert list(redacted_log_lines(iter([plain]))) == [plain]  # escapes without a secret: byte for byte
