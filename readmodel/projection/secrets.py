@@ -11,9 +11,9 @@ Rules (why a hand-kept set): only high-specificity shapes are detected — a
 fixed prefix or a fixed structure plus a long random-looking body — so false
 positives stay near zero and nothing else in a document ever changes.
 Each rule has *gates*: small regular expressions that start with a
-literal, one of which every match contains.  A document in which no gate
-matches (nearly all of them) costs one literal scan per gate and no rule's
-pattern at all.  detect-secrets' plugins were considered: they
+literal, one of which every match contains.  One Aho-Corasick pass over a
+document finds the gates' literals (ahocorasick-rs); a document holding none
+(nearly all of them) costs that pass and no rule's pattern at all.  detect-secrets' plugins were considered: they
 report whole lines or values rather than spans (its private-key plugin flags
 the ``BEGIN`` line only, not the key body), run every plugin's regexes on
 every line, and lack several of the shapes needed here (Anthropic, DeepSeek,
