@@ -35,6 +35,11 @@ The index is a projection of the logs, rebuilt from them at will.  Its tables:
     Semantic documents (the text each event contributes) and an external-content
     FTS5 index (``unicode61``) over them; surface updates touch only the
     plain table.
+``document_grams``
+    The substring candidate index (:mod:`readmodel.store.gramindex`): a
+    contentless ``detail=none`` FTS5 table of each document's character grams,
+    written with the documents' FTS5 rows; ``index_meta.grams`` says which
+    gram scheme built it.
 ``layout_problems``
     Artifacts the layout rules excluded, reported by ``status``.
 
@@ -67,7 +72,7 @@ from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, SURFACE_NAMES,
 APPLICATION_ID: Final = 0x53515849  # "SQXI"
 """``PRAGMA application_id`` of a sessionq index; any other non-zero id is foreign."""
 
-SCHEMA_REVISION: Final = "0007"
+SCHEMA_REVISION: Final = "0009"
 """The Alembic head revision this code reads and writes."""
 
 
@@ -86,6 +91,7 @@ index_meta = Table(
     Column("last_reconcile_seconds", Float),
     Column("cursor_secret", LargeBinary, nullable=False),  # migration 0006
     Column("redaction", Text),  # migration 0007: the documents' redaction fingerprint (NULL: never stored)
+    Column("grams", Text),  # migration 0009: the gram scheme document_grams was built with (NULL: not built)
 )
 
 sessions = Table(
@@ -218,5 +224,12 @@ KNOWN_TABLES: Final = frozenset(
         "documents_fts_idx",
         "documents_fts_docsize",
         "documents_fts_config",
+        "document_grams",
+        "document_grams_data",
+        "document_grams_idx",
+        "document_grams_config",
     }
 )
+
+FTS_PREFIXES: Final = ("documents_fts", "document_grams")
+"""Names of the FTS5 tables and their shadow tables start with one of these (explicit DDL, not models)."""
