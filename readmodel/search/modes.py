@@ -53,6 +53,20 @@ sessions)."""
 _NO_TIME: Final = -(2**63)
 
 
+def people_match(query: str) -> tuple[str, str]:
+    """``(mode, query)`` for a query a person typed (the CLI and ``browse``).
+
+    People get ``words`` (any order, the last word as a prefix); a query wholly
+    in double quotes is the reference's exact ``phrase`` of what is inside them.
+    Programs (RPC, HTTP, Python) keep ``phrase`` as the default.
+    """
+    stripped = query.strip()
+    inner = stripped[1:-1]
+    if len(stripped) >= 2 and stripped[0] == stripped[-1] == '"' and '"' not in inner and inner.strip():
+        return "phrase", inner
+    return "words", query
+
+
 def split_parts(query: str) -> tuple[list[tuple[str, bool]], bool]:
     """``([(text, quoted), ...], closed)``: the query's bare and quoted parts, and
     whether it ends with a closing quote.
