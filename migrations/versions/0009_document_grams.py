@@ -7,7 +7,7 @@ builds it from the stored documents (a few seconds per 100,000 documents),
 showing a progress bar when stderr is a terminal; no log is re-read.
 
 Revision ID: 0009
-Revises: 0007
+Revises: 0008
 Create Date: 2026-12-02
 """
 
@@ -23,7 +23,7 @@ from alembic import op
 from readmodel.store import gramindex
 
 revision = "0009"
-down_revision = "0007"
+down_revision = "0008"  # "0007" on its own; chained after s17-modes' 0008 here
 branch_labels = None
 depends_on = None
 

@@ -34,7 +34,8 @@ The index is a projection of the logs, rebuilt from them at will.  Its tables:
 ``documents`` + ``documents_fts``
     Semantic documents (the text each event contributes) and an external-content
     FTS5 index (``unicode61``) over them; surface updates touch only the
-    plain table.
+    plain table.  ``documents_text_key`` (length and first 32 code points)
+    finds the copies of a text, for boilerplate demotion in search.
 ``document_grams``
     The substring candidate index (:mod:`readmodel.store.gramindex`): a
     contentless ``detail=none`` FTS5 table of each document's character grams,
@@ -52,6 +53,7 @@ from __future__ import annotations
 from typing import Final
 
 from sqlalchemy import (
+    func,
     BigInteger,
     Column,
     Float,
@@ -192,6 +194,9 @@ documents = Table(
     Column("length", Integer, nullable=False),
     Column("text", Text, nullable=False),
 )
+# Boilerplate lookups of the words and substring search modes (migration 0008): equal
+# texts share this key, which narrows an exact comparison to a few rows.
+Index("documents_text_key", documents.c.length, func.substr(documents.c.text, 1, 32))
 
 layout_problems = Table(
     "layout_problems",
