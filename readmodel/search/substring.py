@@ -57,9 +57,10 @@ set (a common two-character query) without materialising it in Python; a
 provider that computes docids in Python returns
 ``('SELECT value FROM json_each(?)', [json_array_text])``.
 
-The default below has no index and returns ``None``.  A gram index plugs in
-by replacing only the body of :func:`index_candidates` (for example
-``return grams.candidates(conn, query, doc_range)``), nothing else here.
+The gram index (:mod:`readmodel.search.gramsearch`) answers it: the
+documents holding the query's character grams in ``document_grams``, or
+``None`` when that table is not built for the running gram scheme or the
+query is one ASCII character.
 """
 
 from __future__ import annotations
@@ -72,12 +73,13 @@ from typing import Any
 
 from readmodel.core.errors import SessionQueryError
 from readmodel.projection.filters import compile_text_filter
+from readmodel.search import gramsearch
 from readmodel.search.snippets import END_MARK, START_MARK
 
 
 def index_candidates(conn: sqlite3.Connection, query: str, doc_range: tuple[int, int] | None) -> tuple[str, list[Any]] | None:
     """Candidate docids for a ``substring`` query, as the seam above defines; ``None``: scan."""
-    return None
+    return gramsearch.candidates(conn, query, doc_range)
 
 
 def check_substring_query(query: str) -> None:
