@@ -313,9 +313,12 @@ def demotion_index(tmp_path: Path) -> str:
     return build(tmp_path, sessions)[1]
 
 
+@pytest.mark.parametrize("accelerated", [True, False])
 @pytest.mark.parametrize("mode", ["words", "substring"])
-def test_boilerplate_is_demoted_never_dropped(demotion_index: str, mode: str) -> None:
+def test_boilerplate_is_demoted_never_dropped(demotion_index: str, mode: str, accelerated: bool) -> None:
     search = sqlite_search(demotion_index)
+    search.open()
+    search.backend._accelerated = search.backend._accelerated and accelerated
     hits = walk(search, "sessions", {"query": "sandbox", "match": mode, "limit": 2})
     order = [hit.header["id"] for hit in hits]
     assert set(order) == {"b1", "b2", "b3", "mix", "own"}  # the matching set, nothing dropped
