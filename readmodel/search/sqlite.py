@@ -626,7 +626,7 @@ class SqliteSearchBackend:
         rows = self._ranked(cache_key, fetch, offset, request.limit + 1)
         return self._highlight(conn, rows, phrase)
 
-    def _marked_document(self, conn: sqlite3.Connection, docid: int, phrase: str, *, scratch: bool = False) -> str:
+    def _marked_document(self, conn: sqlite3.Connection, docid: int, phrase: str) -> str:
         """The highlighted text the snippet of one stored document needs.
 
         ``highlight()`` tokenises a whole document, which costs milliseconds for
@@ -637,13 +637,11 @@ class SqliteSearchBackend:
         Without it, two prefixes are highlighted in a scratch FTS5 table with
         the same tokenizer, and the first that provably decides the snippet
         (:func:`prefix_decides_snippet`) is used.  The whole document is the
-        fallback of both.  ``scratch`` (a words expression with a prefix term,
-        whose doclist FTS5 would rebuild for every row it matches against the
-        index) uses the scratch table only, the whole document included.
+        fallback of both.
         """
         width = self.config.snippet_chars
         first = _SNIPPET_PREFIX_CHARS + 4 * width
-        if self._accelerated and not scratch:
+        if self._accelerated:
             sql = (
                 'SELECT sessionq_snippet_source("documents_fts", ?, ?, ?, ?) FROM "documents_fts" '
                 'WHERE "documents_fts" MATCH ? AND "rowid" = ?'
@@ -661,8 +659,9 @@ class SqliteSearchBackend:
             text = found[0] if found else ""
             # Two tries, then the whole text: a match deep in a huge document costs
             # little more than highlighting it whole.
-            sizes = [size for size in (first, 16 * first) if size < len(text)] + ([len(text)] if scratch else [])
-            for size in sizes:
+            for size in (first, 16 * first):
+                if size >= len(text):
+                    break
                 conn.execute('INSERT INTO temp."snippet_scratch" ("snippet_scratch") VALUES (\'delete-all\')')
                 conn.execute('DELETE FROM temp."snippet_text"')
                 conn.execute('INSERT INTO temp."snippet_text" ("id", "text") VALUES (1, ?)', (text[:size],))
@@ -671,17 +670,13 @@ class SqliteSearchBackend:
                     'SELECT highlight("snippet_scratch", 0, ?, ?) FROM temp."snippet_scratch" WHERE "snippet_scratch" MATCH ?',
                     (START_MARK, END_MARK, phrase),
                 ).fetchone()
-                if marked_prefix is not None and (size == len(text) or prefix_decides_snippet(marked_prefix[0], width)):
+                if marked_prefix is not None and prefix_decides_snippet(marked_prefix[0], width):
                     return marked_prefix[0]
-            if scratch:
-                return text
         sql = 'SELECT highlight("documents_fts", 0, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ? AND "rowid" = ?'
         whole = conn.execute(sql, (START_MARK, END_MARK, phrase, docid)).fetchone()
         return whole[0] if whole else ""
 
-    def _highlight(
-        self, conn: sqlite3.Connection, rows: list[Row], phrase: str, marker: Callable[[Row], str] | None = None, *, scratch: bool = False
-    ) -> list[Row]:
+    def _highlight(self, conn: sqlite3.Connection, rows: list[Row], phrase: str, marker: Callable[[Row], str] | None = None) -> list[Row]:
         """Headers and highlighted text of the page's rows only.
 
         Ranking carries just the session's rowid; the header JSON and the
@@ -698,7 +693,7 @@ class SqliteSearchBackend:
             if marker is not None:
                 row.marked_text = marker(row)
             elif row.docid >= 0:
-                row.marked_text = self._marked_document(conn, row.docid, phrase, scratch=scratch)
+                row.marked_text = self._marked_document(conn, row.docid, phrase)
             else:
                 sql = 'SELECT highlight("live_docs", 0, ?, ?) FROM temp."live_docs" WHERE "live_docs" MATCH ? AND "rowid" = ?'
                 found = conn.execute(sql, (START_MARK, END_MARK, phrase, -row.docid)).fetchone()

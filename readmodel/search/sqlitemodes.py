@@ -19,6 +19,7 @@ corpus, through the ``documents_text_key`` index on ``(length, substr(text,
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 from collections.abc import Callable
 from typing import Any, Final
@@ -35,8 +36,10 @@ from readmodel.search.predicates import (
     session_where,
 )
 from readmodel.search.requests import EventsRequest, SessionsRequest, bounded_terms
-from readmodel.search.snippets import END_MARK, START_MARK
+from readmodel.search.snippets import END_MARK, START_MARK, snippet_source_decides
 from readmodel.search.substring import count_occurrences, index_candidates, mark_occurrences, substring_pattern
+
+_SNIPPET_PREFIX_CHARS: Final = 2048  # as readmodel.search.sqlite's first snippet window
 
 TEXT_KEY_CHARS: Final = 32
 """Code points of a document's text in the ``documents_text_key`` index (with its length)."""
@@ -267,7 +270,46 @@ def _holders(conn: sqlite3.Connection, docid: int) -> list[str]:
 
 def _page(backend: Any, conn: sqlite3.Connection, mode: _Mode, rows: list[Row]) -> list[Row]:
     """Headers and marked texts of one page's rows."""
-    if mode.mode == "words":
-        return backend._highlight(conn, rows, mode.expression, scratch=mode.expression.endswith("*"))
-    marker: Callable[[Row], str] = lambda row: mode.mark(conn, row.docid)
-    return backend._highlight(conn, rows, "", marker)
+    if mode.mode == "substring":
+        marker: Callable[[Row], str] = lambda row: mode.mark(conn, row.docid)
+        return backend._highlight(conn, rows, "", marker)
+    if not (backend._accelerated and mode.expression.endswith("*")):
+        return backend._highlight(conn, rows, mode.expression)
+    marked = _marked_prefix_matches(backend, conn, [row.docid for row in rows if row.docid >= 0], mode.expression)
+    return backend._highlight(conn, rows, mode.expression, lambda row: marked.get(row.docid, "") if row.docid >= 0 else _live_marked(conn, row, mode))
+
+
+def _marked_prefix_matches(backend: Any, conn: sqlite3.Connection, docids: list[int], expression: str) -> dict[int, str]:
+    """The snippet sources of a page's stored matches of a words expression with a prefix term, in one pass.
+
+    FTS5 builds a prefix term's doclist (every token it expands to) at each
+    MATCH, so one MATCH per row, as the phrase mode runs, costs that build per
+    row; here one MATCH walks the matches and the page's rows are picked out
+    (``+rowid``: not an index constraint, so no per-row restart).  As in
+    :meth:`readmodel.search.sqlite.SqliteSearchBackend._marked_document`, a
+    window around the first match, grown once, then the whole highlight.
+    """
+    width = backend.config.snippet_chars
+    first = _SNIPPET_PREFIX_CHARS + 4 * width
+    wanted = json.dumps(docids)
+    found: dict[int, str] = {}
+    pick = ' AND +"rowid" IN (SELECT value FROM json_each(?))'
+    for scale in (1, 16):
+        before = 16 * (width + 3) * scale
+        sql = 'SELECT "rowid", sessionq_snippet_source("documents_fts", ?, ?, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ?' + pick
+        for docid, source in conn.execute(sql, (START_MARK, END_MARK, before, first * scale, expression, wanted)):
+            marked = None if source is None else snippet_source_decides(source, width)
+            if marked is not None:
+                found[docid] = marked
+        wanted = json.dumps([docid for docid in docids if docid not in found])
+        if wanted == "[]":
+            return found
+    sql = 'SELECT "rowid", highlight("documents_fts", 0, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ?' + pick
+    found.update(conn.execute(sql, (START_MARK, END_MARK, expression, wanted)).fetchall())
+    return found
+
+
+def _live_marked(conn: sqlite3.Connection, row: Row, mode: _Mode) -> str:
+    sql = 'SELECT highlight("live_docs", 0, ?, ?) FROM temp."live_docs" WHERE "live_docs" MATCH ? AND "rowid" = ?'
+    found = conn.execute(sql, (START_MARK, END_MARK, mode.expression, -row.docid)).fetchone()
+    return found[0] if found else ""
