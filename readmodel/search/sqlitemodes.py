@@ -26,15 +26,7 @@ from typing import Any, Final
 
 from readmodel.search.backend import Row
 from readmodel.search.modes import BOILERPLATE_SESSIONS, Match, Ranking, words_expression
-from readmodel.search.predicates import (
-    BINDING_LIMIT,
-    FIXED_BINDINGS,
-    OUTER_PREDICATE_LIMIT,
-    binding_error,
-    budget_error,
-    event_where,
-    session_where,
-)
+from readmodel.search.predicates import Where
 from readmodel.search.requests import EventsRequest, SessionsRequest, bounded_terms
 from readmodel.search.snippets import END_MARK, START_MARK, snippet_source_decides
 from readmodel.search.substring import count_occurrences, index_candidates, mark_occurrences, substring_pattern
@@ -140,14 +132,12 @@ class _Mode:
         return mark_occurrences(self.pattern, found[0]) if found else ""
 
 
-def query_sessions(backend: Any, conn: sqlite3.Connection, request: SessionsRequest, offset: int, cache_key: tuple[str, ...]) -> list[Row]:
-    """Cross-session search in ``words`` or ``substring`` mode (rows as ``sessions_page`` returns them)."""
-    sessions, events = session_where(request.session_filters), event_where(request.event_filters)
-    if len(sessions.fragments) + len(events.fragments) > OUTER_PREDICATE_LIMIT:
-        raise budget_error()
+def query_sessions(
+    backend: Any, conn: sqlite3.Connection, request: SessionsRequest, sessions: Where, events: Where, offset: int, cache_key: tuple[str, ...]
+) -> list[Row]:
+    """Cross-session search in ``words`` or ``substring`` mode (rows as ``sessions_page`` returns them);
+    ``sessions`` and ``events`` are the request's filters as predicates, their budgets checked."""
     filters = sessions.params + events.params
-    if FIXED_BINDINGS + len(filters) + 2 > BINDING_LIMIT:
-        raise binding_error()
     mode = _Mode(backend, conn, request.match, request.query, request.prefix)
     if mode.empty:
         return []
@@ -164,14 +154,10 @@ def query_sessions(backend: Any, conn: sqlite3.Connection, request: SessionsRequ
 
 
 def query_events(
-    backend: Any, conn: sqlite3.Connection, request: EventsRequest, sid: int | None, offset: int, cache_key: tuple[str, ...]
+    backend: Any, conn: sqlite3.Connection, request: EventsRequest, events: Where, sid: int | None, offset: int, cache_key: tuple[str, ...]
 ) -> list[Row]:
-    """Within-session search in ``words`` or ``substring`` mode (``sid`` ``None``: a live session)."""
-    events = event_where(request.filters)
-    if 1 + len(events.fragments) > OUTER_PREDICATE_LIMIT:
-        raise budget_error()
-    if FIXED_BINDINGS + len(events.params) + 1 + 2 > BINDING_LIMIT:
-        raise binding_error()
+    """Within-session search in ``words`` or ``substring`` mode (``sid`` ``None``: a live session;
+    ``events``: the filters as predicates, their budgets checked)."""
     mode = _Mode(backend, conn, request.match, request.query, request.prefix)
     if mode.empty:
         return []
