@@ -41,6 +41,7 @@ from readmodel.store.blocks import (
     unpack_run_types,
 )
 from readmodel.projection.extraction import TEXT_EVENT_TYPES, extract_event_text
+from readmodel.projection.grams import document_tokens
 from readmodel.projection.secrets import redact
 from readmodel.core.jsvalues import MAX_SAFE_INTEGER
 from readmodel.store import gramindex
@@ -96,28 +97,27 @@ FTS_BUFFER_CHARS: Final = 8_000_000
 """Text the FTS5 buffer holds before it writes early (memory stays bounded by it)."""
 
 
-FtsRow = tuple[int, str, list[tuple[int, str]]]
-"""``(docid, text, gram rows)``: a document's FTS5 row and its substring-index rows
-(:func:`readmodel.store.gramindex.gram_rows`)."""
+FtsRow = tuple[int, str, str]
+"""``(docid, text, grams)``: a document's FTS5 row and its substring-index words."""
 
 
 def fts_rows_of(docs: Iterable[Sequence[Any]]) -> list[FtsRow]:
-    """The FTS5 rows of ``documents`` rows (docid first, text last), gram rows computed here.
+    """The FTS5 rows of ``documents`` rows (docid first, text last), grams computed here.
 
     Called where the documents are shaped — in a preparation worker for a
     prepared session — so the writer only inserts the words.
     """
-    return [(doc[0], doc[-1], gramindex.gram_rows(doc[0], doc[-1])) for doc in docs]
+    return [(doc[0], doc[-1], document_tokens(doc[-1])) for doc in docs]
 
 
 def write_fts_rows(cur: sqlite3.Cursor, rows: list[FtsRow]) -> None:
     """Insert documents' rows into ``documents_fts`` and ``document_grams`` (same docids)."""
     cur.executemany('INSERT INTO "documents_fts" ("rowid", "text") VALUES (?, ?)', [row[:2] for row in rows])
-    gramindex.insert(cur, [gram for row in rows for gram in row[2]])
+    gramindex.insert(cur, [(row[0], row[2]) for row in rows])
 
 
 def _size(rows: Iterable[FtsRow]) -> int:
-    return sum(len(row[1]) + sum(len(gram[1]) for gram in row[2]) for row in rows)
+    return sum(len(row[1]) + len(row[2]) for row in rows)
 
 
 class DeferredFts:

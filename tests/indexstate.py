@@ -23,8 +23,8 @@ FTS statistics agree.
 The substring gram index (``document_grams``, contentless) is compared whole:
 each document's words as FTS5 lists them (``fts5vocab`` instances, deletions
 applied), and checked against the words its stored text gives
-(:func:`readmodel.store.gramindex.gram_rows`, windows of long documents
-included) — a stale or missing word is a ``consistency`` problem.
+(:func:`readmodel.projection.grams.document_tokens`) — a stale or missing word
+is a ``consistency`` problem.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
-from readmodel.store.gramindex import gram_rows, window_docid
+from readmodel.projection.grams import document_tokens
 from readmodel.store.blocks import decompress_block, unpack_run_times, unpack_run_types
 
 SESSION_SKIP = frozenset({"sid", "generation", "indexed_at"})
@@ -148,28 +148,20 @@ def index_state(db_path: str, probes: Iterable[str] = DEFAULT_PROBES) -> dict[st
     }
 
 
-def _gram_words(conn: sqlite3.Connection, key: Any, problems: list[str]) -> dict[tuple[str, int, int], tuple[str, ...]]:
-    """Each gram row's words in ``document_grams`` (a document's own row: window -1), checked
-    against the rows its stored text gives: a stale, missing or wrong row is a problem."""
+def _gram_words(conn: sqlite3.Connection, key: Any, problems: list[str]) -> dict[tuple[str, int], tuple[str, ...]]:
+    """Each document's words in ``document_grams``; a word its stored text does not give is a problem."""
     conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.\"gram_instances\" USING fts5vocab(main, \"document_grams\", 'instance')")
     words: dict[int, set[str]] = {}
     for term, rowid in conn.execute('SELECT "term", "doc" FROM temp."gram_instances"'):
         words.setdefault(rowid, set()).add(term)
-    expected: dict[int, set[str]] = {}
-    for docid, text in conn.execute('SELECT "docid", "text" FROM "documents"'):
-        expected.update((rowid, set(tokens.split())) for rowid, tokens in gram_rows(docid, text))
-    for rowid in sorted(set(words) | set(expected)):
-        found, wanted = words.get(rowid, set()), expected.get(rowid)
-        if wanted is None:
-            problems.append(f"gram row {rowid} of no stored document")
-        elif found != wanted:
-            problems.append(f"gram row {rowid}: {len(found - wanted)} words stale, {len(wanted - found)} missing")
-
-    def name(rowid: int) -> tuple[str, int, int]:
-        docid, window = (rowid, -1) if rowid >= 0 else (window_docid(rowid), (-1 - rowid) & 1023)
-        return key(docid >> 32), docid & 0xFFFFFFFF, window
-
-    return {name(rowid): tuple(sorted(terms)) for rowid, terms in sorted(words.items())}
+    for rowid, text in conn.execute('SELECT "docid", "text" FROM "documents"'):
+        expected = set(document_tokens(text).split())
+        found = words.get(rowid, set())
+        if found != expected:
+            problems.append(f"document {rowid}: grams {len(found - expected)} stale, {len(expected - found)} missing")
+    known = {row[0] for row in conn.execute('SELECT "docid" FROM "documents"')}
+    problems += [f"grams of a deleted document {rowid}" for rowid in sorted(set(words) - known)]
+    return {(key(rowid >> 32), rowid & 0xFFFFFFFF): tuple(sorted(terms)) for rowid, terms in sorted(words.items())}
 
 
 def diff_states(left: dict[str, Any], right: dict[str, Any], limit: int = 20) -> list[str]:

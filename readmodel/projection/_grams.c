@@ -173,38 +173,7 @@ static PyObject *document_tokens(PyObject *self, PyObject *arg) {
     return result;
 }
 
-/* The text folded through the table with every run of spaces made one space
- * (what windows of a long document are cut from). */
-static PyObject *collapsed_fold(PyObject *self, PyObject *arg) {
-    if (!PyUnicode_Check(arg)) {
-        PyErr_SetString(PyExc_TypeError, "collapsed_fold takes a str");
-        return NULL;
-    }
-    if (fold_table == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "install_fold_table must be called first");
-        return NULL;
-    }
-    Py_ssize_t length = PyUnicode_GET_LENGTH(arg);
-    int kind = PyUnicode_KIND(arg);
-    const void *data = PyUnicode_DATA(arg);
-    Py_UCS4 *out = PyMem_Malloc((length + 1) * sizeof(Py_UCS4));
-    if (out == NULL) return PyErr_NoMemory();
-    Py_ssize_t size = 0;
-    uint32_t prev = 0;
-    for (Py_ssize_t i = 0; i < length; i++) {
-        uint32_t cp = PyUnicode_READ(kind, data, i);
-        uint32_t folded = cp < FOLD_LIMIT ? fold_table[cp] : cp;
-        if (folded == SPACE && prev == SPACE) continue;
-        out[size++] = folded;
-        prev = folded;
-    }
-    PyObject *result = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out, size);
-    PyMem_Free(out);
-    return result;
-}
-
 static PyMethodDef methods[] = {
-    {"collapsed_fold", collapsed_fold, METH_O, "The folded text with every run of spaces one space."},
     {"install_fold_table", install_fold_table, METH_O, "Install the fold table (0x20000 native uint32 code points)."},
     {"document_tokens", document_tokens, METH_O, "The document's gram words, separated by spaces."},
     {NULL, NULL, 0, NULL},

@@ -28,16 +28,6 @@ key is above every code point), which a PostgreSQL backend can keep in a
 ``bigint[]`` with a GIN index; SQLite stores them as words of a contentless
 FTS5 table (:func:`gram_token`: the key in lowercase hex).
 
-A long document is a candidate for nearly every query (its grams are nearly
-all grams), and verifying it is what costs.  So a document whose folded text,
-whitespace runs made one space (:func:`collapsed_fold`), is longer than
-``WINDOW_CHARS + WINDOW_OVERLAP`` also has *windows* (:func:`window_texts`):
-overlapping slices of that text, ``WINDOW_OVERLAP`` code points of overlap,
-each with grams of its own.  A match of a normalised query of at most
-``WINDOW_OVERLAP + 1`` code points is, in the collapsed text, exactly as long
-as the query, so it lies inside one window: such a query needs a window
-holding all its grams.  Longer queries use the whole document's grams.
-
 The fold depends on the Unicode database of the running Python (for the case
 pairs :mod:`readmodel.projection.filters` does not restate), so an index
 records :func:`scheme_fingerprint` and is rebuilt when it differs.
@@ -59,7 +49,7 @@ from typing import Final
 from readmodel.core.jsvalues import JS_WHITESPACE
 from readmodel.projection.filters import fold_classes
 
-SCHEME_VERSION: Final = "g2"
+SCHEME_VERSION: Final = "g1"
 """Bumped whenever :func:`document_grams` would give another set for some text."""
 
 _WHITESPACE_RUN: Final = re.compile("[" + re.escape(JS_WHITESPACE) + "]+")
@@ -67,13 +57,6 @@ _WHITESPACE_CHAR: Final = re.compile("[" + re.escape(JS_WHITESPACE) + "]")
 _ASCII_WHITESPACE: Final = str.maketrans({char: " " for char in JS_WHITESPACE if char.isascii()})
 _DOUBLE_SPACE: Final = "  "
 _BIGRAM_SHIFT: Final = 21  # code points fit in 21 bits
-_SPACE_RUN: Final = re.compile(" {2,}")
-
-WINDOW_CHARS: Final = 8192
-"""Code points from one window's start to the next's (more in a document of over 1,024 windows)."""
-WINDOW_OVERLAP: Final = 512
-"""Code points two neighbouring windows share: queries up to one more than this fall inside a window."""
-MAX_WINDOWS: Final = 1024
 
 
 def scheme_fingerprint() -> str:
@@ -126,36 +109,6 @@ def document_grams(text: str) -> set[str]:
     if not folded.isascii():
         grams.update(char for char in set(folded) if char > "\x7f")
     return grams
-
-
-def python_collapsed_fold(text: str) -> str:
-    """:func:`collapsed_fold` in Python (the C accelerator's reference)."""
-    return _SPACE_RUN.sub(" ", fold(text))
-
-
-def collapsed_fold(text: str) -> str:
-    """``fold(text)`` with every run of spaces made one space."""
-    module = _module()
-    return module.collapsed_fold(text) if module is not None else python_collapsed_fold(text)
-
-
-def window_texts(text: str) -> list[str]:
-    """The windows of a long document (empty for a short one): overlapping slices of its collapsed fold.
-
-    Windows start every ``step`` code points, ``step`` being ``WINDOW_CHARS``
-    or, for a document of more than ``MAX_WINDOWS`` windows, as much more as
-    keeps them at ``MAX_WINDOWS``; each is ``step + WINDOW_OVERLAP`` long (the
-    last ones shorter), and together they cover every stretch of at most
-    ``WINDOW_OVERLAP + 1`` code points of the collapsed text.
-    """
-    if len(text) <= WINDOW_CHARS + WINDOW_OVERLAP:
-        return []  # collapsing never lengthens a text
-    collapsed = collapsed_fold(text)
-    size = len(collapsed)
-    if size <= WINDOW_CHARS + WINDOW_OVERLAP:
-        return []
-    step = max(WINDOW_CHARS, -(-(size - WINDOW_OVERLAP) // MAX_WINDOWS))
-    return [collapsed[start : start + step + WINDOW_OVERLAP] for start in range(0, size - WINDOW_OVERLAP, step)]
 
 
 def normalise_query(query: str) -> str:
@@ -251,14 +204,6 @@ def _accelerator() -> ModuleType | None:
 
 _FOLD_LIMIT: Final = 0x20000
 _c_tokens = None
-_loaded: list[ModuleType | None] = []
-
-
-def _module() -> ModuleType | None:
-    """The accelerator, loaded once (``None``: the Python paths)."""
-    if not _loaded:
-        _loaded.append(_accelerator())
-    return _loaded[0]
 
 
 def document_tokens(text: str) -> str:
@@ -269,7 +214,7 @@ def document_tokens(text: str) -> str:
     """
     global _c_tokens, document_tokens
     if _c_tokens is None:
-        module = _module()
+        module = _accelerator()
         _c_tokens = module.document_tokens if module is not None else python_document_tokens
     document_tokens = _c_tokens  # later calls go straight to the chosen implementation
     return _c_tokens(text)

@@ -17,12 +17,6 @@ letters before common letters before spaces) and, among equals, spread over
 the query.  Fewer grams only widen the candidates; verification keeps the
 answer exact.
 
-A query of at most ``WINDOW_OVERLAP + 1`` code points takes a long document
-only when one of its windows holds every chosen gram (the documents' own
-rows answer for the others: ``... NOT w``), so a long tool output that merely
-holds the query's letters somewhere is no candidate; a longer query takes
-every document by its own row.
-
 ``None`` (scan and verify everything) when the index cannot answer: no gram
 table of the running scheme (:func:`readmodel.store.gramindex.is_current`:
 not built yet, or built by another Unicode version), or a query of a single
@@ -34,7 +28,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, Final
 
-from readmodel.projection.grams import WINDOW_OVERLAP, gram_token, normalise_query, query_grams
+from readmodel.projection.grams import gram_token, query_grams
 from readmodel.store import gramindex
 
 MAX_GRAMS: Final = 8
@@ -42,7 +36,6 @@ MAX_GRAMS: Final = 8
 
 _COMMON_LETTERS: Final = frozenset("etaoinsrlhcdu")
 _SQL: Final = f'SELECT "rowid" FROM "{gramindex.TABLE}" WHERE "{gramindex.TABLE}" MATCH ?'
-_WINDOWS_SQL: Final = f'SELECT (-1 - "rowid") >> {gramindex.WINDOW_BITS} FROM "{gramindex.TABLE}" WHERE "{gramindex.TABLE}" MATCH ?'
 
 
 def _char_cost(char: str) -> int:
@@ -96,13 +89,6 @@ def candidates(conn: sqlite3.Connection, query: str, doc_range: tuple[int, int] 
             return None
     except sqlite3.OperationalError:  # an index without index_meta.grams (not at this schema)
         return None
-    if len(normalise_query(query)) > WINDOW_OVERLAP + 1:
-        if doc_range is None:
-            return _SQL + ' AND "rowid" >= 0', [expression]
-        return _SQL + ' AND "rowid" BETWEEN ? AND ?', [expression, *doc_range]
-    own = f"({expression}) NOT {gramindex.WINDOWED}"
     if doc_range is None:
-        return f'{_SQL} AND "rowid" >= 0 UNION ALL {_WINDOWS_SQL} AND "rowid" < 0', [own, expression]
-    low, high = gramindex.window_range(*doc_range)
-    sql = f'{_SQL} AND "rowid" BETWEEN ? AND ? UNION ALL {_WINDOWS_SQL} AND "rowid" BETWEEN ? AND ?'
-    return sql, [own, *doc_range, expression, low, high]
+        return _SQL, [expression]
+    return _SQL + ' AND "rowid" BETWEEN ? AND ?', [expression, doc_range[0], doc_range[1]]

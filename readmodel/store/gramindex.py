@@ -8,14 +8,6 @@ per gram and intersects them with skips, so "documents holding all of these
 grams" is one ``MATCH``; with ``detail=none`` it stores no positions, and
 without content it stores no second copy of the text.
 
-A long document's windows (:func:`readmodel.projection.grams.window_texts`)
-are rows of the same table with negative rowids, :func:`window_rowid`
-(``-1 - (docid << 10 | window)``), and the document's own row then also
-holds the word :data:`WINDOWED`, so a short query can take documents without
-windows from their own rows (``... NOT w``) and long ones from their windows.
-A document whose docid does not fit the encoding (a session id from 2**21 on)
-simply has no windows: it stays a candidate by its own row.
-
 It is written in the same transactions as ``documents`` and ``documents_fts``,
 row for row: the indexer inserts a document's grams wherever it inserts the
 document's FTS5 row, and removes them wherever it removes that row.  A
@@ -38,9 +30,9 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any, Final
 
-from readmodel.projection.grams import MAX_WINDOWS, document_tokens, scheme_fingerprint, window_texts
+from readmodel.projection.grams import document_tokens, scheme_fingerprint
 
-__all__ = ["DDL", "TABLE", "delete_range", "gram_rows", "insert", "is_current", "rebuild", "scheme_fingerprint", "statistics", "stored_fingerprint"]
+__all__ = ["DDL", "TABLE", "delete_range", "insert", "is_current", "rebuild", "scheme_fingerprint", "statistics", "stored_fingerprint"]
 
 TABLE: Final = "document_grams"
 DDL: Final = f"CREATE VIRTUAL TABLE {TABLE} USING fts5(grams, content='', detail=none, columnsize=0, tokenize='ascii')"
@@ -48,47 +40,12 @@ SHADOW_TABLES: Final = (f"{TABLE}_data", f"{TABLE}_idx", f"{TABLE}_config")
 
 _INSERT: Final = f'INSERT INTO "{TABLE}" ("rowid", "grams") VALUES (?, ?)'
 _DELETE: Final = f'INSERT INTO "{TABLE}" ("{TABLE}", "rowid", "grams") VALUES (\'delete\', ?, ?)'
-WINDOW_BITS: Final = 10
-"""Bits of a window's number in its rowid (``MAX_WINDOWS`` windows)."""
-WINDOWED: Final = "w"
-"""The word a windowed document's own row holds (no gram word is one: they are hex)."""
-_MAX_WINDOWED_DOCID: Final = 1 << (63 - WINDOW_BITS)
-assert MAX_WINDOWS == 1 << WINDOW_BITS
-
 REBUILD_CHUNK: Final = 2_000
 """Documents read, gram-ed and inserted per step of a rebuild (bounded memory)."""
 
 
-def window_rowid(docid: int, window: int) -> int:
-    """The rowid of a document's ``window``-th window (negative, below every window of a smaller docid)."""
-    return -1 - (docid << WINDOW_BITS | window)
-
-
-def window_docid(rowid: int) -> int:
-    """The docid of the document a window's rowid belongs to."""
-    return (-1 - rowid) >> WINDOW_BITS
-
-
-def window_range(low: int, high: int) -> tuple[int, int]:
-    """The rowids of every window of the documents with ``low <= docid <= high``, as an inclusive range."""
-    return window_rowid(high, (1 << WINDOW_BITS) - 1), window_rowid(low, 0)
-
-
-def gram_rows(docid: int, text: str) -> list[tuple[int, str]]:
-    """The ``(rowid, words)`` rows of one stored document: its own, then its windows'.
-
-    A pure function of ``(docid, text)``: the rows a removal supplies again.
-    """
-    tokens = document_tokens(text)
-    windows = window_texts(text) if 0 <= docid < _MAX_WINDOWED_DOCID else []
-    if not windows:
-        return [(docid, tokens)]
-    return [(docid, f"{tokens} {WINDOWED}")] + [(window_rowid(docid, index), document_tokens(window)) for index, window in enumerate(windows)]
-
-
 def insert(cur: Any, rows: list[tuple[int, str]]) -> None:
-    """Index :func:`gram_rows` rows (sorted here: FTS5 appends ascending rowids fastest)."""
-    rows.sort()
+    """Index ``(docid, tokens)`` rows (tokens from :func:`document_tokens`), in docid order."""
     cur.executemany(_INSERT, rows)
 
 
@@ -100,7 +57,7 @@ def delete_range(cur: Any, low: int, high: int) -> None:
     """
     rows = cur.execute('SELECT "docid", "text" FROM "documents" WHERE "docid" BETWEEN ? AND ?', (low, high)).fetchall()
     if rows:
-        cur.executemany(_DELETE, [row for doc, text in rows for row in gram_rows(doc, text)])
+        cur.executemany(_DELETE, [(doc, document_tokens(text)) for doc, text in rows])
 
 
 def stored_fingerprint(cur: Any) -> str | None:
@@ -132,7 +89,7 @@ def rebuild(cur: Any, progress: Callable[[int, int], None] | None = None) -> int
         ).fetchall()
         if not rows:
             break
-        insert(cur, [row for doc, text in rows for row in gram_rows(doc, text)])
+        insert(cur, [(doc, document_tokens(text)) for doc, text in rows])
         last = rows[-1][0]
         done += len(rows)
         if progress is not None:

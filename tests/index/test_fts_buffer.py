@@ -124,5 +124,5 @@ def test_a_failed_session_takes_back_only_its_own_early_rows(monkeypatch: pytest
     for term, doc in conn.execute('SELECT "term", "doc" FROM temp."grams"'):
         grams.setdefault(doc, set()).add(term)
     texts = dict(conn.execute('SELECT "docid", "text" FROM "documents"').fetchall())
-    assert grams == {doc: set(document_tokens(text).split()) for doc, text in texts.items()}  # short: no windows
+    assert grams == {doc: set(document_tokens(text).split()) for doc, text in texts.items()}
     assert fts.rows == [] and fts.chars == 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from readmodel.core.jsvalues import JS_WHITESPACE
@@ -106,30 +106,3 @@ def test_the_c_extractor_gives_the_python_words(text: str) -> None:
     assert set(_accelerator.document_tokens(text).split()) == set(grams.python_document_tokens(text).split())
     long = text * 50
     assert set(_accelerator.document_tokens(long).split()) == set(grams.python_document_tokens(long).split())
-
-
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(text=st.text(alphabet=ALPHABET, min_size=1, max_size=300), data=st.data())
-def test_every_short_stretch_of_a_long_text_lies_inside_one_window(text: str, data: st.DataObject, monkeypatch: pytest.MonkeyPatch) -> None:
-    with monkeypatch.context() as patch:
-        patch.setattr(grams, "WINDOW_CHARS", 16)
-        patch.setattr(grams, "WINDOW_OVERLAP", 5)
-        patch.setattr(grams, "MAX_WINDOWS", 8)  # a longer text gets longer steps
-        collapsed = grams.collapsed_fold(text)
-        windows = grams.window_texts(text)
-        if len(collapsed) <= 21:
-            assert windows == []
-            return
-        assert 2 <= len(windows) <= 8
-        start = data.draw(st.integers(0, len(collapsed) - 1))
-        stretch = collapsed[start : start + data.draw(st.integers(1, 6))]
-        assert any(stretch in window for window in windows)
-
-
-@settings(max_examples=100, deadline=None)
-@given(text=st.one_of(TEXTS, st.text(max_size=120)))
-def test_the_collapsed_fold_is_the_fold_with_one_space_per_run(text: str) -> None:
-    text = text.encode("utf-8", "replace").decode("utf-8")
-    expected = grams.python_collapsed_fold(text)
-    assert grams.collapsed_fold(text) == expected and "  " not in expected
-    assert len(expected) <= len(text)

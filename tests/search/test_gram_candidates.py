@@ -136,24 +136,3 @@ def test_long_queries_use_a_few_likely_rare_grams_in_query_order() -> None:
     # FTS5 syntax in a query is data: the expression holds only hex words.
     expression = gramsearch.match_expression('"OR" NEAR(a b) * ^x:y AND -')
     assert expression is not None and all(word.isalnum() and word == word.lower() for word in expression.split())
-
-
-def test_a_long_document_is_a_candidate_only_where_a_window_holds_the_query(tmp_path: Any) -> None:
-    from readmodel.projection.grams import WINDOW_CHARS, WINDOW_OVERLAP
-
-    filler = "lorem ipsum dolor sit amet, consectetur adipiscing elit. " * (3 * WINDOW_CHARS // 57)
-    # "needle" sits across the first window boundary; "haystack" letters are everywhere, the word nowhere.
-    cut = WINDOW_CHARS - 3
-    long_text = filler[:cut] + "needle in a haystack" + filler[cut:] + " h a y s t a c k "
-    _, db, _ = build(tmp_path, {"long": [long_text], "short": ["a needle here"]})
-    assert len(long_text) > 2 * WINDOW_CHARS
-    needle, haystack = _candidates(db, "NEEDLE"), _candidates(db, "haystack")
-    assert needle is not None and haystack is not None
-    assert {doc >> 32 for doc in needle} == {1, 2}
-    assert {doc >> 32 for doc in haystack} == {1}  # by its window
-    assert not _candidates(db, "stack hay")  # every gram somewhere, in no window together: no candidate
-    assert [hit[0] for hit in _hits(db, "sessions", {"query": "in a haystack", "match": "substring"})] == ["long"]
-    # A query longer than the overlap takes the document by its own row.
-    long_query = long_text[cut - WINDOW_OVERLAP : cut + 20]
-    assert {doc >> 32 for doc in _candidates(db, long_query) or ()} == {1}
-    assert [hit[0] for hit in _hits(db, "sessions", {"query": long_query, "match": "substring"})] == ["long"]
