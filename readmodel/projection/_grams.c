@@ -9,6 +9,8 @@
  *   - every bigram of " " + folded text + " " except two spaces, as the key
  *     first << 21 | second, and
  *   - every non-ASCII folded code point, as its own key,
+ *   - and, from trigram_tokens for a long document, every trigram of " " +
+ *     folded text + " " with each run of spaces one space,
  *
  * each key once, rendered in lowercase hexadecimal, separated by spaces.
  * A long document costs a few nanoseconds per code point instead of the
@@ -94,6 +96,28 @@ static inline int keyset_add(KeySet *set, uint64_t key) {
     return 0;
 }
 
+/* The keys in lowercase hex (16 digits hold any key), separated by spaces, as a str. */
+static PyObject *render(const KeySet *set) {
+    char *out = malloc(set->count * 17 + 1);
+    if (out == NULL) return PyErr_NoMemory();
+    static const char digits[] = "0123456789abcdef";
+    size_t size = 0;
+    for (size_t i = 0; i < set->count; i++) {
+        uint64_t key = set->order[i];
+        char buffer[16];
+        int n = 0;
+        do {
+            buffer[n++] = digits[key & 0xf];
+            key >>= 4;
+        } while (key);
+        if (i) out[size++] = ' ';
+        while (n) out[size++] = buffer[--n];
+    }
+    PyObject *result = PyUnicode_DecodeASCII(out, (Py_ssize_t)size, NULL);
+    free(out);
+    return result;
+}
+
 static PyObject *install_fold_table(PyObject *self, PyObject *arg) {
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
@@ -148,32 +172,51 @@ static PyObject *document_tokens(PyObject *self, PyObject *arg) {
         keyset_free(&set);
         return PyErr_NoMemory();
     }
-    /* 11 hex digits hold a 42-bit key; one separator each. */
-    char *out = malloc(set.count * 12 + 1);
-    if (out == NULL) {
+    PyObject *result = render(&set);
+    keyset_free(&set);
+    return result;
+}
+
+static PyObject *trigram_tokens(PyObject *self, PyObject *arg) {
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "trigram_tokens takes a str");
+        return NULL;
+    }
+    if (fold_table == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "install_fold_table must be called first");
+        return NULL;
+    }
+    Py_ssize_t length = PyUnicode_GET_LENGTH(arg);
+    int kind = PyUnicode_KIND(arg);
+    const void *data = PyUnicode_DATA(arg);
+    KeySet set;
+    if (keyset_init(&set, length < 4096 ? (size_t)length + 2 : 4096) < 0) {
         keyset_free(&set);
         return PyErr_NoMemory();
     }
-    static const char digits[] = "0123456789abcdef";
-    size_t size = 0;
-    for (size_t i = 0; i < set.count; i++) {
-        uint64_t key = set.order[i];
-        char buffer[16];
-        int n = 0;
-        do {
-            buffer[n++] = digits[key & 0xf];
-            key >>= 4;
-        } while (key);
-        if (i) out[size++] = ' ';
-        while (n) out[size++] = buffer[--n];
+    const uint32_t none = UINT32_MAX;
+    uint32_t before = none, prev = SPACE;
+    int failed = 0;
+    for (Py_ssize_t i = 0; i < length && !failed; i++) {
+        uint32_t cp = PyUnicode_READ(kind, data, i);
+        uint32_t folded = cp < FOLD_LIMIT ? fold_table[cp] : cp;
+        if (folded == SPACE && prev == SPACE) continue;
+        if (before != none) failed |= keyset_add(&set, ((uint64_t)before << (2 * SHIFT)) | ((uint64_t)prev << SHIFT) | folded);
+        before = prev;
+        prev = folded;
     }
+    if (!failed && prev != SPACE && before != none) failed |= keyset_add(&set, ((uint64_t)before << (2 * SHIFT)) | ((uint64_t)prev << SHIFT) | SPACE);
+    if (failed) {
+        keyset_free(&set);
+        return PyErr_NoMemory();
+    }
+    PyObject *result = render(&set);
     keyset_free(&set);
-    PyObject *result = PyUnicode_DecodeASCII(out, (Py_ssize_t)size, NULL);
-    free(out);
     return result;
 }
 
 static PyMethodDef methods[] = {
+    {"trigram_tokens", trigram_tokens, METH_O, "A long document's trigram words, separated by spaces."},
     {"install_fold_table", install_fold_table, METH_O, "Install the fold table (0x20000 native uint32 code points)."},
     {"document_tokens", document_tokens, METH_O, "The document's gram words, separated by spaces."},
     {NULL, NULL, 0, NULL},

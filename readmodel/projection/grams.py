@@ -22,9 +22,20 @@ condition an index can answer, backend-neutrally:
   with the pattern.  A query whose folded text is one ASCII character has no
   gram: it must be scanned.
 
+A *long* document (over :data:`LONG_CHARS` code points) is a candidate for
+nearly every query by its bigrams (a long tool output holds nearly all of
+them), and verifying it is what costs.  So it also has *trigrams*: every
+trigram of ``" " + fold(text) + " "`` with each run of spaces made one space
+(:func:`document_trigrams`), and the word :data:`LONG_MARK`.  In that
+collapsed text a match is exactly the normalised query, so a query of three
+or more code points takes a long document only when it holds every one of
+the query's trigrams (:func:`query_trigrams`), and a short document by its
+bigrams (``(bigrams NOT l) OR (trigrams)``).
+
 Grams are identified by stable integers (:func:`gram_key`: the code point of a
-unigram, ``first << 21 | second`` for a bigram — distinct, since a bigram's
-key is above every code point), which a PostgreSQL backend can keep in a
+unigram, ``first << 21 | second`` for a bigram, ``first << 42 | second << 21
+| third`` for a trigram — distinct, since a bigram's key is above every code
+point and a trigram's above every bigram's), which a PostgreSQL backend can keep in a
 ``bigint[]`` with a GIN index; SQLite stores them as words of a contentless
 FTS5 table (:func:`gram_token`: the key in lowercase hex).
 
@@ -50,12 +61,17 @@ from readmodel.core.jsvalues import JS_WHITESPACE
 from readmodel.projection.filters import fold_classes
 
 SCHEME_VERSION: Final = "g1"
+LONG_CHARS: Final = 2048
+"""Documents longer than this (code points) also have trigrams and :data:`LONG_MARK`."""
+LONG_MARK: Final = "l"
+"""The word a long document's row holds (no gram's word is one: they are hex)."""
 """Bumped whenever :func:`document_grams` would give another set for some text."""
 
 _WHITESPACE_RUN: Final = re.compile("[" + re.escape(JS_WHITESPACE) + "]+")
 _WHITESPACE_CHAR: Final = re.compile("[" + re.escape(JS_WHITESPACE) + "]")
 _ASCII_WHITESPACE: Final = str.maketrans({char: " " for char in JS_WHITESPACE if char.isascii()})
 _DOUBLE_SPACE: Final = "  "
+_SPACE_RUN: Final = re.compile(" {2,}")
 _BIGRAM_SHIFT: Final = 21  # code points fit in 21 bits
 
 
@@ -111,6 +127,15 @@ def document_grams(text: str) -> set[str]:
     return grams
 
 
+def document_trigrams(text: str) -> set[str]:
+    """A long document's trigrams: of ``" " + fold(text) + " "`` with each run of spaces one space.
+
+    (Computed for any text; only documents over :data:`LONG_CHARS` store them.)
+    """
+    folded = _SPACE_RUN.sub(" ", " " + fold(text) + " ")
+    return set(map(add, map(add, folded, folded[1:]), folded[2:]))
+
+
 def normalise_query(query: str) -> str:
     """The query's text as grams see it: trimmed, folded, each whitespace run one space."""
     return fold(_WHITESPACE_RUN.sub(" ", query.strip(JS_WHITESPACE)))
@@ -128,11 +153,19 @@ def query_grams(query: str) -> list[str]:
     return list(dict.fromkeys(map(add, folded, folded[1:])))
 
 
+def query_trigrams(query: str) -> list[str]:
+    """Trigrams every long document matching ``query`` holds (empty under three code points)."""
+    folded = normalise_query(query)
+    return list(dict.fromkeys(map(add, map(add, folded, folded[1:]), folded[2:])))
+
+
 def gram_key(gram: str) -> int:
-    """The stable integer of a gram: a unigram's code point, ``first << 21 | second`` for a bigram."""
-    if len(gram) == 1:
-        return ord(gram)
-    return ord(gram[0]) << _BIGRAM_SHIFT | ord(gram[1])
+    """The stable integer of a gram: a unigram's code point, ``first << 21 | second`` for a
+    bigram, ``first << 42 | second << 21 | third`` for a trigram."""
+    key = 0
+    for char in gram:
+        key = key << _BIGRAM_SHIFT | ord(char)
+    return key
 
 
 class _Tokens(dict[str, str]):
@@ -166,6 +199,13 @@ def gram_token(gram: str) -> str:
 
 def python_document_tokens(text: str) -> str:
     """:func:`document_tokens` in Python (the C accelerator's reference)."""
+    tokens = _python_bigram_tokens(text)
+    if len(text) > LONG_CHARS:
+        tokens = f"{tokens} {' '.join(map(_tokens.__getitem__, document_trigrams(text)))} {LONG_MARK}"
+    return tokens
+
+
+def _python_bigram_tokens(text: str) -> str:
     folded = _folded_pieces(text)
     if not folded.isascii():
         grams = set(map(add, folded, folded[1:]))
@@ -207,7 +247,9 @@ _c_tokens = None
 
 
 def document_tokens(text: str) -> str:
-    """The words of :func:`document_grams` (as :func:`gram_token`), separated by spaces, in no set order.
+    """A stored document's words, separated by spaces, in no set order: each of
+    :func:`document_grams` (as :func:`gram_token`), and for a document over
+    :data:`LONG_CHARS` code points each of :func:`document_trigrams` and :data:`LONG_MARK`.
 
     In C when the accelerator is built (a few nanoseconds per code point), else
     :func:`python_document_tokens`; both give the same set of words.
@@ -215,6 +257,16 @@ def document_tokens(text: str) -> str:
     global _c_tokens, document_tokens
     if _c_tokens is None:
         module = _accelerator()
-        _c_tokens = module.document_tokens if module is not None else python_document_tokens
+        if module is None:
+            _c_tokens = python_document_tokens
+        else:
+            bigrams, trigrams = module.document_tokens, module.trigram_tokens
+
+            def _c_document_tokens(text: str) -> str:
+                if len(text) > LONG_CHARS:
+                    return f"{bigrams(text)} {trigrams(text)} {LONG_MARK}"
+                return bigrams(text)
+
+            _c_tokens = _c_document_tokens
     document_tokens = _c_tokens  # later calls go straight to the chosen implementation
     return _c_tokens(text)

@@ -8,6 +8,11 @@ in ``document_grams`` (:mod:`readmodel.store.gramindex`), as one FTS5
 document the query matches holds all of the query's grams, so the answer is
 a superset of the matches, and the caller verifies each candidate.
 
+A long document (over :data:`~readmodel.projection.grams.LONG_CHARS` code
+points: long tool outputs, which hold nearly every bigram) is taken by its
+trigrams instead, when the query has any: a tool output that merely holds the
+query's letter pairs somewhere is no candidate.
+
 Choosing grams: FTS5 intersects posting lists by skipping through the longer
 ones, so cost grows with the number of grams and with the length of the
 shortest list.  A long query (a pasted line, 100 KB) would otherwise name
@@ -28,7 +33,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, Final
 
-from readmodel.projection.grams import gram_token, query_grams
+from readmodel.projection.grams import LONG_MARK, gram_token, query_grams, query_trigrams
 from readmodel.store import gramindex
 
 MAX_GRAMS: Final = 8
@@ -69,11 +74,20 @@ def choose_grams(grams: list[str], limit: int = MAX_GRAMS) -> list[str]:
 
 
 def match_expression(query: str) -> str | None:
-    """The FTS5 expression (grams' words, implicit AND) of a normalised query; ``None``: no gram."""
+    """The FTS5 expression of a normalised query; ``None``: no gram.
+
+    The chosen bigrams' words (implicit AND); from three code points on, a
+    long document (:data:`~readmodel.projection.grams.LONG_MARK`) must hold
+    the chosen trigrams instead: ``((bigrams) NOT l) OR (trigrams)``.
+    """
     grams = query_grams(query)
     if not grams:
         return None
-    return " ".join(gram_token(gram) for gram in choose_grams(grams))
+    bigrams = " ".join(gram_token(gram) for gram in choose_grams(grams))
+    trigrams = query_trigrams(query)
+    if not trigrams:
+        return bigrams
+    return f"(({bigrams}) NOT {LONG_MARK}) OR ({' '.join(gram_token(gram) for gram in choose_grams(trigrams))})"
 
 
 def candidates(conn: sqlite3.Connection, query: str, doc_range: tuple[int, int] | None) -> tuple[str, list[Any]] | None:

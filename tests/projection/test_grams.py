@@ -103,6 +103,26 @@ _accelerator = grams._accelerator()
 def test_the_c_extractor_gives_the_python_words(text: str) -> None:
     assert _accelerator is not None
     text = text.encode("utf-8", "replace").decode("utf-8")
-    assert set(_accelerator.document_tokens(text).split()) == set(grams.python_document_tokens(text).split())
-    long = text * 50
-    assert set(_accelerator.document_tokens(long).split()) == set(grams.python_document_tokens(long).split())
+    assert set(_accelerator.document_tokens(text).split()) == set(grams._python_bigram_tokens(text).split())
+    assert set(_accelerator.trigram_tokens(text).split()) == {grams.gram_token(gram) for gram in grams.document_trigrams(text)}
+    long = text * (grams.LONG_CHARS // max(len(text), 1) + 1)  # a long document: trigrams and the mark too
+    assert set(grams.document_tokens(long).split()) == set(grams.python_document_tokens(long).split())
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=TEXTS, start=st.integers(0, 60), length=st.integers(3, 12), seed=st.integers(0, 2**32))
+def test_a_matching_long_document_holds_every_trigram_of_the_query(text: str, start: int, length: int, seed: int) -> None:
+    query = _variant(text[start : start + length], random.Random(seed))
+    if not query.strip(JS_WHITESPACE) or compile_text_filter(query).search(text) is None:
+        return
+    assert set(grams.query_trigrams(query)) <= grams.document_trigrams(text)
+
+
+def test_long_documents_carry_trigrams_and_the_mark() -> None:
+    short, long = "tearDown " * 10, "tearDown  \t " * (grams.LONG_CHARS // 10)
+    assert grams.LONG_MARK not in grams.document_tokens(short).split()
+    words = set(grams.document_tokens(long).split())
+    assert grams.LONG_MARK in words and grams.gram_token("ard") in words and grams.gram_token("n t") in words
+    assert grams.gram_key("ard") == 0x61 << 42 | 0x72 << 21 | 0x64
+    assert grams.query_trigrams("Tear\t Down") == ["tea", "ear", "ar ", "r d", " do", "dow", "own"]
+    assert grams.query_trigrams("ab") == []
