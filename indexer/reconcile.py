@@ -27,6 +27,7 @@ from sqlalchemy import Engine
 
 from readmodel.core.clipping import clip_path, clip_repr
 from readmodel.projection.secrets import Policy, index_fingerprint, policy_from_env, redacts_index
+from readmodel.store import gramindex
 
 from .ingest import LogOutcome, ingest_log, session_columns
 from .layout import Compression, LayoutProblem, discover, expected_transcript_path, revision_token, same_file
@@ -184,8 +185,8 @@ class Reconciler:
         items: list[_Observed] = []
         with self.engine.connect() as conn:
             cur = conn.connection.driver_connection.cursor()
-            if _stored_fingerprint(cur) != self.fingerprint:
-                return self.reconcile()  # documents of other rules: re-derive them all first
+            if _stored_fingerprint(cur) != self.fingerprint or not gramindex.is_current(cur):
+                return self.reconcile()  # documents of other rules, or grams of another scheme: a full pass first
             for path in sorted({os.path.abspath(p) for p in paths}):
                 item = self._observe(path)
                 if item.problem is not None or _clashes(cur, item) or _has_problem(cur, path) or _beside_opposite(path, self.compression):
@@ -238,6 +239,7 @@ class Reconciler:
             dbapi = conn.connection.driver_connection
             cur = dbapi.cursor()
             if full:
+                self._rebuild_grams(cur)
                 stored = {row[1]: row for row in cur.execute(_SELECT_SESSIONS)}
                 self._rederive = bool(stored) and _stored_fingerprint(cur) != self.fingerprint
                 if self._rederive:
@@ -322,6 +324,24 @@ class Reconciler:
             except BaseException as exc:
                 self._abandon_transaction(cur, exc)
                 raise
+
+    def _rebuild_grams(self, cur: sqlite3.Cursor) -> None:
+        """Rebuild ``document_grams`` from the stored documents when another gram scheme built it.
+
+        The scheme folds case with this Python's Unicode database; grams of
+        another one would be removed with the wrong words.  One transaction:
+        readers keep verifying every document until it commits.
+        """
+        if gramindex.is_current(cur):
+            return
+        log.info("rebuilding the substring index (gram scheme %s)", gramindex.scheme_fingerprint())
+        cur.execute("BEGIN IMMEDIATE")
+        try:
+            gramindex.rebuild(cur)
+            cur.execute("COMMIT")
+        except BaseException as exc:
+            self._abandon_transaction(cur, exc)
+            raise
 
     def _store_fingerprint(self, cur: sqlite3.Cursor) -> None:
         """After a complete full pass every document is derived with this reconciler's fingerprint."""

@@ -34,7 +34,13 @@ The index is a projection of the logs, rebuilt from them at will.  Its tables:
 ``documents`` + ``documents_fts``
     Semantic documents (the text each event contributes) and an external-content
     FTS5 index (``unicode61``) over them; surface updates touch only the
-    plain table.
+    plain table.  ``documents_text_key`` (length and first 32 code points)
+    finds the copies of a text, for boilerplate demotion in search.
+``document_grams``
+    The substring candidate index (:mod:`readmodel.store.gramindex`): a
+    contentless ``detail=none`` FTS5 table of each document's character grams,
+    written with the documents' FTS5 rows; ``index_meta.grams`` says which
+    gram scheme built it.
 ``layout_problems``
     Artifacts the layout rules excluded, reported by ``status``.
 
@@ -47,6 +53,7 @@ from __future__ import annotations
 from typing import Final
 
 from sqlalchemy import (
+    func,
     BigInteger,
     Column,
     Float,
@@ -67,7 +74,7 @@ from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, SURFACE_NAMES,
 APPLICATION_ID: Final = 0x53515849  # "SQXI"
 """``PRAGMA application_id`` of a sessionq index; any other non-zero id is foreign."""
 
-SCHEMA_REVISION: Final = "0007"
+SCHEMA_REVISION: Final = "0009"
 """The Alembic head revision this code reads and writes."""
 
 
@@ -86,6 +93,7 @@ index_meta = Table(
     Column("last_reconcile_seconds", Float),
     Column("cursor_secret", LargeBinary, nullable=False),  # migration 0006
     Column("redaction", Text),  # migration 0007: the documents' redaction fingerprint (NULL: never stored)
+    Column("grams", Text),  # migration 0009: the gram scheme document_grams was built with (NULL: not built)
 )
 
 sessions = Table(
@@ -186,6 +194,9 @@ documents = Table(
     Column("length", Integer, nullable=False),
     Column("text", Text, nullable=False),
 )
+# Boilerplate lookups of the words and substring search modes (migration 0008): equal
+# texts share this key, which narrows an exact comparison to a few rows.
+Index("documents_text_key", documents.c.length, func.substr(documents.c.text, 1, 32))
 
 layout_problems = Table(
     "layout_problems",
@@ -218,5 +229,12 @@ KNOWN_TABLES: Final = frozenset(
         "documents_fts_idx",
         "documents_fts_docsize",
         "documents_fts_config",
+        "document_grams",
+        "document_grams_data",
+        "document_grams_idx",
+        "document_grams_config",
     }
 )
+
+FTS_PREFIXES: Final = ("documents_fts", "document_grams")
+"""Names of the FTS5 tables and their shadow tables start with one of these (explicit DDL, not models)."""

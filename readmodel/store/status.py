@@ -11,13 +11,21 @@ daemon writes.  The JSON shape (camelCase, optional keys omitted)::
      "sessionsInError": [{"sessionId", "path", "status", "code", "message"}],
      "layoutProblems": [{"kind", "path", "message", "observedAt"}],
      "schemaProblems": [{"problem", "fatal"}], "repair"?,
-     "redaction"?: {"policy", "fingerprint", "stored", "pending"}}
+     "redaction"?: {"policy", "fingerprint", "stored", "pending"},
+     "substringIndex"?: {"scheme", "stored", "pending", "documents", "bytes"?}}
 
 ``redaction`` (a sessionq extension; absent before schema 0007) compares the
 fingerprint of the secret redaction the documents were derived with
 (``stored``, ``null`` before the first complete pass) with the one the
 policy in ``$SESSIONQ_REDACT`` derives: ``pending`` means the indexer's next
 full pass re-derives every session's documents.
+
+``substringIndex`` (a sessionq extension; absent before schema 0009) describes
+the gram index substring search narrows its candidates with
+(:mod:`readmodel.store.gramindex`): the gram scheme this sessionq uses, the
+one the index was built with, ``pending`` when they differ (the indexer's next
+full pass rebuilds it; substring search verifies every document meanwhile),
+the documents it covers and its size on disk.
 
 ``schemaProblems`` lists objects of the head schema missing from the index
 (checked only at the head revision); ``fatal`` ones make queries refuse the
@@ -176,7 +184,23 @@ def _report(conn: Connection, db: str, now: float | None) -> dict[str, Any]:
         for row in conn.exec_driver_sql('SELECT "kind", "path", "message", "observed_at" FROM "layout_problems" ORDER BY "path"')
     ]
     _add_redaction(conn, out)
+    _add_substring_index(conn, out)
     return out
+
+
+def _add_substring_index(conn: Connection, out: dict[str, Any]) -> None:
+    """The ``substringIndex`` entry, when the index has one (schema 0009 on)."""
+    columns = {row[1] for row in conn.exec_driver_sql('PRAGMA table_info("index_meta")')}
+    if "grams" not in columns:
+        return
+    from readmodel.store import gramindex
+
+    stats = gramindex.statistics(conn.connection.driver_connection.cursor())
+    entry: dict[str, Any] = {"scheme": stats["scheme"], "stored": stats["stored"], "pending": stats["stored"] != stats["scheme"]}
+    entry["documents"] = 0 if entry["pending"] else out["documents"]
+    if stats["bytes"] is not None:
+        entry["bytes"] = stats["bytes"]
+    out["substringIndex"] = entry
 
 
 def _add_redaction(conn: Connection, out: dict[str, Any]) -> None:
@@ -256,6 +280,13 @@ def format_status(status: dict[str, Any]) -> str:
         redaction = status["redaction"]
         pending = " (re-derivation pending: the indexer's next full pass re-derives every document)" if redaction["pending"] else ""
         lines.append(f"redaction   {redaction['policy']}{pending}")
+    if "substringIndex" in status:
+        grams = status["substringIndex"]
+        size = f", {_bytes(grams['bytes'])}" if "bytes" in grams else ""
+        if grams["pending"]:
+            lines.append(f"substrings  index pending (the indexer's next full pass builds it{size}); substring search scans meanwhile")
+        else:
+            lines.append(f"substrings  {grams['documents']:,} documents indexed ({grams['scheme']}{size})")
     if status.get("schemaProblems"):
         lines.append("schema problems:")
         lines += [f"  {row['problem']}" + (" (queries refuse the index)" if row["fatal"] else " (slower queries)") for row in status["schemaProblems"]]

@@ -40,7 +40,7 @@ from readmodel.tools.boundary import (
     ServiceBoundary,
 )
 from readmodel.tools.errors import NO_CURRENT_STEP, TOOL_FAILED, UNAUTHORIZED, ToolError, unauthorized
-from readmodel.tools.inputs import dedupe, exact_integer, normalize_query, require_values, seq_range_clause
+from readmodel.tools.inputs import TOOLS_DEFAULT_MATCH, dedupe, exact_integer, normalize_query, require_values, seq_range_clause
 from readmodel.tools.paging import collect_pages
 from readmodel.tools.render import (
     NO_SESSION_MATCHES,
@@ -179,7 +179,8 @@ def session_search(ctx: ToolContext, args: dict[str, Any]) -> str:
             return NO_SESSION_MATCHES
         session_filters.append({"kind": "parent", "values": values})
     session_filters.append({"kind": "cwd", "values": [caller.cwd]})
-    request = {"query": query, "sessionFilters": session_filters, "eventFilters": filters}
+    mode = args.get("match", TOOLS_DEFAULT_MATCH)
+    request = {"query": query, "sessionFilters": session_filters, "eventFilters": filters, "match": mode}
 
     def accept(hit: Any) -> bool:
         header = hit.header
@@ -231,7 +232,8 @@ def session_event_search(ctx: ToolContext, args: dict[str, Any]) -> str:
     filters = event_filters(
         seq_from, seq_to, args.get("time_from"), args.get("time_to"), args.get("event_types"), args.get("surfaces")
     )
-    request = {"sessionId": target, "query": query, "filters": filters}
+    mode = args.get("match", TOOLS_DEFAULT_MATCH)
+    request = {"sessionId": target, "query": query, "filters": filters, "match": mode}
     collected = collect_pages(
         ctx.boundary,
         OP_EVENT_SEARCH,

@@ -61,6 +61,9 @@ def _warm_up() -> None:
     import readmodel.store.database  # noqa: F401
     from alembic.runtime.migration import MigrationContext  # noqa: F401
     from alembic.script import ScriptDirectory  # noqa: F401
+    from readmodel.projection.grams import document_tokens
+
+    document_tokens("warm")  # the gram fold table (built once per process)
 
 
 def _once(root: Path, db: Path) -> str:
