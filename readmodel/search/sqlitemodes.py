@@ -18,7 +18,6 @@ corpus, through the ``documents_text_key`` index on ``(length, substr(text,
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 from collections.abc import Callable
@@ -29,7 +28,7 @@ from readmodel.search.modes import BOILERPLATE_SESSIONS, Match, Ranking, words_e
 from readmodel.search.predicates import Where
 from readmodel.search.requests import EventsRequest, SessionsRequest, bounded_terms
 from readmodel.search.snippets import END_MARK, START_MARK, snippet_source_decides
-from readmodel.search.substring import count_occurrences, index_candidates, mark_occurrences, substring_pattern
+from readmodel.search.substring import count_occurrences, index_candidates, mark_first_occurrence, substring_pattern
 
 _SNIPPET_PREFIX_CHARS: Final = 2048  # as readmodel.search.sqlite's first snippet window
 
@@ -129,7 +128,7 @@ class _Mode:
             found = conn.execute('SELECT "text" FROM "documents" WHERE "docid" = ?', (docid,)).fetchone()
         else:
             found = conn.execute('SELECT "text" FROM temp."live_docs" WHERE "rowid" = ?', (-docid,)).fetchone()
-        return mark_occurrences(self.pattern, found[0]) if found else ""
+        return mark_first_occurrence(self.pattern, found[0]) if found else ""
 
 
 def query_sessions(
@@ -193,7 +192,13 @@ def _collect(backend: Any, conn: sqlite3.Connection, mode: _Mode, sql: str, args
 
 
 def _digest(text: str) -> bytes:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    """Identifies a text among the matches: its length and Python's 64-bit string hash.
+
+    Equal texts always agree; two different texts collide with probability
+    about 2**-64 (and must have the same length), which could only reorder, never
+    drop, a hit.  Hashing a whole document costs far less than blake2b over its
+    UTF-8 encoding."""
+    return len(text).to_bytes(8, "little") + hash(text).to_bytes(8, "little", signed=True)
 
 
 def _settle(backend: Any, conn: sqlite3.Connection, matches: list[Match], scoped: bool) -> None:

@@ -66,7 +66,6 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
@@ -100,21 +99,20 @@ def substring_pattern(query: str) -> re.Pattern[str]:
     return compile_text_filter(query)
 
 
-def occurrences(pattern: re.Pattern[str], text: str) -> Iterator[tuple[int, int]]:
-    """The non-overlapping occurrences of ``pattern`` in ``text``, leftmost first.
-
-    Whitespace-flexible parts match greedily, so an occurrence spans its whole
-    whitespace gaps; empty matches cannot occur (parts are non-empty).
-    """
-    for found in pattern.finditer(text):
-        yield found.span()
-
-
 def count_occurrences(pattern: re.Pattern[str], text: str) -> int:
     """How many non-overlapping occurrences ``text`` holds (0: no match)."""
-    return sum(1 for _ in pattern.finditer(text))
+    return len(pattern.findall(text))
 
 
-def mark_occurrences(pattern: re.Pattern[str], text: str) -> str:
-    """``text`` with every occurrence between the highlight markers (as ``highlight()`` marks)."""
-    return pattern.sub(lambda found: START_MARK + found.group(0) + END_MARK, text)
+def mark_first_occurrence(pattern: re.Pattern[str], text: str) -> str:
+    """``text`` with its first occurrence between the highlight markers.
+
+    A snippet is positioned by the first match only and is plain text, so the
+    later occurrences need no marks (marking them all would cost a regular
+    expression substitution over a whole, possibly huge, document).
+    """
+    found = pattern.search(text)
+    if found is None:
+        return text
+    start, end = found.span()
+    return text[:start] + START_MARK + text[start:end] + END_MARK + text[end:]
