@@ -28,7 +28,7 @@ from readmodel.search.modes import BOILERPLATE_SESSIONS, Match, Ranking, words_e
 from readmodel.search.predicates import Where
 from readmodel.search.requests import EventsRequest, SessionsRequest, bounded_terms
 from readmodel.search.snippets import END_MARK, START_MARK, snippet_source_decides
-from readmodel.search.substring import count_occurrences, index_candidates, mark_first_occurrence, substring_pattern
+from readmodel.search.substring import compiled_substring, index_candidates
 
 _SNIPPET_PREFIX_CHARS: Final = 2048  # as readmodel.search.sqlite's first snippet window
 
@@ -70,7 +70,7 @@ class _Mode:
             self.expression, terms = words_expression(query, prefix, lambda text: backend._terms(conn, text))
             bounded_terms(terms)
         else:
-            self.pattern = substring_pattern(query)
+            self.substring = compiled_substring(query)
 
     @property
     def empty(self) -> bool:
@@ -120,7 +120,7 @@ class _Mode:
             return counted
         if self.mode == "words":
             return text.count(START_MARK)
-        return count_occurrences(self.pattern, text)
+        return self.substring.count(text)
 
     def mark(self, conn: sqlite3.Connection, docid: int) -> str:
         """A substring match's document with its occurrences marked."""
@@ -128,7 +128,7 @@ class _Mode:
             found = conn.execute('SELECT "text" FROM "documents" WHERE "docid" = ?', (docid,)).fetchone()
         else:
             found = conn.execute('SELECT "text" FROM temp."live_docs" WHERE "rowid" = ?', (-docid,)).fetchone()
-        return mark_first_occurrence(self.pattern, found[0]) if found else ""
+        return self.substring.mark_first(found[0]) if found else ""
 
 
 def query_sessions(
