@@ -168,13 +168,14 @@ class Ranking:
         if len(sessions) < BOILERPLATE_SESSIONS:
             sessions.add(match.session_id)
 
-    def rare_digests(self) -> list[bytes]:
-        """Texts held by fewer than :data:`BOILERPLATE_SESSIONS` sessions among the matches."""
-        return [digest for digest, sessions in self.holders.items() if len(sessions) < BOILERPLATE_SESSIONS]
-
-    def representative(self, digest: bytes) -> Match:
-        """One match holding ``digest`` (to look its text up)."""
-        return next(match for (_, held), match in self.best.items() if held == digest)
+    def rare(self) -> dict[bytes, Match]:
+        """Each text held by fewer than :data:`BOILERPLATE_SESSIONS` sessions among the matches,
+        with one match holding it (to look its text up)."""
+        found: dict[bytes, Match] = {}
+        for (_, digest), match in self.best.items():
+            if digest not in found and len(self.holders[digest]) < BOILERPLATE_SESSIONS:
+                found[digest] = match
+        return found
 
     def add_holders(self, digest: bytes, sessions: Iterable[str]) -> None:
         """Sessions outside the search's scope that hold the text ``digest`` (a scoped search's lookup)."""
