@@ -69,16 +69,7 @@ from readmodel.store.schema import SURFACE_NAMES, id_sort_key
 from readmodel.search.config import search_config
 from readmodel.search.engine import SessionSearch, search_disabled
 from readmodel.search.sqlite import sqlite_search
-from readmodel.search.summaries import (
-    SessionSummary,
-    SessionSummaryPage,
-    TitleCache,
-    WorkspaceSummary,
-    summaries_for,
-    summary_page,
-    summary_request,
-    workspaces,
-)
+from readmodel.search.summaries import SessionSummary, SessionSummaryPage, TitleCache, WorkspaceSummary, summaries_for, summary_page, summary_request, workspaces
 from readmodel.search.vocabulary import SessionEventSearchPage, SessionSearchPage
 from readmodel.store.interface import IndexReader, IndexSource, StoredSession
 from readmodel.store.sqlite import IndexStore
