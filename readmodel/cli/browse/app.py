@@ -14,9 +14,11 @@ For tests and the benchmark the app records what it last rendered:
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
+
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
@@ -32,6 +34,13 @@ from readmodel.core.errors import SessionQueryError
 DEBOUNCE_SECONDS = 0.005
 """Quiet time after a keystroke before its search starts: keys that arrive together (a paste, a
 burst read in one go) run one search; slower typing is handled by aborting the search in flight."""
+
+
+GC_THRESHOLDS = (50_000, 20, 20)
+"""The collector's thresholds while the app runs (Python's default: 700, 10, 10).  A keystroke
+allocates tens of thousands of short-lived objects (result rows, rendered lines); young
+collections every 50,000 allocations instead of every 700 cost less in all and rarely pause a
+frame, and full collections become rare (see :meth:`BrowserApp._freeze`)."""
 
 
 def _failure(exc: BaseException) -> str:
@@ -151,6 +160,16 @@ class TranscriptScreen(Screen[None]):
         self.query_one("#where", Static).update(where)
 
 
+class QueryInput(Input):
+    """The search box.  Its size is fixed by the CSS, so a keystroke never changes the layout:
+    Textual's Input asks for one on every change of its value (its virtual width follows the
+    text), which re-lays and repaints the whole screen — the results included — once per key.
+    Here a change repaints the box alone."""
+
+    def refresh(self, *regions: Any, repaint: bool = True, layout: bool = False, recompose: bool = False) -> Self:
+        return super().refresh(*regions, repaint=repaint, layout=False, recompose=recompose)
+
+
 class BrowserApp(App[None]):
     """Search as you type over the whole index; sessions by workspace while the query is empty."""
 
@@ -162,6 +181,8 @@ class BrowserApp(App[None]):
     #heading { height: auto; max-height: 3; padding: 0 1; }
     #status, #where { dock: bottom; height: 1; padding: 0 1; color: $text-muted; }
     OptionList { height: 1fr; }
+    /* One screen line per row line, cut with an ellipsis: no wrapping to compute per keystroke. */
+    #overview, #results { text-wrap: nowrap; text-overflow: ellipsis; }
     #overview.hidden, #results.hidden { display: none; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -185,9 +206,10 @@ class BrowserApp(App[None]):
         self._timer: Timer | None = None
         self._controller: AbortController | None = None
         self._overview: list[Row] | None = None
+        self._thresholds = gc.get_threshold()
 
     def compose(self) -> ComposeResult:
-        yield Input(value=self.initial_query, placeholder="type to search every session · empty: sessions by workspace", id="query")
+        yield QueryInput(value=self.initial_query, placeholder="type to search every session · empty: sessions by workspace", id="query")
         # The workspace overview keeps its own list, filled once: an emptied query shows it again
         # without rebuilding its rows (refilling ~100 rows costs more than a keystroke may).
         yield OptionList(id="overview", classes="hidden")
@@ -198,7 +220,20 @@ class BrowserApp(App[None]):
     def on_mount(self) -> None:
         self.query_one("#query", Input).focus()
         self._start(self.initial_query)
-        self.in_worker(lambda: warm_up(self.engine), lambda _result: None)  # a failure shows on the first search
+        self.in_worker(lambda: warm_up(self.engine), lambda _result: self._freeze())  # a failure shows on the first search
+
+    def _freeze(self) -> None:
+        """Start-up is over: hide what lives as long as the app (widgets, styles, the engine's
+        caches, the overview) from the garbage collector.  Its full collections otherwise walk
+        all of it and pause the screen for 100–400 ms, a few times a minute while typing; the
+        garbage of a keystroke is young and still collected.  Called again when the overview
+        first arrives (whichever comes last covers both)."""
+        gc.freeze()
+        gc.set_threshold(*GC_THRESHOLDS)
+
+    def on_unmount(self) -> None:
+        gc.set_threshold(*self._thresholds)
+        gc.unfreeze()  # a process that runs several apps (the tests) gives their objects back
 
     # -- workers ---------------------------------------------------------------
 
@@ -276,6 +311,8 @@ class BrowserApp(App[None]):
             self._status(f"{sessions} best sessions for “{query}”" if query.strip() else f"{sessions} sessions · Enter on a workspace lists all of it")
         self.rows = list(rows)
         shown = self.query_one("#overview" if overview else "#results", OptionList)
+        if overview and self._overview is None:
+            self.call_after_refresh(self._freeze)
         if overview:
             self._overview = self.rows
         if refill:
