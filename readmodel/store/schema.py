@@ -121,6 +121,8 @@ Index("sessions_listing", sessions.c.created_at.desc(), sessions.c.id_key, sessi
 Index("sessions_parent", sessions.c.parent_session)
 # Search's session filters read only these columns (see migration 0005).
 Index("sessions_filters", sessions.c.cwd, sessions.c.status, sessions.c.created_at, sessions.c.parent_session, sessions.c.id)
+# listWorkspaces groups sessions by workspace with their newest last activity from this index alone (see migration 0010).
+Index("sessions_activity", sessions.c.cwd, sessions.c.last_activity, sessions.c.id)
 
 events = Table(
     "events",
