@@ -352,3 +352,25 @@ def test_the_collector_settings_are_given_back_when_the_app_ends(db: Path) -> No
 
     drive(db, scenario)
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+def test_the_status_line_and_the_transcript_position_are_on_screen_above_the_footer(db: Path) -> None:
+    """Both lines were once docked at the bottom with the footer, which covered them."""
+    from textual.widgets import Footer
+
+    regions: list[Any] = []
+
+    async def scenario(app: BrowserApp, pilot: Any) -> None:
+        status, footer = app.query_one("#status"), app.screen.query_one(Footer)
+        regions.append((status.region, footer.region, str(status.render())))
+        await type_query(app, pilot, "gamma")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.shown_query == f"transcript:{BETA}")
+        where, footer = app.screen.query_one("#where"), app.screen.query_one(Footer)
+        regions.append((where.region, footer.region, str(where.render())))
+
+    drive(db, scenario)
+    for line, footer, text in regions:
+        assert line.height == 1 and line.bottom <= footer.y and not line.overlaps(footer), (line, footer)
+        assert text.strip()
+    assert "Enter on a workspace" in regions[0][2] and "event" in regions[1][2]

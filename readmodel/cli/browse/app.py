@@ -179,7 +179,8 @@ class BrowserApp(App[None]):
     CSS = """
     #query { dock: top; height: 3; }
     #heading { height: auto; max-height: 3; padding: 0 1; }
-    #status, #where { dock: bottom; height: 1; padding: 0 1; color: $text-muted; }
+    /* Below the list, above the footer (a second widget docked at the bottom would sit under it). */
+    #status, #where { height: 1; padding: 0 1; color: $text-muted; }
     OptionList { height: 1fr; }
     /* One screen line per row line, cut with an ellipsis: no wrapping to compute per keystroke. */
     #overview, #results { text-wrap: nowrap; text-overflow: ellipsis; }
