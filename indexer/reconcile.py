@@ -28,6 +28,7 @@ from sqlalchemy import Engine
 from readmodel.core.clipping import clip_path, clip_repr
 from readmodel.projection.secrets import Policy, index_fingerprint, policy_from_env, redacts_index
 from readmodel.store import gramindex
+from readmodel.store.activity import store_last_activity
 
 from .ingest import LogOutcome, ingest_log, session_columns
 from .layout import Compression, LayoutProblem, discover, expected_transcript_path, revision_token, same_file
@@ -481,6 +482,8 @@ class Reconciler:
         finally:
             if stream is not None:
                 stream.close()
+        # With the events, in their savepoint: incremental passes keep what a cold build computes.
+        store_last_activity(cur, sid)
         cur.execute(f'RELEASE "{savepoint}"')
         report.events += written
         report.held += self._held
@@ -668,7 +671,7 @@ def _update_failed(cur: sqlite3.Cursor, sid: int, item: _Observed, generation: i
     cur.execute(
         'UPDATE "sessions" SET "revision" = ?, "size" = ?, "resume" = NULL, "event_count" = 0, "stored_count" = 0, '
         '"synthetic_from" = NULL, "tail_state" = \'clean\', "surface_nodes" = NULL, "title_seq" = NULL, "status" = ?, '
-        '"error_code" = ?, "error_message" = ?, "generation" = ?, "indexed_at" = ? WHERE "sid" = ?',
+        '"error_code" = ?, "error_message" = ?, "generation" = ?, "indexed_at" = ?, "last_activity" = NULL WHERE "sid" = ?',
         (revision_token(item.stat), item.stat.st_size, status, code, message, generation, now, sid),
     )
 

@@ -69,7 +69,7 @@ from readmodel.store.schema import SURFACE_NAMES, id_sort_key
 from readmodel.search.config import search_config
 from readmodel.search.engine import SessionSearch, search_disabled
 from readmodel.search.sqlite import sqlite_search
-from readmodel.search.summaries import SessionSummary, SessionSummaryPage, WorkspaceSummary, summaries_for, summary_page, summary_request, workspaces
+from readmodel.search.summaries import SessionSummary, SessionSummaryPage, TitleCache, WorkspaceSummary, summaries_for, summary_page, summary_request, workspaces
 from readmodel.search.vocabulary import SessionEventSearchPage, SessionSearchPage
 from readmodel.store.interface import IndexReader, IndexSource, StoredSession
 from readmodel.store.sqlite import IndexStore
@@ -221,6 +221,7 @@ class SessionQuery:
         self.live = live
         self._search: SessionSearch | None = None
         self._search_lock = threading.Lock()
+        self._titles = TitleCache()
         if self.search_config.open_at == "startup":
             self._searcher().open()
 
@@ -419,7 +420,7 @@ class SessionQuery:
         """``listSessionSummaries`` (sessionq extension, :mod:`readmodel.search.summaries`):
         a page of titles, workspaces, times and counts in listing order."""
         normalised = summary_request(request)
-        return self._in_snapshot(lambda txn: summary_page(txn, normalised, self._live_list()))
+        return self._in_snapshot(lambda txn: summary_page(txn, normalised, self._live_list(), self._titles))
 
     def list_workspaces(self) -> list[WorkspaceSummary]:
         """``listWorkspaces`` (sessionq extension): sessions per ``cwd``, newest activity first."""
@@ -427,7 +428,7 @@ class SessionQuery:
 
     def session_summaries(self, session_ids: Sequence[str]) -> dict[str, SessionSummary]:
         """The summaries of the listed sessions among ``session_ids``, by id (unknown ids are absent)."""
-        return self._in_snapshot(lambda txn: summaries_for(txn, list(session_ids), self._live_list()))
+        return self._in_snapshot(lambda txn: summaries_for(txn, list(session_ids), self._live_list(), self._titles))
 
     def _live_list(self) -> list[Any]:
         return list(self.live.list()) if self.live is not None else []

@@ -182,16 +182,12 @@ def trace_event_command(session_id: str, seq: int, db: str, as_json: bool) -> No
 @handles_errors
 def title_command(session_ids: tuple[str, ...], db: str, as_json: bool) -> None:
     """Show the title of each session (a session that cannot be read is reported, not fatal)."""
-    from readmodel.core.errors import SessionQueryError
     from readmodel.core.requests import title_result_to_builtins
 
     engine = open_engine(db)
-    resolved = []
-    for text in session_ids:
-        try:
-            resolved.append(resolve_id(engine, text))
-        except SessionQueryError:
-            resolved.append(text)  # an ambiguous prefix: answered per id as not found
+    # An ambiguous prefix lists its candidates and exits 2, as every command does; an unknown
+    # id is answered in its row (not found), as the reference's readTitleSnapshots answers it.
+    resolved = [resolve_id(engine, text) for text in session_ids]
     results = [title_result_to_builtins(result) for result in engine.read_title_snapshots(resolved)]
     if as_json:
         emit_json(results)

@@ -12,7 +12,8 @@ The index is a projection of the logs, rebuilt from them at will.  Its tables:
     One row per transcript: the header (exact JSON plus typed columns for
     filters and ordering), where decoding stopped (byte offset, fingerprint and
     resumable walk states), the final surface order, the title event, the
-    session's own generation, and an error code for a log that cannot be read.
+    session's own generation, an error code for a log that cannot be read, and
+    its last activity (the last event's time, maintained with the events).
 ``events``
     One row per event (but see ``event_runs``): type, time, surface, replacement and provenance links,
     the surface order key (an appended node's seq; a replacement inherits the
@@ -74,7 +75,7 @@ from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, SURFACE_NAMES,
 APPLICATION_ID: Final = 0x53515849  # "SQXI"
 """``PRAGMA application_id`` of a sessionq index; any other non-zero id is foreign."""
 
-SCHEMA_REVISION: Final = "0009"
+SCHEMA_REVISION: Final = "0010"
 """The Alembic head revision this code reads and writes."""
 
 
@@ -121,11 +122,15 @@ sessions = Table(
     Column("error_message", Text),
     Column("generation", Integer, nullable=False),
     Column("indexed_at", Float, nullable=False),
+    # The time of the last event, written with the events (readmodel/store/activity.py).
+    Column("last_activity", Integer),
 )
 Index("sessions_listing", sessions.c.created_at.desc(), sessions.c.id_key, sessions.c.header_json)
 Index("sessions_parent", sessions.c.parent_session)
 # Search's session filters read only these columns (see migration 0005).
 Index("sessions_filters", sessions.c.cwd, sessions.c.status, sessions.c.created_at, sessions.c.parent_session, sessions.c.id)
+# listWorkspaces groups sessions by workspace with their newest last activity from this index alone (see migration 0010).
+Index("sessions_activity", sessions.c.cwd, sessions.c.last_activity, sessions.c.id)
 
 events = Table(
     "events",

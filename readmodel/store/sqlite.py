@@ -168,9 +168,13 @@ class SqliteIndexReader:
                 found[row[1]] = _summary_row(row)
         return found
 
-    def session_activity(self) -> list[tuple[str, str | None, Any]]:
-        """``(id, cwd, time of the last event)`` of every persisted session."""
-        return [(row.id, row.cwd, row.last_activity) for row in map(_summary_row, self._cur.execute(_SUMMARY_SELECT))]
+    def workspace_activity(self, excluded: Sequence[str] = ()) -> list[tuple[str | None, int, Any]]:
+        """``(cwd, sessions, newest numeric last activity)`` per workspace of the persisted
+        sessions, leaving out the ids in ``excluded`` (live sessions, counted by the caller)."""
+        if not excluded:
+            return self._cur.execute(f'{_WORKSPACES} GROUP BY "cwd"').fetchall()
+        placeholders = ",".join("?" * len(excluded))
+        return self._cur.execute(f'{_WORKSPACES} WHERE "id" NOT IN ({placeholders}) GROUP BY "cwd"', list(excluded)).fetchall()
 
     def ids_with_prefix(self, prefix: str, limit: int) -> list[str]:
         """Up to ``limit`` listed ids starting with ``prefix`` (a range scan of the id index)."""
@@ -306,15 +310,16 @@ class SqliteIndexReader:
         return found
 
 
-# The last event is the later of the last ``events`` row and the last run's
-# last member; each subquery is one seek on a primary key.
+# ``last_activity`` is maintained by the indexer (readmodel/store/activity.py).
 _SUMMARY_SELECT: Final = (
     'SELECT s.sid, s.id, s.cwd, s.created_at, s.parent_session, s.event_count, s.title_seq, s.status, s.error_code, '
-    '(SELECT e.seq FROM "events" e WHERE e.sid = s.sid ORDER BY e.seq DESC LIMIT 1), '
-    '(SELECT e.time FROM "events" e WHERE e.sid = s.sid ORDER BY e.seq DESC LIMIT 1), '
-    '(SELECT r.first_seq + r.count - 1 FROM "event_runs" r WHERE r.sid = s.sid ORDER BY r.first_seq DESC LIMIT 1), '
-    '(SELECT r.times FROM "event_runs" r WHERE r.sid = s.sid ORDER BY r.first_seq DESC LIMIT 1) '
-    'FROM "sessions" s'
+    's.last_activity, s.generation FROM "sessions" s'
+)
+# Workspaces with their session count and newest numeric last activity (a time that is
+# not a number never counts as newest, as :func:`readmodel.core.jsvalues.is_number` says).
+_WORKSPACES: Final = (
+    'SELECT "cwd", count(*), max(CASE WHEN typeof("last_activity") IN (\'integer\', \'real\') THEN "last_activity" END) '
+    'FROM "sessions"'
 )
 
 
@@ -338,12 +343,7 @@ def _summary_where(where: SummaryWhere) -> tuple[str, list[Any]]:
 
 
 def _summary_row(row: Sequence[Any]) -> SummaryRow:
-    event_seq, event_time, run_last, run_times = row[9:13]
-    if run_last is not None and (event_seq is None or run_last > event_seq):
-        last_activity = unpack_run_times(run_times)[-1]
-    else:
-        last_activity = event_time
-    return SummaryRow(*row[:9], last_activity=last_activity)
+    return SummaryRow(*row)
 
 
 _GENERATION: Final = 'SELECT "identity", "global_generation" FROM "index_meta"'
