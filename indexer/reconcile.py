@@ -378,20 +378,34 @@ class Reconciler:
 
         Their sids are assigned now, in ``todo`` order; logs over
         :data:`~indexer.preparation.PREPARE_MAX_BYTES` stay with the writer.
+        A re-derivation (the redaction fingerprint changed) prepares every
+        session this way, each under the sid it already has: the writer then
+        swaps its old rows for the prepared ones (:meth:`_index_one`).
         """
         if self.workers <= 0:
             return None
         tasks: list[PrepTask] = []
+        allocated = 0
         for item in todo:
             assert item.header is not None and item.stat is not None
-            if item.path in stored or item.stat.st_size > PREPARE_MAX_BYTES:
+            row = stored.get(item.path)
+            if (row is not None and not self._rederive) or item.stat.st_size > PREPARE_MAX_BYTES:
                 continue
             settled = now - item.stat.st_mtime >= self.settle_seconds
-            tasks.append(PrepTask(item.path, self._allocate_sid(), item.header, settled, item.stat.st_size, self.redact_documents))
+            sid = self._kept_sid(row, item.header)
+            if sid is None:
+                sid = self._allocate_sid()
+                allocated += 1
+            tasks.append(PrepTask(item.path, sid, item.header, settled, item.stat.st_size, self.redact_documents))
         if not tasks or sum(task.size for task in tasks) < self.parallel_min_bytes:
-            self._next_sid -= len(tasks)  # nothing handed out: the sids are free again
+            self._next_sid -= allocated  # nothing handed out: the sids are free again
             return None
         return Preparer(tasks, self.compression, self.root, self._worker_pool())
+
+    @staticmethod
+    def _kept_sid(row: tuple[Any, ...] | None, header: dict[str, Any]) -> int | None:
+        """The sid a stored session keeps when it is indexed again (``None``: it gets a new one)."""
+        return row[0] if row is not None and row[6] == header["id"] else None
 
     def _allocate_sid(self) -> int:
         sid = self._next_sid
@@ -412,8 +426,12 @@ class Reconciler:
         assert item.header is not None and item.stat is not None
         header = item.header
         settled = now - item.stat.st_mtime >= self.settle_seconds
-        sid = row[0] if row is not None and row[6] == header["id"] else None
-        prepared = self._preparer.take(item.path) if self._preparer is not None and row is None else None
+        sid = kept = self._kept_sid(row, header)
+        prepared = self._preparer.take(item.path) if self._preparer is not None and (row is None or self._rederive) else None
+        if self._rederive:
+            # A re-derivation (a worker's when there are workers): the session is indexed as if
+            # new, under the sid it had, once its old rows are gone (just below).
+            sid = None
         resume: ResumePoint | None = None
         # Re-derivation reloads the log from the start (rows of the old documents are deleted below).
         if sid is not None and row is not None and row[3] is not None and row[5] == "ok" and not self._rederive:
@@ -428,12 +446,12 @@ class Reconciler:
             cur.execute('DELETE FROM "sessions" WHERE "sid" = ?', (row[0],))
         fresh = sid is None
         if fresh:
-            sid = prepared.sid if prepared is not None else self._allocate_sid()
+            sid = prepared.sid if prepared is not None else kept if kept is not None and self._rederive else self._allocate_sid()
             if prepared is not None and prepared.outcome is not None:
                 _insert_indexed_session(cur, sid, item, header, prepared, generation, now)
             else:
                 _insert_session(cur, sid, item, header, generation, now)
-        stream = self._open_stream(item, sid, settled) if row is None and prepared is None else None
+        stream = self._open_stream(item, sid, settled) if (row is None or self._rederive) and prepared is None else None
         # One name for every session's savepoint (they never nest): its statements stay
         # in the statement cache instead of being compiled per session.
         savepoint = "session"

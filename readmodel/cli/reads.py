@@ -42,7 +42,7 @@ from readmodel.cli.support import (
     handles_errors,
     json_option,
     redact_option,
-    redact_result,
+    redacts_reads,
     refuse_impossible_db,
 )
 
@@ -66,7 +66,7 @@ def _examples(*lines: str) -> str:
 def read_command(session_id: str, db: str, as_json: bool, redact: str = "index") -> None:
     """Print a session's header and every event of its log, one line each (`show` reads better)."""
     engine, session_id = open_session(db, session_id)
-    show(redact_result(engine.read_session(session_id), redact), as_json, "print_log")
+    show(engine.read_session(session_id, redact=redacts_reads(redact)), as_json, "print_log")
 
 
 @click.command("events", cls=PeopleCommand, epilog=_examples("sessionq events 6f31f323"))
@@ -129,7 +129,7 @@ def event_command(
         request["before"] = before
     if after is not None:
         request["after"] = after
-    window = redact_result(engine.read_event(request), redact)
+    window = engine.read_event(request, redact=redacts_reads(redact))
     if as_json:
         emit_json(window)
         return
@@ -345,6 +345,7 @@ COMMANDS.append(mcp_command)
     help="Seconds to receive a request head, and its body, before the connection is closed.",
 )
 @click.option("--max-connections", default=100, show_default=True, type=click.IntRange(min=1), help="Concurrent connections (503 beyond).")
+@redact_option  # secret redaction (issue 22): under `all` every raw read and export is scrubbed
 def serve_command(
     host: str,
     port: int,
@@ -355,6 +356,7 @@ def serve_command(
     max_body: int,
     read_timeout: float,
     max_connections: int,
+    redact: str = "index",
 ) -> None:
     """HTTP API (/api/rpc/<method>, /api/session.export) and the web page."""
     from readmodel.http.app import LOOPBACK_NAMES, Limits, StartupError, bind_listener, check_index, create_app, is_loopback, server_config
@@ -376,7 +378,7 @@ def serve_command(
         listening = bind_listener(host, port)
     except StartupError as exc:
         raise click.ClickException(str(exc)) from None
-    app = create_app(db, root=root, attachments=attachments, token=token, allowed_hosts=hosts, port=port, limits=limits)
+    app = create_app(db, root=root, attachments=attachments, token=token, allowed_hosts=hosts, port=port, limits=limits, redact=redact.lower())  # type: ignore[arg-type]
     server = http_server(server_config(app, host, port, limits))
     shown = f"[{host}]" if ":" in host else host
     click.echo(f"sessionq: serving http://{shown}:{port}/ (Ctrl+C stops)", err=True)  # uvicorn names no URL for a given socket
@@ -421,9 +423,7 @@ def export_command(
             engines.append(open_engine(db))
         return engines[0]
 
-    from readmodel.projection.secrets import parse_policy, redacts_raw
-
-    exporter = Exporter(db, engine, root, AttachmentStore(attachments), redact=redacts_raw(parse_policy(redact)))
+    exporter = Exporter(db, engine, root, AttachmentStore(attachments), redact=redacts_reads(redact))
     try:
         session_id = resolve_id(engine(), session_id)  # a unique id prefix names its session
     except SessionQueryError as error:

@@ -25,7 +25,7 @@ from readmodel.export.artifacts import (
     locate_artifact,
     open_raw,
 )
-from readmodel.projection.secrets import redact as redact_secrets
+from readmodel.projection.redaction import redacted_log_lines
 
 DEFAULT_LEVEL: Final = 6
 """Deflate level of the archive's entries."""
@@ -46,27 +46,34 @@ def safe_id(session_id: str) -> str:
     return "".join(out)
 
 
-def redacted_lines(slices: Iterator[str]) -> Iterator[str]:
-    """``slices`` of a log's text with detected secrets replaced by markers, line by line.
+def _lines(slices: Iterator[str]) -> Iterator[str]:
+    """``slices`` of a log's text (cut anywhere) as its lines, each with its LF (the last maybe without)."""
+    pending: list[str] = []  # the current line's pieces (a long line costs no quadratic concatenation)
+    for text in slices:
+        start = 0
+        while (cut := text.find("\n", start)) >= 0:
+            pending.append(text[start : cut + 1])
+            yield "".join(pending)
+            pending = []
+            start = cut + 1
+        if start < len(text):
+            pending.append(text[start:])
+    if pending:
+        yield "".join(pending)
 
-    Slices are cut anywhere; a secret is never split across two redactions
-    because each redaction covers whole lines (a secret never spans a line:
-    inside a JSON line, line breaks are ``\\n`` escapes).  Only the current
-    line is buffered; the marker needs no JSON escaping, so every line stays
+
+def redacted_lines(slices: Iterator[str]) -> Iterator[str]:
+    """``slices`` of a log's text with detected secrets replaced by markers.
+
+    Redaction covers whole lines (a secret never spans a line: inside a JSON
+    line, line breaks are ``\\n`` escapes) and, for streamed pieces, whole
+    chunk runs (:func:`readmodel.projection.redaction.redacted_log_lines`), so
+    a secret cut into ``assistant/chunk`` events or packed chunk rows is gone
+    from every piece.  The marker needs no JSON escaping, so every line stays
     valid JSON.  Closing the result closes ``slices``.
     """
-    pending: list[str] = []  # the current line's pieces (a long line costs no quadratic concatenation)
     try:
-        for text in slices:
-            cut = text.rfind("\n") + 1
-            if not cut:
-                pending.append(text)
-                continue
-            pending.append(text[:cut])
-            yield redact_secrets("".join(pending))
-            pending = [text[cut:]] if cut < len(text) else []
-        if pending:
-            yield redact_secrets("".join(pending))
+        yield from redacted_log_lines(_lines(slices))
     finally:
         close = getattr(slices, "close", None)
         if close is not None:
@@ -181,14 +188,17 @@ class Exporter:
             return True
 
     def stream(
-        self, root_id: str, root_slices: Iterator[str], include_descendants: bool, root_path: Path | None = None
+        self, root_id: str, root_slices: Iterator[str], include_descendants: bool, root_path: Path | None = None,
+        *, redact: bool | None = None,
     ) -> Iterator[bytes]:
+        """The archive's bytes; ``redact`` (``None``: the exporter's setting) scrubs every log entry."""
+        redact = self.redact if redact is None else redact
         sink = _Sink()
         self.last_sink = sink
         scanner = ImageScanner(self.line_cap)
         with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=self.level) as archive:
             root_zip64 = True if root_path is None else self._zip64(root_path)
-            yield from self._text_entry(archive, sink, ARTIFACT_NAME, self._slices(root_slices), scanner, root_zip64)
+            yield from self._text_entry(archive, sink, ARTIFACT_NAME, self._slices(root_slices, redact), scanner, root_zip64)
             self._rescan_if_needed(scanner, root_id)
             if include_descendants:
                 for child_id in self._descendants(root_id):
@@ -196,7 +206,7 @@ class Exporter:
                     if artifact is None:
                         raise ExportStreamError(f'subagent "{child_id}" has no stored log artifact')
                     name = f"subagents/{safe_id(child_id)}/{artifact.name}"
-                    slices = self._slices(artifact.text_slices(self.slice_units))
+                    slices = self._slices(artifact.text_slices(self.slice_units), redact)
                     yield from self._text_entry(archive, sink, name, slices, scanner, self._zip64(artifact.path))
                     self._rescan_if_needed(scanner, child_id)
             for attachment_id, ref in scanner.refs.items():
@@ -210,8 +220,9 @@ class Exporter:
                 yield from sink.drain()
         yield from sink.drain()
 
-    def _slices(self, slices: Iterator[str]) -> Iterator[str]:
-        return redacted_lines(slices) if self.redact else slices
+    @staticmethod
+    def _slices(slices: Iterator[str], redact: bool) -> Iterator[str]:
+        return redacted_lines(slices) if redact else slices
 
     def _rescan_if_needed(self, scanner: ImageScanner, session_id: str) -> None:
         """A long line mentioned an image past the scanner's cap: read the artifact again."""

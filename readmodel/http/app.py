@@ -61,6 +61,7 @@ from readmodel.export.artifacts import (
 from readmodel.core.errors import SessionQueryError
 from readmodel.http.events import EVENTS_PATH, FeedLimits, GenerationFeed
 from readmodel.http.openapi import openapi_document, query_params
+from readmodel.projection.secrets import POLICIES, Policy, policy_from_env, redacts_raw
 from readmodel.rpc import METHODS, JsonTextError, RpcError, _as_rpc_error, decode_json_text
 
 if TYPE_CHECKING:
@@ -70,6 +71,7 @@ LOOPBACK_NAMES: Final = ("localhost", "127.0.0.1", "[::1]")
 STATIC_DIR: Final = Path(__file__).with_name("static")
 
 BAD_EXPORT_PARAMS: Final = "missing or invalid sessionId query parameter"
+BAD_REDACT_PARAM: Final = "invalid redact query parameter (index, all or off)"
 NOT_FOUND: Final = "session not found"
 PREPARE_FAILED: Final = "session log export failed to prepare the stored artifact"
 UNAVAILABLE: Final = "session log export is unavailable: missing session-query, session-persistence, or attachments service"
@@ -183,6 +185,7 @@ def create_app(
     engine: Any = None,
     limits: Limits = Limits(),
     feed_limits: FeedLimits = FeedLimits(),
+    redact: Policy | None = None,
 ) -> Starlette:
     """The sessionq HTTP app over the index ``db``.
 
@@ -192,8 +195,12 @@ def create_app(
     ``Authorization: Bearer <token>``; the export download alone also accepts
     ``?access_token=`` (a link cannot carry a header).  ``limits`` bounds
     request bodies (size and read time); ``feed_limits`` the event stream
-    (poll interval, heartbeat, subscribers).
+    (poll interval, heartbeat, subscribers).  ``redact`` is the secret-redaction
+    policy (``$SESSIONQ_REDACT`` when not given): under ``all`` raw reads and
+    exports are redacted whatever a request asks; a request's ``redact=all``
+    asks for it under the other policies.
     """
+    policy = policy_from_env(redact)
     hosts = frozenset(h.lower() for h in (LOOPBACK_NAMES if allowed_hosts is None else allowed_hosts))
     lock = threading.Lock()
     state: dict[str, Any] = {"engine": engine}
@@ -203,12 +210,12 @@ def create_app(
             if state["engine"] is None:
                 from readmodel.query import SessionQuery
 
-                state["engine"] = SessionQuery.open(db)
+                state["engine"] = SessionQuery.open(db, redact=policy)
             return state["engine"]
 
     feed = GenerationFeed(get_engine, feed_limits)
     store = AttachmentStore(attachments) if attachments is not None else None
-    exporter = Exporter(db, get_engine, root, store, compression_level)
+    exporter = Exporter(db, get_engine, root, store, compression_level, redact=redacts_raw(policy))
 
     def host_allowed(header: str) -> bool:
         header = header.strip().lower()
@@ -242,8 +249,10 @@ def create_app(
         params = dict(request.query_params)  # last value wins for repeated names
         session_id = params.get("sessionId")
         include = params.get("includeDescendants")
-        if not session_id or include not in (None, "true", "false"):
-            return PlainTextResponse(BAD_EXPORT_PARAMS, status_code=400)
+        redact = params.get("redact")  # a sessionq extension: ``all`` scrubs every log in the archive
+        if not session_id or include not in (None, "true", "false") or redact not in (None, *POLICIES):
+            message = BAD_EXPORT_PARAMS if redact in (None, *POLICIES) else BAD_REDACT_PARAM
+            return PlainTextResponse(message, status_code=400)
         head = request.method == "HEAD"
         if exporter.attachments is None:
             return _plain(UNAVAILABLE, 500, head)
@@ -258,7 +267,7 @@ def create_app(
         if head:
             artifact.close()
             return Response(None, status_code=200, media_type="application/zip", headers=headers)
-        body = exporter.stream(session_id, slices, include == "true", artifact.path)
+        body = exporter.stream(session_id, slices, include == "true", artifact.path, redact=True if redact == "all" else None)
         return StreamingResponse(body, media_type="application/zip", headers=headers)
 
     async def rpc(request: Request) -> Response:

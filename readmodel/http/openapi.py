@@ -62,6 +62,13 @@ _MATCH: Final = {
         "A cursor is valid only in the mode it came from."
     ),
 }
+_REDACT: Final = {
+    "type": "string",
+    "enum": ["index", "all", "off"],
+    "description": "sessionq extension: `all` returns the events with every detected secret replaced by a marker "
+    "such as [REDACTED:aws-access-key], pieces of streamed chunks included; `index`, `off` or none: the server's "
+    "policy (a request cannot lift the server's `all`)",
+}
 
 
 def _params(required: list[str], **properties: Any) -> dict[str, Any]:
@@ -73,20 +80,20 @@ def _params(required: list[str], **properties: Any) -> dict[str, Any]:
 _METHOD_DOCS: Final[dict[str, tuple[str, dict[str, Any]]]] = {
     "listSessions": ("listSessions(): every session record", _params([])),
     "filterSessions": ("filterSessions({filters})", _params(["filters"], filters=_FILTERS)),
-    "readSession": ("readSession({sessionId}): header and events", _params(["sessionId"], sessionId=_STR)),
+    "readSession": ("readSession({sessionId, redact?}): header and events", _params(["sessionId"], sessionId=_STR, redact=_REDACT)),
     "listEvents": ("listEvents({sessionId}): event records with their surface", _params(["sessionId"], sessionId=_STR)),
     "filterEvents": (
         "filterEvents({sessionId, filters})",
         _params(["sessionId", "filters"], sessionId=_STR, filters=_FILTERS),
     ),
-    "readSurface": ("readSurface({sessionId}): the folded surface", _params(["sessionId"], sessionId=_STR)),
+    "readSurface": ("readSurface({sessionId, redact?}): the folded surface", _params(["sessionId"], sessionId=_STR, redact=_REDACT)),
     "readEvent": (
-        "readEvent({sessionId, seq, before?, after?})",
-        _params(["sessionId", "seq"], sessionId=_STR, seq=_SEQ, before=_WINDOW, after=_WINDOW),
+        "readEvent({sessionId, seq, before?, after?, redact?})",
+        _params(["sessionId", "seq"], sessionId=_STR, seq=_SEQ, before=_WINDOW, after=_WINDOW, redact=_REDACT),
     ),
     "readEventRange": (
-        "readEventRange({sessionId, startSeq?, limit?}): a run of events with their surface (sessionq extension)",
-        _params(["sessionId"], sessionId=_STR, startSeq=_SEQ, limit={"type": "integer", "minimum": 1, "maximum": 5000}),
+        "readEventRange({sessionId, startSeq?, limit?, redact?}): a run of events with their surface (sessionq extension)",
+        _params(["sessionId"], sessionId=_STR, startSeq=_SEQ, limit={"type": "integer", "minimum": 1, "maximum": 5000}, redact=_REDACT),
     ),
     "traceSession": ("traceSession({sessionId}): ancestors and descendants", _params(["sessionId"], sessionId=_STR)),
     "traceEvent": ("traceEvent({sessionId, seq})", _params(["sessionId", "seq"], sessionId=_STR, seq=_SEQ)),
@@ -141,7 +148,8 @@ _METHOD_DOCS: Final[dict[str, tuple[str, dict[str, Any]]]] = {
 
 def _query_parameter(name: str, schema: dict[str, Any], required: bool) -> dict[str, Any]:
     if _is_text(schema):
-        return {"name": name, "in": "query", "required": required, "schema": {"type": "string"}}
+        enum = {"enum": [value for value in schema["enum"] if type(value) is str]} if "enum" in schema else {}  # null stays out of a query string
+        return {"name": name, "in": "query", "required": required, "schema": {"type": "string", **enum}}
     return {"name": name, "in": "query", "required": required, "content": {"application/json": {"schema": schema}}}
 
 
@@ -159,6 +167,14 @@ def openapi_document() -> dict[str, Any]:
                         "in": "query",
                         "required": False,
                         "schema": {"type": "string", "enum": ["true", "false"]},
+                    },
+                    {
+                        "name": "redact",
+                        "in": "query",
+                        "required": False,
+                        "description": "sessionq extension: `all` writes every log with detected secrets replaced by markers "
+                        "(pieces of streamed chunks included); `index`, `off` or none: the server's policy",
+                        "schema": {"type": "string", "enum": ["index", "all", "off"]},
                     },
                 ],
                 "responses": {

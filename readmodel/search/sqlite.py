@@ -216,10 +216,12 @@ class SqliteSearchBackend:
     Thread-safe: calls are serialised.
     """
 
-    def __init__(self, db_path: str | None, *, live: Any = None, config: SearchConfig | None = None) -> None:
-        """``db_path`` is the index file (opened read-only), or ``None`` for live sessions only."""
+    def __init__(self, db_path: str | None, *, live: Any = None, config: SearchConfig | None = None, redact: bool = True) -> None:
+        """``db_path`` is the index file (opened read-only), or ``None`` for live sessions only;
+        with ``redact`` live sessions' documents hold secret markers, as the indexer stores them."""
         self.config = config or SearchConfig()
         self.live = live
+        self.redact = redact
         self._lock = threading.Lock()
         self._live_state = _LiveState()
         self._conn: sqlite3.Connection | None = None
@@ -360,7 +362,7 @@ class SqliteSearchBackend:
                 surfaces = classify_events(events)
             except SurfaceFoldError as error:
                 raise invalid_surface_error(error) from error
-            documents = build_documents(session_id, events, surfaces)
+            documents = build_documents(session_id, events, surfaces, self.redact)
             conn.execute('DELETE FROM temp."live_docs" WHERE "session_id" = ?', (session_id,))
             conn.execute('DELETE FROM temp."live_sessions" WHERE "id" = ?', (session_id,))
             state.next_generation += 1
@@ -722,10 +724,10 @@ class _Snapshot:
         return self.backend._query_events(self.conn, request, handle, offset, cache_key)
 
 
-def sqlite_search(db_path: str | None, *, live: Any = None, config: SearchConfig | None = None) -> SessionSearch:
+def sqlite_search(db_path: str | None, *, live: Any = None, config: SearchConfig | None = None, redact: bool = True) -> SessionSearch:
     """A :class:`SessionSearch` over the SQLite index at ``db_path`` (``None``: live sessions only)."""
     config = config or SearchConfig()
-    return SessionSearch(SqliteSearchBackend(db_path, live=live, config=config), config)
+    return SessionSearch(SqliteSearchBackend(db_path, live=live, config=config, redact=redact), config)
 
 
 def _empty_index() -> sqlite3.Connection:

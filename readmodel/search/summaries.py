@@ -32,6 +32,7 @@ from msgspec import UNSET, UnsetType
 from readmodel.core.errors import SessionQueryError
 from readmodel.core.jsvalues import is_integer, is_number
 from readmodel.core.vocabulary import Event, Struct
+from readmodel.projection.secrets import redact as redact_secrets
 from readmodel.projection.titles import latest_title_event, title_snapshot
 from readmodel.search.cursors import CursorCodec
 from readmodel.store.interface import IndexReader, SummaryRow, SummaryWhere
@@ -119,28 +120,33 @@ def _last_time(events: Sequence[Event]) -> Any:
     return events[-1].get("time") if events else None
 
 
-def _title_text(event: Event | None) -> str | None:
-    """The title text of a ``session/title`` event; ``None`` when absent or malformed."""
+def _title_text(event: Event | None, redact: bool) -> str | None:
+    """The title text of a ``session/title`` event; ``None`` when absent or malformed.
+
+    With ``redact`` detected secrets become markers, as in the index's documents.
+    """
     if event is None:
         return None
     try:
         title = title_snapshot(event).title
     except (TypeError, AttributeError):
         return None
-    return title if type(title) is str else None
+    if type(title) is not str:
+        return None
+    return redact_secrets(title) if redact else title
 
 
 def _text_or_none(value: Any) -> str | None:
     return value if type(value) is str else None
 
 
-def _live_summary(session: Any) -> SessionSummary:
+def _live_summary(session: Any, redact: bool) -> SessionSummary:
     header = session.header
     events = list(session.events)
     created = header.get("createdAt")
     return SessionSummary(
         id=str(header.get("id")),
-        title=_title_text(latest_title_event(events)),
+        title=_title_text(latest_title_event(events), redact),
         cwd=_text_or_none(header.get("cwd")),
         created_at=created if is_number(created) else None,
         last_activity=_last_time(events),
@@ -200,9 +206,10 @@ class TitleCache:
 class _Titles:
     """The titles of one read snapshot: from the cache, else read from the index (and cached)."""
 
-    def __init__(self, reader: IndexReader, cache: TitleCache | None) -> None:
+    def __init__(self, reader: IndexReader, cache: TitleCache | None, redact: bool = False) -> None:
         self.reader = reader
         self.cache = cache
+        self.redact = redact
         self.identity = reader.generation()[0] if cache is not None else None
 
     def of(self, row: SummaryRow) -> str | None:
@@ -210,7 +217,7 @@ class _Titles:
             return None
         if self.cache is None:
             return self._read(row)
-        key = (self.identity, row.sid, row.generation, row.title_seq)
+        key = (self.identity, row.sid, row.generation, row.title_seq, self.redact)
         found, title = self.cache.get(key)
         if not found:
             title = self._read(row)
@@ -219,7 +226,7 @@ class _Titles:
 
     def _read(self, row: SummaryRow) -> str | None:
         assert row.title_seq is not None
-        return _title_text(self.reader.raw_at(row.sid, [row.title_seq]).get(row.title_seq))
+        return _title_text(self.reader.raw_at(row.sid, [row.title_seq]).get(row.title_seq), self.redact)
 
 
 def _stored_summary(titles: _Titles, row: SummaryRow) -> SessionSummary:
@@ -258,11 +265,14 @@ def _page_ids(reader: IndexReader, request: SummaryRequest, live: list[SessionSu
     return entries[offset : offset + request.limit + 1]
 
 
-def summary_page(reader: IndexReader | None, request: SummaryRequest, live_sessions: Iterable[Any], cache: TitleCache | None = None) -> SessionSummaryPage:
+def summary_page(
+    reader: IndexReader | None, request: SummaryRequest, live_sessions: Iterable[Any], cache: TitleCache | None = None, redact: bool = False
+) -> SessionSummaryPage:
     """One page of ``listSessionSummaries`` inside one read snapshot (``reader=None``: live only);
-    titles come from ``cache`` when it holds them."""
+    titles come from ``cache`` when it holds them; with ``redact`` titles hold secret markers
+    instead of detected secrets."""
     live_list = list(live_sessions)
-    live = [_live_summary(session) for session in live_list]
+    live = [_live_summary(session, redact) for session in live_list]
     live_ids = {summary.id for summary in live}
     if reader is None:
         codec = CursorCodec("live", b"sessionq-live-only-cursor-key")
@@ -278,7 +288,7 @@ def summary_page(reader: IndexReader | None, request: SummaryRequest, live_sessi
         )[offset : offset + request.limit + 1]
     elif not live:
         rows = reader.summary_page(request.where, request.limit + 1, offset)
-        titles = _Titles(reader, cache)
+        titles = _Titles(reader, cache, redact)
         entries = [_stored_summary(titles, row) for row in rows]
     else:
         entries = _page_ids(reader, request, live, offset)
@@ -287,7 +297,7 @@ def summary_page(reader: IndexReader | None, request: SummaryRequest, live_sessi
     wanted = [entry for entry in entries if type(entry) is str and entry not in live_ids]
     stored = reader.summary_rows(wanted) if reader is not None and wanted else {}
     if stored:
-        titles = _Titles(reader, cache)  # type: ignore[arg-type]
+        titles = _Titles(reader, cache, redact)  # type: ignore[arg-type]
     items = [entry if isinstance(entry, SessionSummary) else _stored_summary(titles, stored[entry]) for entry in entries]  # type: ignore[arg-type]
     page = SessionSummaryPage(items=items)
     if more:
@@ -306,7 +316,7 @@ def workspaces(reader: IndexReader | None, live_sessions: Iterable[Any]) -> list
     The persisted sessions are counted by the index (one grouped scan of the
     maintained ``last_activity`` column); the live ones are added here.
     """
-    live = {summary.id: summary for summary in map(_live_summary, live_sessions)}
+    live = {summary.id: summary for summary in (_live_summary(session, False) for session in live_sessions)}
     counts: dict[str | None, list[Any]] = {}
     for cwd, count, last in [] if reader is None else reader.workspace_activity(sorted(live)):
         counts[cwd] = [count, last]
@@ -324,14 +334,14 @@ def _count(counts: dict[str | None, list[Any]], cwd: str | None, last: Any) -> N
 
 
 def summaries_for(
-    reader: IndexReader | None, session_ids: Sequence[str], live_sessions: Iterable[Any], cache: TitleCache | None = None
+    reader: IndexReader | None, session_ids: Sequence[str], live_sessions: Iterable[Any], cache: TitleCache | None = None, redact: bool = False
 ) -> dict[str, SessionSummary]:
     """The summaries of the sessions among ``session_ids``, by id (a live session wins; titles
-    from ``cache`` when it holds them)."""
+    from ``cache`` when it holds them; ``redact`` as in :func:`summary_page`)."""
     wanted = set(session_ids)
-    live = {s.id: s for s in map(_live_summary, live_sessions) if s.id in wanted}
+    live = {s.id: s for s in (_live_summary(session, redact) for session in live_sessions) if s.id in wanted}
     rows = reader.summary_rows([i for i in session_ids if i not in live]) if reader is not None else {}
-    titles = _Titles(reader, cache) if rows else None  # type: ignore[arg-type]
+    titles = _Titles(reader, cache, redact) if rows else None  # type: ignore[arg-type]
     found = {session_id: _stored_summary(titles, row) for session_id, row in rows.items()}  # type: ignore[arg-type]
     found.update(live)
     return found

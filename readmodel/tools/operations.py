@@ -75,6 +75,7 @@ class ToolContext:
     caller: Caller | None
     boundary: ServiceBoundary
     max_results: int
+    redact: bool = False  # secrets are redacted (the raw events read are asked for redacted)
 
     @property
     def signal(self) -> Any:
@@ -346,7 +347,12 @@ def session_event_read(ctx: ToolContext, args: dict[str, Any]) -> str:
         request["before"] = before
     if after is not None:
         request["after"] = after
-    window = ctx.boundary.call(OP_EVENT_READ, lambda: ctx.service.read_event(request, ctx.signal))
+    if ctx.redact:
+        # Redacted by the service with each chunk's run as context: a secret streamed in pieces
+        # leaves none of them (the rendered text is redacted again as a whole by the host).
+        window = ctx.boundary.call(OP_EVENT_READ, lambda: ctx.service.read_event(request, ctx.signal, redact=True))
+    else:
+        window = ctx.boundary.call(OP_EVENT_READ, lambda: ctx.service.read_event(request, ctx.signal))
     check_observed(caller, window.session, target)
     title = read_titles(ctx, caller, [target])[target]
     return render_event_read(target, title, window)

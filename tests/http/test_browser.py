@@ -280,7 +280,7 @@ def test_search_session_lineage_and_export_in_a_browser(
             parent_link = page.locator(f".lineage [data-lineage-id='{PARENT}'] a")
             assert parent_link.inner_text() == "TOML parser rejects trailing commas"
             assert page.locator("#include-descendants").is_disabled()
-            assert page.locator(".actions label").inner_text().strip() == "no subagent logs"
+            assert page.locator(".actions label[for='include-descendants']").inner_text().strip() == "no subagent logs"
             shot("child-session")
             page.go_back()
             page.wait_for_selector(f".lineage [data-lineage-id='{PARENT}'].current-node")
@@ -301,6 +301,15 @@ def test_search_session_lineage_and_export_in_a_browser(
                 assert archive.namelist() == ["session.jsonl", f"subagents/{CHILD}/session.jsonl"]
                 assert archive.read("session.jsonl").decode() == log_text(paths[PARENT])
                 assert archive.read(f"subagents/{CHILD}/session.jsonl").decode() == log_text(paths[CHILD])
+            # the "redact secrets" box asks for the scrubbed archive (this log has no secret: same bytes)
+            assert not page.locator("#export-redact").is_checked()
+            page.check("#export-redact")
+            with page.expect_download() as info:
+                page.click("button.export")
+            assert "redact=all" in info.value.url
+            info.value.save_as(tmp_path / "redacted.zip")
+            with zipfile.ZipFile(tmp_path / "redacted.zip") as archive:
+                assert archive.read("session.jsonl").decode() == log_text(paths[PARENT])
             first_line = log_text(paths[PARENT]).split("\n", 1)[0]
             assert json.loads(first_line)["id"] == PARENT
 

@@ -459,16 +459,17 @@
     return into;
   }
 
-  function exportUrl(id, include) {
+  function exportUrl(id, include, redact) {
     let url = "/api/session.export?sessionId=" + encodeURIComponent(id) + "&includeDescendants=" + (include ? "true" : "false");
+    if (redact) url += "&redact=all"; // sessionq extension: detected secrets become [REDACTED:…] markers
     if (token) url += "&access_token=" + encodeURIComponent(token);
     return url;
   }
 
   const EXPORT_ERRORS = { 400: "bad request", 401: "not authorised", 404: "session not found", 500: "the stored log could not be read" };
 
-  async function startExport(id, include, status, button) {
-    const url = exportUrl(id, include);
+  async function startExport(id, include, status, button, redact) {
+    const url = exportUrl(id, include, redact);
     button.disabled = true;
     status.className = "export-status meta";
     status.textContent = "Preparing export…";
@@ -642,14 +643,16 @@
     const include = el("input", { type: "checkbox", id: "include-descendants", checked: descendantCount > 0, disabled: descendantCount === 0, hidden: descendantCount === 0 });
     const exportStatus = el("span", { class: "export-status meta", role: "status" });
     const exportButton = el("button", { type: "button", class: "primary export" }, "Export ZIP");
-    exportButton.onclick = () => startExport(id, include.checked, exportStatus, exportButton);
+    const redact = el("input", { type: "checkbox", id: "export-redact" });
+    exportButton.onclick = () => startExport(id, include.checked, exportStatus, exportButton, redact.checked);
     document.title = (title || id) + " · sessionq";
     return [
       query ? el("p", { class: "back" }, el("a", { href: hashFor({ q: query }) }, "← Results for “" + query + "”")) : null,
       el("h2", { class: "session-title" }, title || id),
       headerMeta(head, { q: query }, Boolean(title)),
       el("div", { class: "actions" }, exportButton,
-        el("label", { for: "include-descendants" }, include, descendantCount ? " include " + plural(descendantCount, "subagent log") : "no subagent logs"), exportStatus),
+        el("label", { for: "include-descendants" }, include, descendantCount ? " include " + plural(descendantCount, "subagent log") : "no subagent logs"),
+        el("label", { for: "export-redact", title: "replace detected secrets (keys, tokens, passwords) by [REDACTED:…] markers" }, redact, " redact secrets"), exportStatus),
       el("section", { class: "panel lineage" }, el("h3", {}, "Lineage"), lineageTree(trace, titles, id, query)),
     ];
   }
