@@ -137,7 +137,7 @@ class _Mode:
         return self.substring.count(text)
 
     def mark(self, conn: sqlite3.Connection, docid: int) -> str:
-        """A substring match's document with its occurrences marked."""
+        """A substring match's document with its first occurrence (the snippet's) marked."""
         if docid >= 0:
             found = conn.execute('SELECT "text" FROM "documents" WHERE "docid" = ?', (docid,)).fetchone()
         else:
