@@ -382,21 +382,42 @@ def serve_command(
 COMMANDS.append(serve_command)
 
 
-@click.command("export")
+@click.command(
+    "export",
+    epilog=_examples(
+        "sessionq export 6f31f323                      the session's logs as a ZIP",
+        "sessionq export 6f31f323 --html -o notes.html  a transcript to read offline (one file)",
+        "sessionq export 6f31f323 --html --all          log-only events too",
+    ),
+)
 @click.argument("session_id")
 @click.option("--include-descendants", is_flag=True, help="Also export every descendant (subagent) log.")
-@click.option("-o", "--output", "output", default=None, help="ZIP file to write (default: dsh-session-<id>.zip).")
+@click.option(
+    "-o", "--output", "output", default=None,
+    help="File to write (default: dsh-session-<id>.zip, or .html with --html; - for standard output with --html).",
+)
+@click.option("--html", "html", is_flag=True, help="A self-contained HTML transcript instead of the ZIP (a sessionq extension).")
+@click.option("--all", "log_only", is_flag=True, help="With --html: also the log-only events (turn/step markers, streamed chunks).")
 @db_option
 @click.option("--root", "root", default=None, help="Session log root (relative index paths resolve against it).")
 @click.option("--attachments", default=None, help="Attachment store for export media.")
 @redact_option  # secret redaction (issue 22): `--redact all` scrubs the logs in the archive
+@handles_errors
 def export_command(
     session_id: str, include_descendants: bool, output: str | None, db: str, root: str | None, attachments: str | None,
-    redact: str = "index",
+    redact: str = "index", html: bool = False, log_only: bool = False,
 ) -> None:
-    """Write the ZIP the HTTP export endpoint serves."""
+    """Write the ZIP the HTTP export endpoint serves, or (--html) the session's
+    transcript as one self-contained HTML file."""
     import os
 
+    if html:
+        if include_descendants:
+            raise click.UsageError("--include-descendants applies to the ZIP export, not to --html")
+        _export_html(session_id, output, db, redact, log_only)
+        return
+    if log_only:
+        raise click.UsageError("--all applies to --html")
     from readmodel.core.errors import SessionQueryError
     from readmodel.export.archive import Exporter, safe_id
     from readmodel.export.artifacts import AttachmentStore
@@ -438,6 +459,38 @@ def export_command(
     finally:
         for opened in engines:
             opened.close()
+    click.echo(target)
+
+
+def _export_html(session_id: str, output: str | None, db: str, redact: str, log_only: bool) -> None:
+    """``export --html``: the transcript file, written whole or not at all."""
+    import os
+
+    from readmodel.export.archive import safe_id
+    from readmodel.export.transcript import TranscriptOptions, prepare_transcript, session_title
+    from readmodel.projection.secrets import parse_policy, redacts_raw
+
+    options = TranscriptOptions(include_log_only=log_only, redact=redacts_raw(parse_policy(redact)))
+    engine = open_engine(db)  # query errors exit as every read's do (handles_errors): 2, or 1 for the index
+    try:
+        session_id = resolve_id(engine, session_id)
+        transcript = prepare_transcript(engine, session_id, title=session_title(engine, session_id), options=options)
+        if output == "-":
+            sys.stdout.buffer.writelines(transcript.chunks())
+            sys.stdout.buffer.flush()
+            return
+        target = output or f"dsh-session-{safe_id(session_id)}.html"
+        partial = target + ".partial"
+        try:
+            with open(partial, "wb") as fh:
+                fh.writelines(transcript.chunks())
+            os.replace(partial, target)
+        except Exception as error:  # noqa: BLE001 - never leave a truncated file behind
+            if os.path.exists(partial):
+                os.unlink(partial)
+            raise click.ClickException(f"export failed: {error}") from None
+    finally:
+        engine.close()
     click.echo(target)
 
 
