@@ -465,10 +465,18 @@
     return url;
   }
 
+  // The transcript as one self-contained HTML file (log-only events as the page shows them now).
+  function htmlExportUrl(id) {
+    let showing = false;
+    try { showing = localStorage.getItem(LOG_ONLY_KEY) === "1"; } catch (e) { /* storage disabled */ }
+    let url = "/api/session.html?sessionId=" + encodeURIComponent(id) + (showing ? "&includeLogOnly=true" : "");
+    if (token) url += "&access_token=" + encodeURIComponent(token);
+    return url;
+  }
+
   const EXPORT_ERRORS = { 400: "bad request", 401: "not authorised", 404: "session not found", 500: "the stored log could not be read" };
 
-  async function startExport(id, include, status, button) {
-    const url = exportUrl(id, include);
+  async function startExport(url, status, button) {
     button.disabled = true;
     status.className = "export-status meta";
     status.textContent = "Preparing export…";
@@ -642,14 +650,17 @@
     const include = el("input", { type: "checkbox", id: "include-descendants", checked: descendantCount > 0, disabled: descendantCount === 0, hidden: descendantCount === 0 });
     const exportStatus = el("span", { class: "export-status meta", role: "status" });
     const exportButton = el("button", { type: "button", class: "primary export" }, "Export ZIP");
-    exportButton.onclick = () => startExport(id, include.checked, exportStatus, exportButton);
+    exportButton.onclick = () => startExport(exportUrl(id, include.checked), exportStatus, exportButton);
+    const htmlButton = el("button", { type: "button", class: "export-html", title: "the transcript as one HTML file that reads offline" }, "Export HTML");
+    htmlButton.onclick = () => startExport(htmlExportUrl(id), exportStatus, htmlButton);
     document.title = (title || id) + " · sessionq";
     return [
       query ? el("p", { class: "back" }, el("a", { href: hashFor({ q: query }) }, "← Results for “" + query + "”")) : null,
       el("h2", { class: "session-title" }, title || id),
       headerMeta(head, { q: query }, Boolean(title)),
       el("div", { class: "actions" }, exportButton,
-        el("label", { for: "include-descendants" }, include, descendantCount ? " include " + plural(descendantCount, "subagent log") : "no subagent logs"), exportStatus),
+        el("label", { for: "include-descendants" }, include, descendantCount ? " include " + plural(descendantCount, "subagent log") : "no subagent logs"),
+        htmlButton, exportStatus),
       el("section", { class: "panel lineage" }, el("h3", {}, "Lineage"), lineageTree(trace, titles, id, query)),
     ];
   }
