@@ -424,6 +424,7 @@
       by !== undefined ? el("span", { class: "badge shadowed replaced-by" }, "replaced by ", seqLink(by)) : null,
       el("span", { class: "time" }, when(event.time)));
     const classes = ["event", surface];
+    if (eventFilterMatches(event.type, surface)) classes.push("filter-match");
     if (gone) classes.push("replacement");
     if (compact && surface === "log-only") classes.push("compact");
     return el("div", { class: classes.join(" "), id: "seq-" + event.seq, "data-seq": event.seq, "data-surface": surface, "data-type": event.type },
@@ -502,7 +503,33 @@
 
   // "show log-only events": off by default, remembered in localStorage.
   const LOG_ONLY_KEY = "sessionq.showLogOnly";
-  function logOnlyToggle(events) {
+  // A session view's event filter (type=, surface= in the URL): only matching events show, log-only ones included.
+  function eventFilterMatches(type, surface) {
+    return (!filters.type || type === filters.type) && (!filters.surface || surface === filters.surface);
+  }
+
+  function eventFilters(id, query, seq, events) {
+    const active = Boolean(filters.type || filters.surface);
+    events.classList.toggle("filtering", active);
+    const type = el("input", { id: "event-filter-type", list: "session-event-types", placeholder: "any event type", "aria-label": "event type", value: filters.type || "", size: 16 });
+    const surface = el("select", { id: "event-filter-surface", "aria-label": "surface" }, el("option", { value: "" }, "any surface"),
+      SURFACES.map((x) => el("option", { value: x, selected: x === filters.surface }, x)));
+    const apply = (next) => {
+      const params = Object.assign({ session: id, q: query || undefined, seq: seq || undefined }, next);
+      location.hash = hashFor(params);
+    };
+    type.onchange = () => apply({ type: type.value.trim() || undefined, surface: surface.value || undefined });
+    surface.onchange = type.onchange;
+    const count = el("span", { class: "meta filter-count", role: "status" });
+    const clear = active ? el("button", { type: "button", class: "link clear-filters" }, "clear filters") : null;
+    if (clear) clear.onclick = () => apply({});
+    const recount = () => { count.textContent = active ? plural(events.querySelectorAll(".event.filter-match").length, "matching event") + " shown" : ""; };
+    return { recount, node: el("form", { class: "filters event-filters", role: "group", "aria-label": "event filters", onsubmit: (e) => { e.preventDefault(); type.onchange(); } },
+      el("label", {}, "Event type ", type, el("datalist", { id: "session-event-types" }, TYPES.map((t) => el("option", { value: t })))),
+      el("label", {}, "Surface ", surface), count, clear) };
+  }
+
+  function logOnlyToggle(events, filterBox) {
     let on = false;
     try { on = localStorage.getItem(LOG_ONLY_KEY) === "1"; } catch (e) { /* storage disabled */ }
     const box = el("input", { type: "checkbox", id: "show-log-only", checked: on });
@@ -512,7 +539,7 @@
       try { localStorage.setItem(LOG_ONLY_KEY, box.checked ? "1" : "0"); } catch (e) { /* storage disabled */ }
     };
     return el("div", { class: "toolbar" }, el("h3", {}, "Events"),
-      el("label", { class: "legend" }, box, "show log-only events (turn/step markers, streamed chunks)"));
+      el("label", { class: "legend" }, box, "show log-only events (turn/step markers, streamed chunks)"), filterBox ? filterBox.node : null);
   }
 
   function divider(event) {
@@ -596,7 +623,8 @@
       })) : null);
 
     const events = el("section", { class: "events", "aria-label": "Events" });
-    const toolbar = logOnlyToggle(events);
+    const filterBox = eventFilters(id, query, seq, events);
+    const toolbar = logOnlyToggle(events, filterBox);
 
     let rendered = 0;
     const moreEvents = el("div", { class: "more-row" });
@@ -614,6 +642,7 @@
         b.onclick = () => renderUpTo(rendered + RENDER_BATCH);
         moreEvents.append(b);
       }
+      filterBox.recount();
     }
     renderUpTo(Math.max(RENDER_BATCH, typeof target === "number" ? target + 200 : 0));
 
@@ -640,6 +669,7 @@
         }
       }
       if (!atEnd) renderUpTo(rendered);
+      filterBox.recount();
       eventCount.textContent = plural(range.eventCount, "event");
     };
   }
@@ -688,12 +718,14 @@
     let low = first.startSeq;
     let high = first.startSeq + first.events.length;  // exclusive
     learn(first);
-    const events = el("section", { class: "events" });
+    const events = el("section", { class: "events", "aria-label": "Events" });
+    const filterBox = eventFilters(id, query, target, events);
     events.append(rows(first));
     const earlier = el("div", { class: "more-row" });
     const later = el("div", { class: "more-row" });
     const shown = el("span", {});
     function controls() {
+      filterBox.recount();
       shown.textContent = "showing events " + low + "–" + (high - 1);
       earlier.replaceChildren();
       later.replaceChildren();
@@ -728,7 +760,7 @@
         button.after(failure(error));
       }
     }
-    const toolbar = logOnlyToggle(events);
+    const toolbar = logOnlyToggle(events, filterBox);
     controls();
     show(
       ...sessionHeading(id, query, first.session, titles.get(id), trace, titles),
