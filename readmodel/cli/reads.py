@@ -209,9 +209,18 @@ def title_command(session_ids: tuple[str, ...], db: str, as_json: bool) -> None:
         "sessionq search 'frame scanner' --page 2",
         "sessionq search zstd --cwd ~/work/app --created-from 2026-08-01",
         "sessionq search 'disk full' --session 6f31f323 --type tool/result",
+        "sessionq search '\"exact phrase\"'            # quoted: the reference's phrase search",
+        "sessionq search 数据库 --match substring",
     ),
 )
 @click.argument("query")
+@click.option(
+    "--match",
+    type=click.Choice(["phrase", "words", "substring"]),
+    help="phrase: the exact phrase (the reference's search); words: every word in any order, the last one "
+    "also as a prefix (the default; a query wholly in double quotes is a phrase); substring: literal text, "
+    "case-insensitive, any script (e.g. CJK, OutcomeUnknown, ->).",
+)
 @click.option("--session", "session_id", help="Search within this one session (an id or a unique prefix).")
 @click.option("--limit", type=int, help="Matches per page (default 20, at most 100).")
 @click.option("--page", type=click.IntRange(min=1), help="Show page N (follows the cursors from page 1).")
@@ -225,6 +234,7 @@ def title_command(session_ids: tuple[str, ...], db: str, as_json: bool) -> None:
 @handles_errors
 def search_command(
     query: str,
+    match: str | None,
     session_id: str | None,
     limit: int | None,
     page: int | None,
@@ -240,7 +250,10 @@ def search_command(
         raise click.UsageError("give --page or --cursor, not both")
     event_filters = combine(filters_json_value(event_filters_json), event_clauses(options))
     session_filters = combine(filters_json_value(session_filters_json), session_clauses(options))
-    request: dict[str, Any] = {"query": query}
+    from readmodel.search.modes import people_match
+
+    mode, text = (match, query) if match is not None else people_match(query)
+    request: dict[str, Any] = {"query": text, "match": mode}
     if limit is not None:
         request["limit"] = limit
     if cursor is not None:

@@ -51,6 +51,17 @@ _WINDOW: Final = {"type": "integer", "minimum": 0, "maximum": 50}
 _LIMIT: Final = {"type": ["integer", "null"], "minimum": 1}
 _CURSOR: Final = {"type": ["string", "null"]}
 _OPTIONAL_FILTERS: Final = {**_FILTERS, "type": ["array", "null"]}  # null means absent, as in the reference
+_MATCH: Final = {
+    "type": ["string", "null"],
+    "enum": ["phrase", "words", "substring", None],
+    "description": (
+        "Search mode (sessionq extension). phrase (default when absent or null): the reference's exact FTS5 phrase; "
+        "words: every token in any order, the last one also as a prefix unless the query ends in whitespace, "
+        '"quoted parts" as phrases; substring: the documents that filterEvents\' text clause selects (literal, '
+        "case-insensitive, whitespace-flexible). words and substring demote text shared verbatim by many sessions. "
+        "A cursor is valid only in the mode it came from."
+    ),
+}
 
 
 def _params(required: list[str], **properties: Any) -> dict[str, Any]:
@@ -85,7 +96,7 @@ _METHOD_DOCS: Final[dict[str, tuple[str, dict[str, Any]]]] = {
     ),
     "readTitle": ("readTitle({sessionId})", _params(["sessionId"], sessionId=_STR)),
     "searchSessions": (
-        "searchSessions({query, sessionFilters?, eventFilters?, limit?, cursor?})",
+        "searchSessions({query, sessionFilters?, eventFilters?, limit?, cursor?, match?})",
         _params(
             ["query"],
             query=_STR,
@@ -93,10 +104,11 @@ _METHOD_DOCS: Final[dict[str, tuple[str, dict[str, Any]]]] = {
             eventFilters=_OPTIONAL_FILTERS,
             limit=_LIMIT,
             cursor=_CURSOR,
+            match=_MATCH,
         ),
     ),
     "searchEvents": (
-        "searchEvents({sessionId, query, filters?, limit?, cursor?})",
+        "searchEvents({sessionId, query, filters?, limit?, cursor?, match?})",
         _params(
             ["sessionId", "query"],
             sessionId=_STR,
@@ -104,6 +116,7 @@ _METHOD_DOCS: Final[dict[str, tuple[str, dict[str, Any]]]] = {
             filters=_OPTIONAL_FILTERS,
             limit=_LIMIT,
             cursor=_CURSOR,
+            match=_MATCH,
         ),
     ),
     "status": ("status(): index status", _params([])),

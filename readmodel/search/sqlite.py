@@ -42,6 +42,7 @@ from readmodel.search.predicates import (
     event_where,
     session_where,
 )
+from readmodel.search import sqlitemodes
 from readmodel.search.requests import EventsRequest, SessionsRequest, bounded_terms, match_expression
 from readmodel.search.snippets import END_MARK, START_MARK, prefix_decides_snippet, sanitize_text, snippet_source_decides
 from readmodel.store.readonly import reader_uri
@@ -543,6 +544,8 @@ class SqliteSearchBackend:
         return [Row(*row) for row in rows[offset : offset + need]]
 
     def _query_sessions(self, conn: sqlite3.Connection, request: SessionsRequest, offset: int, cache_key: tuple[str, ...]) -> list[Row]:
+        if request.match != "phrase":
+            return sqlitemodes.query_sessions(self, conn, request, offset, cache_key)
         sessions, events = session_where(request.session_filters), event_where(request.event_filters)
         if len(sessions.fragments) + len(events.fragments) > OUTER_PREDICATE_LIMIT:
             raise budget_error()
@@ -583,6 +586,8 @@ class SqliteSearchBackend:
     def _query_events(
         self, conn: sqlite3.Connection, request: EventsRequest, sid: int | None, offset: int, cache_key: tuple[str, ...]
     ) -> list[Row]:
+        if request.match != "phrase":
+            return sqlitemodes.query_events(self, conn, request, sid, offset, cache_key)
         events = event_where(request.filters)
         if 1 + len(events.fragments) > OUTER_PREDICATE_LIMIT:
             raise budget_error()
@@ -669,12 +674,13 @@ class SqliteSearchBackend:
         whole = conn.execute(sql, (START_MARK, END_MARK, phrase, docid)).fetchone()
         return whole[0] if whole else ""
 
-    def _highlight(self, conn: sqlite3.Connection, rows: list[Row], phrase: str) -> list[Row]:
+    def _highlight(self, conn: sqlite3.Connection, rows: list[Row], phrase: str, marker: Callable[[Row], str] | None = None) -> list[Row]:
         """Headers and highlighted text of the page's rows only.
 
         Ranking carries just the session's rowid; the header JSON and the
         highlighted document (for the snippet) are fetched for the few rows of
-        the page, not for every match.
+        the page, not for every match.  ``marker`` (the substring mode) marks
+        a row's text instead of FTS5's ``highlight()`` of ``phrase``.
         """
         for row in rows:
             if row.live:
@@ -682,7 +688,9 @@ class SqliteSearchBackend:
             else:
                 found_header = conn.execute('SELECT "header_json" FROM "sessions" WHERE "sid" = ?', (row.header_json,)).fetchone()
             row.header_json = found_header[0]
-            if row.docid >= 0:
+            if marker is not None:
+                row.marked_text = marker(row)
+            elif row.docid >= 0:
                 row.marked_text = self._marked_document(conn, row.docid, phrase)
             else:
                 sql = 'SELECT highlight("live_docs", 0, ?, ?) FROM temp."live_docs" WHERE "live_docs" MATCH ? AND "rowid" = ?'

@@ -34,7 +34,8 @@ The index is a projection of the logs, rebuilt from them at will.  Its tables:
 ``documents`` + ``documents_fts``
     Semantic documents (the text each event contributes) and an external-content
     FTS5 index (``unicode61``) over them; surface updates touch only the
-    plain table.
+    plain table.  ``documents_text_key`` (length and first 32 code points)
+    finds the copies of a text, for boilerplate demotion in search.
 ``layout_problems``
     Artifacts the layout rules excluded, reported by ``status``.
 
@@ -47,6 +48,7 @@ from __future__ import annotations
 from typing import Final
 
 from sqlalchemy import (
+    func,
     BigInteger,
     Column,
     Float,
@@ -67,7 +69,7 @@ from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, SURFACE_NAMES,
 APPLICATION_ID: Final = 0x53515849  # "SQXI"
 """``PRAGMA application_id`` of a sessionq index; any other non-zero id is foreign."""
 
-SCHEMA_REVISION: Final = "0007"
+SCHEMA_REVISION: Final = "0008"
 """The Alembic head revision this code reads and writes."""
 
 
@@ -186,6 +188,9 @@ documents = Table(
     Column("length", Integer, nullable=False),
     Column("text", Text, nullable=False),
 )
+# Boilerplate lookups of the words and substring search modes (migration 0008): equal
+# texts share this key, which narrows an exact comparison to a few rows.
+Index("documents_text_key", documents.c.length, func.substr(documents.c.text, 1, 32))
 
 layout_problems = Table(
     "layout_problems",
