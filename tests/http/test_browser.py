@@ -338,6 +338,7 @@ def test_search_session_lineage_and_export_in_a_browser(
                     assert archive.read("session.jsonl").decode() == log_text(paths[CHILD])
                 shot("token", full=False)
                 assert httpx.post(guarded + "/api/rpc/status").status_code == 401
+                page.goto("about:blank")  # leave before this server stops: the page would reconnect to it and be refused
             assert problems == []
 
             # 7. a long session is read in ranges (readEventRange); the limits are
