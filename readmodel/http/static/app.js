@@ -2,9 +2,10 @@
 // session view (readable events: transcript.js; surface, replacements, lineage),
 // export, live updates (GET /api/events), keyboard. Plain JS, no build step.
 //
-// State lives in the URL fragment: #q=<query>, #session=<id>[&q=<query>][&seq=<n>],
-// the filters ws=<cwd> | nocwd=1, from=/to=<YYYY-MM-DD>, type=<event type>,
-// surface=<surface>, plus #token=<bearer token> when the server requires one.
+// State lives in the URL fragment: #q=<query>[&mode=phrase|substring],
+// #session=<id>[&q=<query>][&seq=<n>], the filters ws=<cwd> | nocwd=1,
+// from=/to=<YYYY-MM-DD>, type=<event type>, surface=<surface> (results and the
+// session view), plus #token=<bearer token> when the server requires one.
 "use strict";
 (function () {
   const PAGE_SIZE = 20;          // sessions per search page
@@ -40,6 +41,8 @@
     for (const [k, v] of Object.entries(params)) {
       if (v !== undefined && v !== null && v !== "") parts.push(k + "=" + encodeURIComponent(v));
     }
+    // a query travels with its search mode (words, the default, is left out)
+    if (params.q && !("mode" in params) && searchMode() !== DEFAULT_MODE && modesSupported) parts.push("mode=" + searchMode());
     if (token) parts.push("token=" + encodeURIComponent(token));
     return "#" + parts.join("&");
   }
@@ -107,7 +110,83 @@
     return out;
   }
 
+  // ------------------------------------------------------------------ search modes
+  //
+  // The server's `match` (a sessionq extension, used only when its OpenAPI
+  // document advertises it): words (the page's default: every word, any
+  // order, the last one also as a prefix, "quoted parts" as phrases), phrase
+  // (the reference's exact phrase), substring (literal text, any case). In the
+  // URL as mode= (words left out).
+
+  const MODES = ["words", "phrase", "substring"];
+  const DEFAULT_MODE = "words";
+  const PLACEHOLDERS = { words: "Search all sessions (all words, any order)", phrase: "Search all sessions (exact phrase, any case)", substring: "Search all sessions (any text, any case)" };
+  const modeSelect = document.getElementById("mode");
+  let modesSupported = false;
+  function searchMode() { return modesSupported ? modeSelect.value : "phrase"; }
+  function withMode(params) { return modesSupported ? Object.assign(params, { match: searchMode() }) : params; }
+
+  async function detectModes() {
+    try {
+      const response = await fetch("/api/openapi.json", { headers: token ? { authorization: "Bearer " + token } : {} });
+      const doc = await response.json();
+      const schema = doc.paths["/api/rpc/searchSessions"].post.requestBody.content["application/json"].schema;
+      modesSupported = Boolean(schema.properties && schema.properties.match);
+    } catch (e) { modesSupported = false; } // an older server: phrase only, no control
+    modeSelect.hidden = !modesSupported;
+  }
+
+  // words: [[token keys], ...] (a bare word is a one-token item, a quoted part a phrase), and whether the last is a prefix
+  function wordItems(query) {
+    const pieces = query.split('"');
+    const items = [];
+    pieces.forEach((piece, i) => {
+      const keys = tokenize(piece).map((t) => t.key);
+      if (!keys.length) return;
+      if (i % 2 === 1) items.push(keys); else for (const k of keys) items.push([k]);
+    });
+    const closed = pieces.length > 1 && pieces.length % 2 === 1 && !pieces[pieces.length - 1].trim();
+    return { items, prefix: !closed && !/\s$/.test(query) };
+  }
+
   function matchSpans(text, query) {
+    const mode = searchMode();
+    if (mode === "substring") return substringSpans(text, query);
+    if (mode === "words") return wordSpans(text, query);
+    return phraseSpans(text, query);
+  }
+
+  function substringSpans(text, query) {
+    const words = (query || "").trim().split(/\s+/).filter(Boolean).map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+    if (!words.length || !text) return [];
+    return [...text.matchAll(new RegExp(words.join("\\s+"), "giu"))].filter((m) => m[0]).map((m) => [m.index, m.index + m[0].length]);
+  }
+
+  function wordSpans(text, query) {
+    const { items, prefix } = wordItems(query || "");
+    if (!items.length || !text) return [];
+    const toks = tokenize(text);
+    const spans = [];
+    for (let i = 0; i < toks.length; i++) {
+      for (let n = 0; n < items.length; n++) {
+        const item = items[n];
+        if (i + item.length > toks.length) continue;
+        let ok = true;
+        for (let k = 0; k < item.length && ok; k++) {
+          const last = prefix && n === items.length - 1 && k === item.length - 1;
+          ok = last ? toks[i + k].key.startsWith(item[k]) : toks[i + k].key === item[k];
+        }
+        if (!ok) continue;
+        const span = [toks[i].start, toks[i + item.length - 1].end];
+        const prev = spans[spans.length - 1];
+        if (prev && span[0] < prev[1]) prev[1] = Math.max(prev[1], span[1]); else spans.push(span);
+        break;
+      }
+    }
+    return spans;
+  }
+
+  function phraseSpans(text, query) {
     const wanted = tokenize(query || "").map((t) => t.key);
     if (!wanted.length || !text) return [];
     const toks = tokenize(text);
@@ -264,7 +343,7 @@
 
   // searchSessions' params for a query and the page's filters.
   function searchParams(query, f) {
-    const params = { query };
+    const params = withMode({ query });
     const sessionFilters = [];
     if (f.nocwd) sessionFilters.push({ kind: "cwd", values: [null] });
     else if (f.ws !== undefined) sessionFilters.push({ kind: "cwd", values: [f.ws] });
@@ -309,7 +388,7 @@
       shown += page.items.length;
       count.textContent = shown ? plural(shown, "session") + (page.nextCursor ? " so far" : "") : "";
       footer.replaceChildren();
-      if (!shown) list.append(el("p", { class: "hint" }, "No session contains this phrase."));
+      if (!shown) list.append(el("p", { class: "hint" }, { words: "No session contains all these words.", phrase: "No session contains this phrase.", substring: "No session contains this text." }[searchMode()]));
       if (page.nextCursor) {
         const more = el("button", { class: "more", type: "button" }, "More sessions");
         more.onclick = async () => {
@@ -359,7 +438,7 @@
     others.onclick = async () => {
       others.disabled = true;
       try {
-        const page = await rpc("searchEvents", cursor ? { sessionId: id, query, limit: EVENT_PAGE, cursor } : { sessionId: id, query, limit: EVENT_PAGE });
+        const page = await rpc("searchEvents", withMode(cursor ? { sessionId: id, query, limit: EVENT_PAGE, cursor } : { sessionId: id, query, limit: EVENT_PAGE }));
         matches.hidden = false;
         const rows = page.items.filter((item) => cursor !== null || item.seq !== best.seq);
         for (const item of rows) matches.append(matchRow(item, query));
@@ -784,6 +863,8 @@
     const h = parseHash();
     onGeneration = null;
     filters = filtersFrom(h);
+    modeSelect.value = MODES.includes(h.mode) ? h.mode : DEFAULT_MODE;
+    input.placeholder = PLACEHOLDERS[searchMode()];
     if (h.session) showSession(h.session, h.q || "", h.seq);
     else if (h.q && h.q.trim()) search(h.q.trim(), filters);
     else { input.value = ""; home(filters); }
@@ -798,6 +879,16 @@
     if (location.hash === target) route(); else location.hash = target;
   });
   window.addEventListener("hashchange", route);
+  // A new mode searches again (or re-marks the open session); without a query it waits for one.
+  modeSelect.addEventListener("change", () => {
+    input.placeholder = PLACEHOLDERS[searchMode()];
+    const h = parseHash();
+    if (!h.q) return;
+    delete h.token;
+    delete h.mode;
+    lastSearch = null;
+    location.hash = hashFor(h);
+  });
 
   // ------------------------------------------------------------------ live updates
   //
@@ -957,6 +1048,6 @@
   };
 
   refreshStatus();
-  route();
+  detectModes().then(route);
   listen();
 })();
