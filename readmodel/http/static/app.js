@@ -372,7 +372,7 @@
     const count = el("span", { class: "meta result-count" });
     const footer = el("div", { class: "more-row" });
     const fresh = el("div", { class: "new-matches", role: "status" });
-    const node = el("section", { class: "results", "data-query": query },
+    const node = el("section", { class: "results", "data-query": query, "aria-label": "Search results" },
       filterBar(f, query, true),
       el("div", { class: "results-head" }, el("h2", {}, "Sessions matching “", query, "”"), count), fresh, list, footer);
     let shown = 0;
@@ -770,7 +770,7 @@
       el("div", { class: "actions" }, exportButton,
         el("label", { for: "include-descendants" }, include, descendantCount ? " include " + plural(descendantCount, "subagent log") : "no subagent logs"),
         htmlButton, exportStatus),
-      el("section", { class: "panel lineage" }, el("h3", {}, "Lineage"), lineageTree(trace, titles, id, query)),
+      el("section", { class: "panel lineage", "aria-label": "Lineage" }, el("h3", {}, "Lineage"), lineageTree(trace, titles, id, query)),
     ];
   }
 
