@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from indexer.cli import main as cli
 from readmodel.export.transcript import TranscriptOptions, prepare_transcript, session_title
@@ -225,3 +227,83 @@ def test_openapi_documents_the_extensions(readable: Site) -> None:
     served = {route.path for route in readable.client().app.routes}  # type: ignore[attr-defined]
     documented = set(doc["paths"])
     assert {p for p in served if p.startswith("/api/") and "{" not in p} <= documented
+
+
+# --------------------------------------------------------------------------- any event is safe
+
+
+class _Range:
+    def __init__(self, header: dict[str, Any], events: list[dict[str, Any]], records: list[Any], start: int) -> None:
+        self.session, self.events, self.records, self.event_count, self.start_seq = header, events, records, 0, start
+
+
+class _Record:
+    def __init__(self, seq: int, surface: str) -> None:
+        self.seq, self.surface, self.replaced_by, self.replaces = seq, surface, None, None
+
+
+class _Events:
+    """A RangeReader over events in memory (what ``SessionQuery.read_event_range`` answers)."""
+
+    def __init__(self, header: dict[str, Any], events: list[tuple[dict[str, Any], str]]) -> None:
+        self.header, self.events = header, events
+
+    def read_event_range(self, session_id: str, start_seq: int, limit: int) -> _Range:
+        chosen = self.events[start_seq : start_seq + limit]
+        answer = _Range(self.header, [e for e, _ in chosen], [_Record(start_seq + i, s) for i, (_, s) in enumerate(chosen)], start_seq)
+        answer.event_count = len(self.events)
+        return answer
+
+
+ALLOWED_TAGS = {
+    "html", "head", "meta", "title", "link", "style", "body", "header", "main", "footer", "section", "span", "div", "h1", "p",
+    "a", "code", "pre", "strong", "em", "ul", "ol", "li", "blockquote", "br", "details", "summary", "time",
+}
+
+_TEXTS = st.lists(st.sampled_from(list("ab <>\"'&`*_#-[]():/\n") + ["javascript:", "https://x.y/", "<script>", "\x00", "\ud800", "😀", "漢"]), max_size=30).map("".join)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _TEXTS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["type", "text", "id", "name", "toolCallId", "content", "arguments", "isError", "attachment", "message", "turn", "chunk", "summary"]), inner, max_size=4),
+    max_leaves=12,
+)
+_BLOCK = st.fixed_dictionaries(
+    {"type": st.sampled_from(["text", "reasoning", "tool-call", "tool-result", "image", "other"])},
+    optional={"text": _TEXTS, "id": st.sampled_from(["c1", "c2", ""]), "toolCallId": st.sampled_from(["c1", "c2"]), "name": _TEXTS, "arguments": _JSON, "content": st.lists(_JSON, max_size=2), "isError": st.booleans()},
+)
+_EVENT = st.tuples(
+    st.sampled_from(["user/message", "assistant/message", "tool/result", "tool/call", "turn/start", "turn/end", "assistant/chunk", "compaction/summary", "session/title", "odd/type"]),
+    st.one_of(_JSON, st.fixed_dictionaries({"message": st.fixed_dictionaries({"content": st.lists(_BLOCK, max_size=3)})}), st.fixed_dictionaries({"content": st.lists(_BLOCK, max_size=3)})),
+    st.one_of(st.integers(min_value=-5, max_value=2_000_000_000_000), _JSON),
+    st.sampled_from(["current", "shadowed", "log-only"]),
+)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(st.lists(_EVENT, max_size=8), _JSON, st.booleans(), st.integers(min_value=1, max_value=4))
+def test_any_events_make_a_safe_document(events: list[Any], header_cwd: Any, log_only: bool, range_size: int) -> None:
+    """Whatever the events hold (wrong types, markup, NUL, lone surrogates), the
+    file is written, is valid UTF-8, and holds only the renderer's own tags,
+    no event handler and no link but anchors and http(s)."""
+    stored = [({"type": kind, "seq": seq, "time": when, "data": data}, surface) for seq, (kind, data, when, surface) in enumerate(events)]
+    reader = _Events({"version": 0, "id": "s", "createdAt": 1, "cwd": header_cwd}, stored)
+    options = TranscriptOptions(include_log_only=log_only, range_size=range_size, long_text=30)
+    document = b"".join(prepare_transcript(reader, "s", options=options, exported_at=WHEN).chunks()).decode("utf-8")
+    parser = _Tags()
+    parser.feed(document)
+    assert parser.tags <= ALLOWED_TAGS, parser.tags - ALLOWED_TAGS
+    assert parser.bad == []
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: set[str] = set()
+        self.bad: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+        for name, value in attrs:
+            if name.startswith("on") or name in {"src", "style", "srcset", "action"}:
+                self.bad.append(f"{tag} {name}")
+            if name == "href" and not re.match(r"#seq-\d+$|https?://|data:image/svg\+xml,", value or ""):
+                self.bad.append(f"{tag} href={value}")
