@@ -50,7 +50,10 @@ LONG_TEXT: Final = 4000
 RANGE: Final = 500
 """Events per range read."""
 
-STYLE: Final = (Path(__file__).with_name("transcript.css")).read_text(encoding="utf-8")
+TRANSCRIPT_CSS: Final = Path(__file__).with_name("transcript.css")
+"""The transcript rules, shared with the web page (``/static/transcript.css``)."""
+
+STYLE: Final = Path(__file__).with_name("export.css").read_text(encoding="utf-8") + TRANSCRIPT_CSS.read_text(encoding="utf-8")
 
 _CSP: Final = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 _ICON: Final = (
@@ -322,7 +325,7 @@ class HtmlTranscript:
         classes = ["event", surface]
         if record.replaces:
             classes.append("replacement")
-        if compact:
+        if compact and surface == "log-only":
             classes.append("compact")
         divider = ""
         data = event.get("data")

@@ -61,7 +61,7 @@ from readmodel.export.archive import DEFAULT_LEVEL, Exporter, safe_id
 from readmodel.export.artifacts import (
     AttachmentStore,
 )
-from readmodel.export.transcript import TranscriptOptions, prepare_transcript, session_title
+from readmodel.export.transcript import TRANSCRIPT_CSS, TranscriptOptions, prepare_transcript, session_title
 from readmodel.core.errors import SessionQueryError
 from readmodel.http.events import EVENTS_PATH, FeedLimits, GenerationFeed
 from readmodel.http.openapi import openapi_document, query_params
@@ -349,7 +349,7 @@ def create_app(
 
     async def static(request: Request) -> Response:
         name = request.path_params["name"]
-        path = STATIC_DIR / name
+        path = TRANSCRIPT_CSS if name == TRANSCRIPT_CSS.name else STATIC_DIR / name  # shared with the HTML export
         if "/" in name or name.startswith(".") or not path.is_file():
             return PlainTextResponse("not found", status_code=404)
         return FileResponse(path)
