@@ -14,7 +14,7 @@ Wherever a session id is taken, a unique prefix of it works
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import click
@@ -422,8 +422,6 @@ def export_command(
 ) -> None:
     """Write the ZIP the HTTP export endpoint serves, or (--html) the session's
     transcript as one self-contained HTML file."""
-    import os
-
     if html:
         if include_descendants:
             raise click.UsageError("--include-descendants applies to the ZIP export, not to --html")
@@ -460,25 +458,32 @@ def export_command(
     if prepared is None:
         raise click.ClickException("session not found")
     target = output or f"dsh-session-{safe_id(session_id)}.zip"
-    partial = target + ".partial"
     try:
-        with open(partial, "wb") as fh:
-            fh.writelines(exporter.stream(session_id, prepared[1], include_descendants, prepared[0].path))
-        os.replace(partial, target)
-    except Exception as error:  # noqa: BLE001 - never leave a truncated archive behind
-        if os.path.exists(partial):
-            os.unlink(partial)
-        raise click.ClickException(f"export failed: {error}") from None
+        _write_whole(target, exporter.stream(session_id, prepared[1], include_descendants, prepared[0].path))
     finally:
         for opened in engines:
             opened.close()
     click.echo(target)
 
 
-def _export_html(session_id: str, output: str | None, db: str, redact: str, log_only: bool) -> None:
-    """``export --html``: the transcript file, written whole or not at all."""
+def _write_whole(target: str, chunks: Iterable[bytes]) -> None:
+    """``chunks`` into the file ``target``, whole or not at all: written to
+    ``TARGET.partial`` and renamed; on a failure nothing truncated is left behind."""
     import os
 
+    partial = target + ".partial"
+    try:
+        with open(partial, "wb") as fh:
+            fh.writelines(chunks)
+        os.replace(partial, target)
+    except Exception as error:  # noqa: BLE001
+        if os.path.exists(partial):
+            os.unlink(partial)
+        raise click.ClickException(f"export failed: {error}") from None
+
+
+def _export_html(session_id: str, output: str | None, db: str, redact: str, log_only: bool) -> None:
+    """``export --html``: the transcript file (or standard output with ``-o -``)."""
     from readmodel.export.archive import safe_id
     from readmodel.export.transcript import TranscriptOptions, prepare_transcript, session_title
     from readmodel.projection.secrets import parse_policy, redacts_raw
@@ -493,15 +498,7 @@ def _export_html(session_id: str, output: str | None, db: str, redact: str, log_
             sys.stdout.buffer.flush()
             return
         target = output or f"dsh-session-{safe_id(session_id)}.html"
-        partial = target + ".partial"
-        try:
-            with open(partial, "wb") as fh:
-                fh.writelines(transcript.chunks())
-            os.replace(partial, target)
-        except Exception as error:  # noqa: BLE001 - never leave a truncated file behind
-            if os.path.exists(partial):
-                os.unlink(partial)
-            raise click.ClickException(f"export failed: {error}") from None
+        _write_whole(target, transcript.chunks())
     finally:
         engine.close()
     click.echo(target)
