@@ -131,6 +131,10 @@ def measure(appends: int, events: int, sessions: int, pause: float, workdir: Pat
                 page = browser.new_page(viewport={"width": 1280, "height": 900})
                 page.add_init_script(ARRIVALS)
                 page.goto(f"{base}/#session={WATCHED}")
+                page.wait_for_selector("#seq-0", state="attached", timeout=60_000)
+                more = page.locator("main > .more-row button")
+                while more.count():  # rendered in batches of 2,000: show them all, as a reader at the end would
+                    more.first.click()
                 page.wait_for_selector(f"#seq-{events - 1}", state="attached", timeout=60_000)
                 page.wait_for_function("document.getElementById('live') && !document.getElementById('live').hidden", timeout=30_000)
                 seq = events
@@ -192,7 +196,7 @@ def _answers(base: str) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Appended event → visible in an open web page")
     parser.add_argument("--appends", type=int, default=100)
-    parser.add_argument("--events", type=int, default=500, help="events of the watched session before the appends")
+    parser.add_argument("--events", type=int, default=500, help="events of the watched session before the appends (at most 20,000: a longer log is read in ranges and follows only its count)")
     parser.add_argument("--sessions", type=int, default=50, help="other sessions in the index")
     parser.add_argument("--pause", type=float, default=0.25, help="seconds between appends (plus up to 0.25 s of jitter)")
     args = parser.parse_args(argv)
