@@ -468,9 +468,18 @@ def export_command(
 
 def _write_whole(target: str, chunks: Iterable[bytes]) -> None:
     """``chunks`` into the file ``target``, whole or not at all: written to
-    ``TARGET.partial`` and renamed; on a failure nothing truncated is left behind."""
+    ``TARGET.partial`` and renamed; on a failure nothing truncated is left behind.
+    A target that exists and is not a regular file (``/dev/null``, ``/dev/stdout``,
+    a FIFO) is written in place: renaming over it would replace the device."""
     import os
 
+    if os.path.exists(target) and not os.path.isfile(target):
+        try:
+            with open(target, "wb") as fh:
+                fh.writelines(chunks)
+        except OSError as error:
+            raise click.ClickException(f"export failed: {error}") from None
+        return
     partial = target + ".partial"
     try:
         with open(partial, "wb") as fh:

@@ -307,3 +307,26 @@ class _Tags(HTMLParser):
                 self.bad.append(f"{tag} {name}")
             if name == "href" and not re.match(r"#seq-\d+$|https?://|data:image/svg\+xml,", value or ""):
                 self.bad.append(f"{tag} href={value}")
+
+
+def test_cli_writes_into_a_pipe_in_place(readable: Site, tmp_path: Path) -> None:
+    """A target that is not a regular file (a FIFO here; ``/dev/null`` alike) is
+    written in place, never renamed over: the pipe stays a pipe."""
+    import os
+    import stat
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    options = ["-o", str(fifo), "--db", str(readable.db), "--root", str(readable.root), "--attachments", str(readable.attachments)]
+    received: list[bytes] = []
+    for kind in (["--html"], []):  # the transcript, then the ZIP
+        reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+        reader.start()
+        result = CliRunner().invoke(cli, ["export", READABLE, *kind, *options])
+        reader.join(30)
+        assert result.exit_code == 0, result.output
+        assert stat.S_ISFIFO(fifo.stat().st_mode)
+    assert without_stamp(received[0].decode()) == without_stamp(export(readable, READABLE))
+    assert received[1].startswith(b"PK")
+    assert not list(tmp_path.glob("*.partial"))
