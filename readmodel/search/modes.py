@@ -129,7 +129,8 @@ class Match:
     surface: str
     length: int
     strength: int
-    digest: bytes
+    digest: bytes | None
+    """Identifies the text (``None`` until settled: see :mod:`readmodel.search.sqlitemodes`)."""
 
     def row(self) -> tuple[Any, ...]:
         return (self.session_id, self.header_json, self.live, self.persisted, self.docid, self.seq, self.type, self.time, self.surface)

@@ -227,6 +227,8 @@ class SqliteSearchBackend:
         self._codec: CursorCodec | None = None
         self._accelerated = False  # whether the connection has readmodel.search.accelerator's functions
         self._ranked_rows: OrderedDict[tuple[str, ...], tuple[list[tuple[Any, ...]], bool]] = OrderedDict()
+        # Per generation: whether documents of a length are held by enough sessions to be boilerplate (sqlitemodes).
+        self._length_verdicts: tuple[str, dict[int, bool]] = ("", {})
 
     # -- connection -----------------------------------------------------------
 
@@ -544,14 +546,14 @@ class SqliteSearchBackend:
         return [Row(*row) for row in rows[offset : offset + need]]
 
     def _query_sessions(self, conn: sqlite3.Connection, request: SessionsRequest, offset: int, cache_key: tuple[str, ...]) -> list[Row]:
-        if request.match != "phrase":
-            return sqlitemodes.query_sessions(self, conn, request, offset, cache_key)
         sessions, events = session_where(request.session_filters), event_where(request.event_filters)
         if len(sessions.fragments) + len(events.fragments) > OUTER_PREDICATE_LIMIT:
             raise budget_error()
         filters = sessions.params + events.params
         if FIXED_BINDINGS + len(filters) + 2 > BINDING_LIMIT:
             raise binding_error()
+        if request.match != "phrase":
+            return sqlitemodes.query_sessions(self, conn, request, sessions, events, offset, cache_key)
         phrase = match_expression(request.query)
         terms = bounded_terms(self._terms(conn, request.query))
         if not terms:
@@ -586,13 +588,13 @@ class SqliteSearchBackend:
     def _query_events(
         self, conn: sqlite3.Connection, request: EventsRequest, sid: int | None, offset: int, cache_key: tuple[str, ...]
     ) -> list[Row]:
-        if request.match != "phrase":
-            return sqlitemodes.query_events(self, conn, request, sid, offset, cache_key)
         events = event_where(request.filters)
         if 1 + len(events.fragments) > OUTER_PREDICATE_LIMIT:
             raise budget_error()
         if FIXED_BINDINGS + len(events.params) + 1 + 2 > BINDING_LIMIT:
             raise binding_error()
+        if request.match != "phrase":
+            return sqlitemodes.query_events(self, conn, request, events, sid, offset, cache_key)
         phrase = match_expression(request.query)
         terms = bounded_terms(self._terms(conn, request.query))
         if not terms:

@@ -18,25 +18,19 @@ corpus, through the ``documents_text_key`` index on ``(length, substr(text,
 
 from __future__ import annotations
 
-import hashlib
+import json
 import sqlite3
 from collections.abc import Callable
 from typing import Any, Final
 
 from readmodel.search.backend import Row
 from readmodel.search.modes import BOILERPLATE_SESSIONS, Match, Ranking, words_expression
-from readmodel.search.predicates import (
-    BINDING_LIMIT,
-    FIXED_BINDINGS,
-    OUTER_PREDICATE_LIMIT,
-    binding_error,
-    budget_error,
-    event_where,
-    session_where,
-)
+from readmodel.search.predicates import Where
 from readmodel.search.requests import EventsRequest, SessionsRequest, bounded_terms
-from readmodel.search.snippets import END_MARK, START_MARK
-from readmodel.search.substring import count_occurrences, index_candidates, mark_occurrences, substring_pattern
+from readmodel.search.snippets import END_MARK, START_MARK, snippet_source_decides
+from readmodel.search.substring import compiled_substring, index_candidates
+
+_SNIPPET_PREFIX_CHARS: Final = 2048  # as readmodel.search.sqlite's first snippet window
 
 TEXT_KEY_CHARS: Final = 32
 """Code points of a document's text in the ``documents_text_key`` index (with its length)."""
@@ -58,6 +52,7 @@ _LIVE: Final = """
 _HOLDERS: Final = f"""
   SELECT DISTINCT s."id" FROM "documents" d JOIN "sessions" s ON s."sid" = d."sid"
   WHERE d."length" = ? AND substr(d."text", 1, {TEXT_KEY_CHARS}) = ? AND d."text" = ? AND s."status" = 'ok' LIMIT ?"""
+_LENGTH_HOLDERS: Final = 'SELECT count(*) FROM (SELECT DISTINCT "docid" >> 32 FROM "documents" WHERE "length" = ? LIMIT ?)'
 _LIVE_HOLDERS: Final = 'SELECT DISTINCT "session_id" FROM temp."live_docs" WHERE "length" = ? AND "text" = ? LIMIT ?'
 
 
@@ -75,7 +70,7 @@ class _Mode:
             self.expression, terms = words_expression(query, prefix, lambda text: backend._terms(conn, text))
             bounded_terms(terms)
         else:
-            self.pattern = substring_pattern(query)
+            self.substring = compiled_substring(query)
 
     @property
     def empty(self) -> bool:
@@ -103,7 +98,9 @@ class _Mode:
     def _words_columns(self, table: str) -> tuple[str, str, list[str]]:
         """``(text, strength, params)`` columns of a words match in ``table``."""
         if self.accelerated:
-            column = 'd."text"' if table == "documents_fts" else 'ld."text"'
+            # A stored text is read later, and only when boilerplate is possible
+            # (_settle): reading every match's text costs ~40x the match itself.
+            column = "NULL" if table == "documents_fts" else 'ld."text"'
             return column, f'sessionq_spans("{table}")', []
         return f'highlight("{table}", 0, ?, ?)', "NULL", [START_MARK, END_MARK]
 
@@ -123,7 +120,7 @@ class _Mode:
             return counted
         if self.mode == "words":
             return text.count(START_MARK)
-        return count_occurrences(self.pattern, text)
+        return self.substring.count(text)
 
     def mark(self, conn: sqlite3.Connection, docid: int) -> str:
         """A substring match's document with its occurrences marked."""
@@ -131,17 +128,15 @@ class _Mode:
             found = conn.execute('SELECT "text" FROM "documents" WHERE "docid" = ?', (docid,)).fetchone()
         else:
             found = conn.execute('SELECT "text" FROM temp."live_docs" WHERE "rowid" = ?', (-docid,)).fetchone()
-        return mark_occurrences(self.pattern, found[0]) if found else ""
+        return self.substring.mark_first(found[0]) if found else ""
 
 
-def query_sessions(backend: Any, conn: sqlite3.Connection, request: SessionsRequest, offset: int, cache_key: tuple[str, ...]) -> list[Row]:
-    """Cross-session search in ``words`` or ``substring`` mode (rows as ``sessions_page`` returns them)."""
-    sessions, events = session_where(request.session_filters), event_where(request.event_filters)
-    if len(sessions.fragments) + len(events.fragments) > OUTER_PREDICATE_LIMIT:
-        raise budget_error()
+def query_sessions(
+    backend: Any, conn: sqlite3.Connection, request: SessionsRequest, sessions: Where, events: Where, offset: int, cache_key: tuple[str, ...]
+) -> list[Row]:
+    """Cross-session search in ``words`` or ``substring`` mode (rows as ``sessions_page`` returns them);
+    ``sessions`` and ``events`` are the request's filters as predicates, their budgets checked."""
     filters = sessions.params + events.params
-    if FIXED_BINDINGS + len(filters) + 2 > BINDING_LIMIT:
-        raise binding_error()
     mode = _Mode(backend, conn, request.match, request.query, request.prefix)
     if mode.empty:
         return []
@@ -151,21 +146,17 @@ def query_sessions(backend: Any, conn: sqlite3.Connection, request: SessionsRequ
         persisted, persisted_args = mode.persisted(conn, None)
         live, live_args = mode.live(None)
         sql = f"SELECT * FROM ({persisted} UNION ALL {live})" + (f" WHERE {where}" if where else "")
-        ranking = _collect(conn, mode, sql, [*persisted_args, *live_args, *filters], Ranking(), scoped=bool(where))
+        ranking = _collect(backend, conn, mode, sql, [*persisted_args, *live_args, *filters], Ranking(), scoped=bool(where))
         return [match.row() for match in ranking.sessions()[skip : skip + limit]]
 
     return _page(backend, conn, mode, backend._ranked(cache_key, fetch, offset, request.limit + 1))
 
 
 def query_events(
-    backend: Any, conn: sqlite3.Connection, request: EventsRequest, sid: int | None, offset: int, cache_key: tuple[str, ...]
+    backend: Any, conn: sqlite3.Connection, request: EventsRequest, events: Where, sid: int | None, offset: int, cache_key: tuple[str, ...]
 ) -> list[Row]:
-    """Within-session search in ``words`` or ``substring`` mode (``sid`` ``None``: a live session)."""
-    events = event_where(request.filters)
-    if 1 + len(events.fragments) > OUTER_PREDICATE_LIMIT:
-        raise budget_error()
-    if FIXED_BINDINGS + len(events.params) + 1 + 2 > BINDING_LIMIT:
-        raise binding_error()
+    """Within-session search in ``words`` or ``substring`` mode (``sid`` ``None``: a live session;
+    ``events``: the filters as predicates, their budgets checked)."""
     mode = _Mode(backend, conn, request.match, request.query, request.prefix)
     if mode.empty:
         return []
@@ -177,24 +168,81 @@ def query_events(
         else:
             inner, args = mode.persisted(conn, (sid << 32, (sid << 32) | 0xFFFFFFFF))
         sql = f"SELECT * FROM ({inner}) WHERE {where}"
-        ranking = _collect(conn, mode, sql, [*args, request.session_id, *events.params], Ranking(keep_all=True), scoped=True)
+        ranking = _collect(backend, conn, mode, sql, [*args, request.session_id, *events.params], Ranking(keep_all=True), scoped=True)
         return [match.row() for match in ranking.events()[skip : skip + limit]]
 
     return _page(backend, conn, mode, backend._ranked(cache_key, fetch, offset, request.limit + 1))
 
 
-def _collect(conn: sqlite3.Connection, mode: _Mode, sql: str, args: list[Any], ranking: Ranking, *, scoped: bool) -> Ranking:
+def _collect(backend: Any, conn: sqlite3.Connection, mode: _Mode, sql: str, args: list[Any], ranking: Ranking, *, scoped: bool) -> Ranking:
     """Score every row of ``sql`` into ``ranking``, then settle which texts are boilerplate."""
+    matches: list[Match] = []
     rows = conn.execute(sql, args)
     for session_id, header, _created, _cwd, _parent, live, persisted, docid, seq, etype, time, surface, length, text, counted in rows:
         strength = mode.strength(text, counted)
         if strength:
-            digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-            ranking.add(Match(session_id, header, live, persisted, docid, seq, etype, time, surface, length, strength, digest))
+            matches.append(Match(session_id, header, live, persisted, docid, seq, etype, time, surface, length, strength, None if text is None else _digest(text)))
+    _settle(backend, conn, matches, scoped)
+    for match in matches:
+        ranking.add(match)
     if scoped:
         for digest in ranking.rare_digests():
             ranking.add_holders(digest, _holders(conn, ranking.representative(digest).docid))
     return ranking
+
+
+def _digest(text: str) -> bytes:
+    """Identifies a text among the matches: its length and Python's 64-bit string hash.
+
+    Equal texts always agree; two different texts collide with probability
+    about 2**-64 (and must have the same length), which could only reorder, never
+    drop, a hit.  Hashing a whole document costs far less than blake2b over its
+    UTF-8 encoding."""
+    return len(text).to_bytes(8, "little") + hash(text).to_bytes(8, "little", signed=True)
+
+
+def _settle(backend: Any, conn: sqlite3.Connection, matches: list[Match], scoped: bool) -> None:
+    """Give every match whose text was not read a digest.
+
+    A text held by at least :data:`BOILERPLATE_SESSIONS` sessions has copies
+    of its length in that many sessions.  So a match whose length is held by
+    fewer sessions is specific without reading its text, and gets a digest of
+    its own (its docid).  The others' texts are read and digested.  Unscoped,
+    every copy of a matching text is among the matches, so the matches' own
+    lengths decide; scoped, the whole index's (cached per generation).
+    """
+    unread = [match for match in matches if match.digest is None]
+    if not unread:
+        return
+    if scoped:
+        suspect = _suspect_lengths(backend, conn, {match.length for match in unread})
+    else:
+        holders: dict[int, set[str]] = {}
+        for match in matches:
+            holders.setdefault(match.length, set()).add(match.session_id)
+        suspect = {length for length, sessions in holders.items() if len(sessions) >= BOILERPLATE_SESSIONS}
+    wanted = [match for match in unread if match.length in suspect]
+    texts: dict[int, str] = {}
+    for start in range(0, len(wanted), 500):
+        docids = [match.docid for match in wanted[start : start + 500]]
+        sql = f'SELECT "docid", "text" FROM "documents" WHERE "docid" IN ({", ".join("?" * len(docids))})'
+        texts.update(conn.execute(sql, docids).fetchall())
+    for match in unread:
+        text = texts.get(match.docid) if match.length in suspect else None
+        match.digest = _digest(text) if text is not None else b"doc:" + str(match.docid).encode()
+
+
+def _suspect_lengths(backend: Any, conn: sqlite3.Connection, lengths: set[int]) -> set[int]:
+    """Those of ``lengths`` that documents of at least :data:`BOILERPLATE_SESSIONS` stored sessions have."""
+    generation = backend._global_generation(conn)
+    cached_generation, verdicts = backend._length_verdicts
+    if cached_generation != generation:
+        verdicts = {}
+        backend._length_verdicts = (generation, verdicts)
+    for length in lengths - verdicts.keys():
+        count = conn.execute(_LENGTH_HOLDERS, (length, BOILERPLATE_SESSIONS)).fetchone()[0]
+        verdicts[length] = count >= BOILERPLATE_SESSIONS
+    return {length for length in lengths if verdicts[length]}
 
 
 def _holders(conn: sqlite3.Connection, docid: int) -> list[str]:
@@ -213,7 +261,46 @@ def _holders(conn: sqlite3.Connection, docid: int) -> list[str]:
 
 def _page(backend: Any, conn: sqlite3.Connection, mode: _Mode, rows: list[Row]) -> list[Row]:
     """Headers and marked texts of one page's rows."""
-    if mode.mode == "words":
+    if mode.mode == "substring":
+        marker: Callable[[Row], str] = lambda row: mode.mark(conn, row.docid)
+        return backend._highlight(conn, rows, "", marker)
+    if not (backend._accelerated and mode.expression.endswith("*")):
         return backend._highlight(conn, rows, mode.expression)
-    marker: Callable[[Row], str] = lambda row: mode.mark(conn, row.docid)
-    return backend._highlight(conn, rows, "", marker)
+    marked = _marked_prefix_matches(backend, conn, [row.docid for row in rows if row.docid >= 0], mode.expression)
+    return backend._highlight(conn, rows, mode.expression, lambda row: marked.get(row.docid, "") if row.docid >= 0 else _live_marked(conn, row, mode))
+
+
+def _marked_prefix_matches(backend: Any, conn: sqlite3.Connection, docids: list[int], expression: str) -> dict[int, str]:
+    """The snippet sources of a page's stored matches of a words expression with a prefix term, in one pass.
+
+    FTS5 builds a prefix term's doclist (every token it expands to) at each
+    MATCH, so one MATCH per row, as the phrase mode runs, costs that build per
+    row; here one MATCH walks the matches and the page's rows are picked out
+    (``+rowid``: not an index constraint, so no per-row restart).  As in
+    :meth:`readmodel.search.sqlite.SqliteSearchBackend._marked_document`, a
+    window around the first match, grown once, then the whole highlight.
+    """
+    width = backend.config.snippet_chars
+    first = _SNIPPET_PREFIX_CHARS + 4 * width
+    wanted = json.dumps(docids)
+    found: dict[int, str] = {}
+    pick = ' AND +"rowid" IN (SELECT value FROM json_each(?))'
+    for scale in (1, 16):
+        before = 16 * (width + 3) * scale
+        sql = 'SELECT "rowid", sessionq_snippet_source("documents_fts", ?, ?, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ?' + pick
+        for docid, source in conn.execute(sql, (START_MARK, END_MARK, before, first * scale, expression, wanted)):
+            marked = None if source is None else snippet_source_decides(source, width)
+            if marked is not None:
+                found[docid] = marked
+        wanted = json.dumps([docid for docid in docids if docid not in found])
+        if wanted == "[]":
+            return found
+    sql = 'SELECT "rowid", highlight("documents_fts", 0, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ?' + pick
+    found.update(conn.execute(sql, (START_MARK, END_MARK, expression, wanted)).fetchall())
+    return found
+
+
+def _live_marked(conn: sqlite3.Connection, row: Row, mode: _Mode) -> str:
+    sql = 'SELECT highlight("live_docs", 0, ?, ?) FROM temp."live_docs" WHERE "live_docs" MATCH ? AND "rowid" = ?'
+    found = conn.execute(sql, (START_MARK, END_MARK, mode.expression, -row.docid)).fetchone()
+    return found[0] if found else ""

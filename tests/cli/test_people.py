@@ -195,3 +195,15 @@ def test_export_takes_a_unique_id_prefix(db: str, tmp_path: Path) -> None:
     with zipfile.ZipFile(target) as archive:
         assert "session.jsonl" in archive.namelist()
         assert UUID_B in archive.read("session.jsonl").decode()
+
+
+def test_search_matches_words_for_people_and_a_quoted_query_as_a_phrase(db: str) -> None:
+    def sessions(*args: str) -> set[str]:
+        return {hit["header"]["id"] for hit in json_out(sessionq("search", *args, "--db", db, "--json"))["items"]}
+
+    assert sessions("fram") == sessions("frame") != set()  # words: the last word is a prefix
+    assert sessions('"fram"') == set()  # wholly quoted: the exact phrase
+    assert sessions("fram", "--match", "phrase") == set()
+    assert sessions("RAM", "--match", "substring") == sessions("frame")
+    result = sessionq("search", "x", "--match", "substring", "--db", db, "--json")
+    assert result.returncode == 2 and json_out(result)["error"]["code"] == "SESSION_QUERY_INVALID_QUERY"
