@@ -2,7 +2,8 @@
 
 From the page: open a session, press "Export HTML", and the download is the
 file ``GET /api/session.html`` serves.  Then that file, opened from disk in
-Chromium with JavaScript enabled, light and dark, at 390 and 1,280 px: it
+Chromium with JavaScript enabled and its Content-Security-Policy bypassed (so
+the escaping alone is tested), light and dark, at 390 and 1,280 px: it
 requests nothing but itself, no script runs (the hostile message's
 ``<script>``, ``onerror`` and ``javascript:`` link stay text), the CJK and
 emoji text is there, reasoning and the tool call are collapsed and open on a
@@ -63,7 +64,8 @@ def test_export_html_from_the_page_reads_offline_and_runs_nothing(
 
             # 2. the file from disk, scripts enabled: nothing loads, nothing runs
             for scheme, width in (("light", 1280), ("dark", 390), ("light", 390), ("dark", 1280)):
-                reader = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme, java_script_enabled=True)
+                # the file's Content-Security-Policy is bypassed: the escaping alone must keep the message inert
+                reader = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme, java_script_enabled=True, bypass_csp=True)
                 reader.set_default_timeout(TIMEOUT_MS)
                 offline = reader.new_page()
                 watch(offline, problems)
