@@ -98,9 +98,11 @@
 
   // ------------------------------------------------------------------ highlighting
   //
-  // A query is one FTS5 phrase over the unicode61 tokenizer: consecutive tokens
-  // (letters, numbers, private use), compared case- and diacritic-insensitively.
-  // The same rule marks the phrase in snippets and event text.
+  // Marks follow the search mode (below). Tokens are the unicode61 tokenizer's
+  // (letters, numbers, private use), compared case- and diacritic-insensitively:
+  // a phrase is consecutive tokens; words are tokens anywhere (the last one also
+  // as a prefix); a substring is the literal text in any case. The same rules
+  // mark snippets and event text.
 
   const TOKEN = /[\p{L}\p{N}\p{Co}]+/gu;
   function fold(s) { return s.normalize("NFD").replace(/\p{M}/gu, "").toLowerCase(); }
