@@ -14,7 +14,7 @@ Wherever a session id is taken, a unique prefix of it works
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import click
@@ -393,21 +393,40 @@ def serve_command(
 COMMANDS.append(serve_command)
 
 
-@click.command("export")
+@click.command(
+    "export",
+    epilog=_examples(
+        "sessionq export 6f31f323                      the session's logs as a ZIP",
+        "sessionq export 6f31f323 --html -o notes.html  a transcript to read offline (one file)",
+        "sessionq export 6f31f323 --html --all          log-only events too",
+    ),
+)
 @click.argument("session_id")
 @click.option("--include-descendants", is_flag=True, help="Also export every descendant (subagent) log.")
-@click.option("-o", "--output", "output", default=None, help="ZIP file to write (default: dsh-session-<id>.zip).")
+@click.option(
+    "-o", "--output", "output", default=None,
+    help="File to write (default: dsh-session-<id>.zip, or .html with --html; - for standard output with --html).",
+)
+@click.option("--html", "html", is_flag=True, help="A self-contained HTML transcript instead of the ZIP (a sessionq extension).")
+@click.option("--all", "log_only", is_flag=True, help="With --html: also the log-only events (turn/step markers, streamed chunks).")
 @db_option
 @click.option("--root", "root", default=None, help="Session log root (relative index paths resolve against it).")
 @click.option("--attachments", default=None, help="Attachment store for export media.")
 @redact_option  # secret redaction (issue 22): `--redact all` scrubs the logs in the archive
+@handles_errors
 def export_command(
     session_id: str, include_descendants: bool, output: str | None, db: str, root: str | None, attachments: str | None,
-    redact: str = "index",
+    redact: str = "index", html: bool = False, log_only: bool = False,
 ) -> None:
-    """Write the ZIP the HTTP export endpoint serves."""
-    import os
-
+    """Write the ZIP the HTTP export endpoint serves, or (--html) the session's
+    transcript as one self-contained HTML file."""
+    if html:
+        if include_descendants:
+            raise click.UsageError("--include-descendants applies to the ZIP export, not to --html")
+        _export_html(session_id, output, db, redact, log_only)
+        return
+    if log_only:
+        raise click.UsageError("--all applies to --html")
     from readmodel.core.errors import SessionQueryError
     from readmodel.export.archive import Exporter, safe_id
     from readmodel.export.artifacts import AttachmentStore
@@ -435,18 +454,58 @@ def export_command(
     if prepared is None:
         raise click.ClickException("session not found")
     target = output or f"dsh-session-{safe_id(session_id)}.zip"
-    partial = target + ".partial"
     try:
-        with open(partial, "wb") as fh:
-            fh.writelines(exporter.stream(session_id, prepared[1], include_descendants, prepared[0].path))
-        os.replace(partial, target)
-    except Exception as error:  # noqa: BLE001 - never leave a truncated archive behind
-        if os.path.exists(partial):
-            os.unlink(partial)
-        raise click.ClickException(f"export failed: {error}") from None
+        _write_whole(target, exporter.stream(session_id, prepared[1], include_descendants, prepared[0].path))
     finally:
         for opened in engines:
             opened.close()
+    click.echo(target)
+
+
+def _write_whole(target: str, chunks: Iterable[bytes]) -> None:
+    """``chunks`` into the file ``target``, whole or not at all: written to
+    ``TARGET.partial`` and renamed; on a failure nothing truncated is left behind.
+    A target that exists and is not a regular file (``/dev/null``, ``/dev/stdout``,
+    a FIFO) is written in place: renaming over it would replace the device."""
+    import os
+
+    if os.path.exists(target) and not os.path.isfile(target):
+        try:
+            with open(target, "wb") as fh:
+                fh.writelines(chunks)
+        except OSError as error:
+            raise click.ClickException(f"export failed: {error}") from None
+        return
+    partial = target + ".partial"
+    try:
+        with open(partial, "wb") as fh:
+            fh.writelines(chunks)
+        os.replace(partial, target)
+    except Exception as error:  # noqa: BLE001
+        if os.path.exists(partial):
+            os.unlink(partial)
+        raise click.ClickException(f"export failed: {error}") from None
+
+
+def _export_html(session_id: str, output: str | None, db: str, redact: str, log_only: bool) -> None:
+    """``export --html``: the transcript file (or standard output with ``-o -``)."""
+    from readmodel.export.archive import safe_id
+    from readmodel.export.transcript import TranscriptOptions, prepare_transcript, session_title
+    from readmodel.projection.secrets import parse_policy, redacts_raw
+
+    options = TranscriptOptions(include_log_only=log_only, redact=redacts_raw(parse_policy(redact)))
+    engine = open_engine(db)  # query errors exit as every read's do (handles_errors): 2, or 1 for the index
+    try:
+        session_id = resolve_id(engine, session_id)
+        transcript = prepare_transcript(engine, session_id, title=session_title(engine, session_id), options=options)
+        if output == "-":
+            sys.stdout.buffer.writelines(transcript.chunks())
+            sys.stdout.buffer.flush()
+            return
+        target = output or f"dsh-session-{safe_id(session_id)}.html"
+        _write_whole(target, transcript.chunks())
+    finally:
+        engine.close()
     click.echo(target)
 
 

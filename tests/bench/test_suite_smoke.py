@@ -19,6 +19,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+CHROMIUM = Path("/usr/bin/chromium")  # bench.live drives it; without it the benchmark skips
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +55,7 @@ def test_every_benchmark_reported(suite: dict[str, Any]) -> None:
         "machine", "cold-build", "decode-floor", "decode", "search-latency", "listing",
         "window-read", "export", "append-latency", "concurrent-readers",
         "browse-keystroke", "browse-engine", "browse-startup", "search-modes-latency",
-    }
+    } | ({"live-latency"} if CHROMIUM.is_file() else set())
     machine = suite["results"]["machine"][0]
     assert machine["cpus"] >= 1 and machine["python"] and machine["sqlite"]
 
@@ -120,6 +121,19 @@ def test_append_latency(suite: dict[str, Any]) -> None:
     assert append["log_events"] > 0 and append["initial_index_s"] > 0
     _percentiles_ordered(append)
     assert append["daemon_exit"] == 0
+
+
+@pytest.mark.slow
+def test_live_latency(suite: dict[str, Any]) -> None:
+    if not CHROMIUM.is_file():
+        pytest.skip("bench.live needs /usr/bin/chromium")
+    (live,) = suite["results"]["live-latency"]
+    assert live["appends"] == live["n"] == live["indexed_n"] == 5
+    assert live["watched_events"] == 50 and live["sessions"] == 6
+    _percentiles_ordered(live)
+    _percentiles_ordered(live, "indexed_")
+    assert 0 <= live["within_1s"] <= 1 and len(live["load_before"]) == 3
+    assert live["daemon_exit"] == 0
 
 
 @pytest.mark.slow
