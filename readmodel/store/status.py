@@ -11,13 +11,20 @@ daemon writes.  The JSON shape (camelCase, optional keys omitted)::
      "sessionsInError": [{"sessionId", "path", "status", "code", "message"}],
      "layoutProblems": [{"kind", "path", "message", "observedAt"}],
      "schemaProblems": [{"problem", "fatal"}], "repair"?,
-     "redaction"?: {"policy", "fingerprint", "stored", "pending"}}
+     "redaction"?: {"policy", "fingerprint", "stored", "pending"},
+     "rawBlocks"?: {"bytes", "dictionary", "rebuildShrinks"}}
 
 ``redaction`` (a sessionq extension; absent before schema 0007) compares the
 fingerprint of the secret redaction the documents were derived with
 (``stored``, ``null`` before the first complete pass) with the one the
 policy in ``$SESSIONQ_REDACT`` derives: ``pending`` means the indexer's next
 full pass re-derives every session's documents.
+
+``rawBlocks`` (a sessionq extension; schema 0011 on) gives the stored size of
+the raw event blocks and the id of the zstd dictionary they are compressed
+with (``null``: none).  A cold build of a large root trains one; an index built
+before schema 0011 has none, and ``rebuildShrinks`` then says that rebuilding
+it (a fresh database) would compress its blocks with one.
 
 ``schemaProblems`` lists objects of the head schema missing from the index
 (checked only at the head revision); ``fatal`` ones make queries refuse the
@@ -54,6 +61,7 @@ from readmodel.core.errors import SessionQueryError
 from readmodel.projection.secrets import index_fingerprint, policy_from_env
 from readmodel.store.revisions import current_revision, head_revision
 from readmodel.store.schemacheck import SchemaProblem, damage_message, repair_hint, schema_problems
+from readmodel.store.blocks import DICTIONARY_MIN_BYTES
 
 
 def _ms(seconds: float | None) -> int | None:
@@ -176,7 +184,17 @@ def _report(conn: Connection, db: str, now: float | None) -> dict[str, Any]:
         for row in conn.exec_driver_sql('SELECT "kind", "path", "message", "observed_at" FROM "layout_problems" ORDER BY "path"')
     ]
     _add_redaction(conn, out)
+    _add_raw_blocks(conn, out)
     return out
+
+
+def _add_raw_blocks(conn: Connection, out: dict[str, Any]) -> None:
+    """The ``rawBlocks`` entry (schema 0011 on): block bytes, the dictionary, whether a rebuild shrinks them."""
+    if conn.exec_driver_sql("SELECT 1 FROM sqlite_master WHERE name = 'block_dictionaries'").first() is None:
+        return
+    dictionary = conn.exec_driver_sql('SELECT min("id") FROM "block_dictionaries"').scalar()
+    size = conn.exec_driver_sql('SELECT coalesce(sum(length("data")), 0) FROM "event_blocks"').scalar() or 0
+    out["rawBlocks"] = {"bytes": size, "dictionary": dictionary, "rebuildShrinks": dictionary is None and size >= DICTIONARY_MIN_BYTES}
 
 
 def _add_redaction(conn: Connection, out: dict[str, Any]) -> None:
@@ -256,6 +274,13 @@ def format_status(status: dict[str, Any]) -> str:
         redaction = status["redaction"]
         pending = " (re-derivation pending: the indexer's next full pass re-derives every document)" if redaction["pending"] else ""
         lines.append(f"redaction   {redaction['policy']}{pending}")
+    if "rawBlocks" in status:
+        raw = status["rawBlocks"]
+        if raw["dictionary"] is not None:
+            lines.append(f"raw blocks  {_bytes(raw['bytes'])}, zstd dictionary {raw['dictionary']}")
+        else:
+            shrink = " (built without one: a rebuild into a fresh database compresses them with one)" if raw["rebuildShrinks"] else ""
+            lines.append(f"raw blocks  {_bytes(raw['bytes'])}, no zstd dictionary{shrink}")
     if status.get("schemaProblems"):
         lines.append("schema problems:")
         lines += [f"  {row['problem']}" + (" (queries refuse the index)" if row["fatal"] else " (slower queries)") for row in status["schemaProblems"]]
