@@ -30,6 +30,7 @@ from readmodel.projection.secrets import Policy, index_fingerprint, policy_from_
 from readmodel.store import gramindex
 from readmodel.store.activity import store_last_activity
 
+from . import dictionary as block_dictionary
 from .ingest import LogOutcome, ingest_log, session_columns
 from .layout import Compression, LayoutProblem, discover, expected_transcript_path, revision_token, same_file
 from .preparation import (
@@ -149,7 +150,8 @@ class Reconciler:
 
     def _full_pass(self, started: float) -> ReconcileReport:
         report = ReconcileReport()
-        if self.workers > 0 and self._index_is_empty():
+        cold = self._index_is_empty()
+        if self.workers > 0 and cold:
             # A cold build: start the workers while the root is walked (~0.4 s).
             pool = self._worker_pool()
             threading.Thread(target=_warm_up, args=(pool,), name="pool-warm-up", daemon=True).start()
@@ -170,6 +172,8 @@ class Reconciler:
                     problems.append(LayoutProblem("duplicate-id", item.path, f'session "{session_id}" appears in multiple transcripts: {paths}'))
             else:
                 usable.append(items[0])
+        if cold:
+            self._train_dictionary(usable)
         self._run(usable, problems, full=True, report=report)
         report.problems = len(problems)
         report.seconds = time.perf_counter() - started
@@ -217,6 +221,25 @@ class Reconciler:
                 log.warning("listing in worker processes failed (%s: %s); listing here", type(exc).__name__, exc)
         return [self._observe(path) for path in paths]
 
+    def _train_dictionary(self, usable: list[_Observed]) -> None:
+        """A cold build trains the index's block dictionary before preparing anything."""
+        with self.engine.connect() as conn:
+            dbapi = conn.connection.driver_connection
+            if dbapi.execute('SELECT 1 FROM "block_dictionaries" LIMIT 1').fetchone() is not None:
+                return
+            paths = sorted(item.path for item in usable)
+            total = sum(item.stat.st_size for item in usable if item.stat is not None)
+            trained = block_dictionary.train_for(paths, total, self.compression)
+            if trained is None:
+                return
+            dbapi.execute("BEGIN IMMEDIATE")
+            try:
+                block_dictionary.store(dbapi.cursor(), trained)
+            except BaseException:
+                dbapi.execute("ROLLBACK")
+                raise
+            dbapi.execute("COMMIT")
+
     def _index_is_empty(self) -> bool:
         with self.engine.connect() as conn:
             return conn.connection.driver_connection.execute('SELECT 1 FROM "sessions" LIMIT 1').fetchone() is None
@@ -239,6 +262,7 @@ class Reconciler:
         with self.engine.connect() as conn:
             dbapi = conn.connection.driver_connection
             cur = dbapi.cursor()
+            block_dictionary.load(cur)  # blocks are written, and tail blocks reopened, with the index's dictionary
             if full:
                 self._rebuild_grams(cur)
                 stored = {row[1]: row for row in cur.execute(_SELECT_SESSIONS)}

@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from readmodel.projection.grams import document_tokens
-from readmodel.store.blocks import decompress_block, unpack_run_times, unpack_run_types
+from readmodel.store.blocks import decompress_block, register_dictionary, unpack_run_times, unpack_run_types
 
 SESSION_SKIP = frozenset({"sid", "generation", "indexed_at"})
 DEFAULT_PROBES = ("reconcile", "deploy", "parser", "tokenizer", "alpha", "omega", "session", "error")
@@ -86,6 +86,10 @@ def index_state(db_path: str, probes: Iterable[str] = DEFAULT_PROBES) -> dict[st
                 events[(key(sid), first + offset)] = tuple(member.get(c) for c in event_columns)
         events = dict(sorted(events.items()))
 
+        # Blocks are compared decoded: with the index's zstd dictionary (schema 0011) or without one.
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'block_dictionaries'").fetchone():
+            for dict_id, dict_data in conn.execute('SELECT "id", "data" FROM "block_dictionaries"'):
+                register_dictionary(dict_id, dict_data)
         raw: dict[str, list[tuple[int, int, bytes]]] = {}  # session -> [(seq, synthetic, line)]
         for sid, first, count, synthetic, data in conn.execute(
             'SELECT "sid", "first_seq", "count", "synthetic", "data" FROM "event_blocks" ORDER BY "sid", "first_seq"'

@@ -269,7 +269,7 @@ def create_app(
         if exporter.attachments is None:
             return _plain(UNAVAILABLE, 500, head)
         try:
-            prepared = await run_in_threadpool(exporter.prepare, session_id)
+            prepared = await run_in_threadpool(lambda: exporter.prepare(session_id, redact=True if redact == "all" else None))
         except Exception:  # noqa: BLE001 - private-safe: never echo host paths
             return _plain(PREPARE_FAILED, 500, head)
         if prepared is None:

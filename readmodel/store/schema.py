@@ -75,7 +75,7 @@ from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, SURFACE_NAMES,
 APPLICATION_ID: Final = 0x53515849  # "SQXI"
 """``PRAGMA application_id`` of a sessionq index; any other non-zero id is foreign."""
 
-SCHEMA_REVISION: Final = "0010"
+SCHEMA_REVISION: Final = "0011"
 """The Alembic head revision this code reads and writes."""
 
 
@@ -163,6 +163,15 @@ event_blocks = Table(
     sqlite_with_rowid=False,
 )
 
+block_dictionaries = Table(
+    "block_dictionaries",
+    metadata,
+    # zstd dictionaries that raw blocks are compressed with, by zstd dictionary id
+    # (each block's frame header names its own); rows are only ever added.
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("data", LargeBinary, nullable=False),
+)
+
 event_runs = Table(
     "event_runs",
     metadata,
@@ -225,6 +234,7 @@ KNOWN_TABLES: Final = frozenset(
         "sessions",
         "events",
         "event_blocks",
+        "block_dictionaries",
         "event_runs",
         "event_links",
         "documents",

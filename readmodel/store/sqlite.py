@@ -24,20 +24,22 @@ import os
 import sqlite3
 import threading
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import msgspec
 from sqlalchemy import Engine
 
-from readmodel.store.blocks import decode_events, decompress_block, unpack_run_times, unpack_run_types
+from readmodel.store.blocks import MissingDictionary, decode_events, decompress_block, register_dictionary, unpack_run_times, unpack_run_types
 from readmodel.store.database import open_reader
 from readmodel.projection.lineage import clone_json
 from readmodel.store.schema import MAX_LINK_SPAN
 from readmodel.core.vocabulary import Event, Header
 from readmodel.store.interface import EventRow, StoredSession, SummaryRow, SummaryWhere
+
+_T = TypeVar("_T")
 
 # Shared by every reading thread: msgspec Decoders keep no per-call state
 # (thread-safe since msgspec 0.16), unlike zstd contexts (see readmodel.store.blocks).
@@ -265,6 +267,17 @@ class SqliteIndexReader:
         low = sid << 32
         return self._cur.execute(_DOCUMENTS, (low, low | 0xFFFFFFFF)).fetchall()
 
+    def _blocks(self, decode: Callable[[bytes], _T], data: bytes) -> _T:
+        """``decode(data)`` of a raw block, loading its zstd dictionary from the index first when needed."""
+        try:
+            return decode(data)
+        except MissingDictionary as missing:
+            row = self._cur.execute('SELECT "data" FROM "block_dictionaries" WHERE "id" = ?', (missing.dict_id,)).fetchone()
+            if row is None:
+                raise
+            register_dictionary(missing.dict_id, row[0])
+            return decode(data)
+
     def raw_range(self, sid: int, first: int, last: int) -> list[Event]:
         """The raw events ``first..last`` (inclusive), decoded from their blocks."""
         if last < first:
@@ -274,7 +287,7 @@ class SqliteIndexReader:
             start = first
         events: list[Event] = []
         for block_first, data in self._cur.execute(_BLOCKS_BETWEEN, (sid, start, last)):
-            block = decode_events(data)
+            block = self._blocks(decode_events, data)
             lo = max(first - block_first, 0)
             hi = min(last - block_first + 1, len(block))
             events.extend(block[lo:hi])
@@ -284,7 +297,7 @@ class SqliteIndexReader:
         """Every raw event of a session, in seq order."""
         events: list[Event] = []
         for (data,) in self._cur.execute(_ALL_BLOCKS, (sid,)):
-            events.extend(decode_events(data))
+            events.extend(self._blocks(decode_events, data))
         return events
 
     def raw_at(self, sid: int, seqs: Iterable[int]) -> dict[int, Event]:
@@ -304,7 +317,7 @@ class SqliteIndexReader:
             row = self._cur.execute(_BLOCK_DATA, (sid, block_first)).fetchone()
             if row is None:
                 continue
-            lines = decompress_block(row[0])
+            lines = self._blocks(decompress_block, row[0])
             for seq in members:
                 found[seq] = _decode_line(lines[seq - block_first])
         return found

@@ -12,7 +12,8 @@ daemon writes.  The JSON shape (camelCase, optional keys omitted)::
      "layoutProblems": [{"kind", "path", "message", "observedAt"}],
      "schemaProblems": [{"problem", "fatal"}], "repair"?,
      "redaction"?: {"policy", "fingerprint", "stored", "pending"},
-     "substringIndex"?: {"scheme", "stored", "pending", "documents", "bytes"?}}
+     "substringIndex"?: {"scheme", "stored", "pending", "documents", "bytes"?},
+     "rawBlocks"?: {"bytes", "dictionary", "rebuildShrinks"}}
 
 ``redaction`` (a sessionq extension; absent before schema 0007) compares the
 fingerprint of the secret redaction the documents were derived with
@@ -26,6 +27,12 @@ the gram index substring search narrows its candidates with
 one the index was built with, ``pending`` when they differ (the indexer's next
 full pass rebuilds it; substring search verifies every document meanwhile),
 the documents it covers and its size on disk.
+
+``rawBlocks`` (a sessionq extension; schema 0011 on) gives the stored size of
+the raw event blocks and the id of the zstd dictionary they are compressed
+with (``null``: none).  A cold build of a large root trains one; an index built
+before schema 0011 has none, and ``rebuildShrinks`` then says that rebuilding
+it (a fresh database) would compress its blocks with one.
 
 ``schemaProblems`` lists objects of the head schema missing from the index
 (checked only at the head revision); ``fatal`` ones make queries refuse the
@@ -62,6 +69,7 @@ from readmodel.core.errors import SessionQueryError
 from readmodel.projection.secrets import index_fingerprint, policy_from_env
 from readmodel.store.revisions import current_revision, head_revision
 from readmodel.store.schemacheck import SchemaProblem, damage_message, repair_hint, schema_problems
+from readmodel.store.blocks import DICTIONARY_MIN_BYTES
 
 
 def _ms(seconds: float | None) -> int | None:
@@ -185,6 +193,7 @@ def _report(conn: Connection, db: str, now: float | None) -> dict[str, Any]:
     ]
     _add_redaction(conn, out)
     _add_substring_index(conn, out)
+    _add_raw_blocks(conn, out)
     return out
 
 
@@ -201,6 +210,15 @@ def _add_substring_index(conn: Connection, out: dict[str, Any]) -> None:
     if stats["bytes"] is not None:
         entry["bytes"] = stats["bytes"]
     out["substringIndex"] = entry
+
+
+def _add_raw_blocks(conn: Connection, out: dict[str, Any]) -> None:
+    """The ``rawBlocks`` entry (schema 0011 on): block bytes, the dictionary, whether a rebuild shrinks them."""
+    if conn.exec_driver_sql("SELECT 1 FROM sqlite_master WHERE name = 'block_dictionaries'").first() is None:
+        return
+    dictionary = conn.exec_driver_sql('SELECT min("id") FROM "block_dictionaries"').scalar()
+    size = conn.exec_driver_sql('SELECT coalesce(sum(length("data")), 0) FROM "event_blocks"').scalar() or 0
+    out["rawBlocks"] = {"bytes": size, "dictionary": dictionary, "rebuildShrinks": dictionary is None and size >= DICTIONARY_MIN_BYTES}
 
 
 def _add_redaction(conn: Connection, out: dict[str, Any]) -> None:
@@ -287,6 +305,13 @@ def format_status(status: dict[str, Any]) -> str:
             lines.append(f"substrings  index pending (the indexer's next full pass builds it{size}); substring search scans meanwhile")
         else:
             lines.append(f"substrings  {grams['documents']:,} documents indexed ({grams['scheme']}{size})")
+    if "rawBlocks" in status:
+        raw = status["rawBlocks"]
+        if raw["dictionary"] is not None:
+            lines.append(f"raw blocks  {_bytes(raw['bytes'])}, zstd dictionary {raw['dictionary']}")
+        else:
+            shrink = " (built without one: a rebuild into a fresh database compresses them with one)" if raw["rebuildShrinks"] else ""
+            lines.append(f"raw blocks  {_bytes(raw['bytes'])}, no zstd dictionary{shrink}")
     if status.get("schemaProblems"):
         lines.append("schema problems:")
         lines += [f"  {row['problem']}" + (" (queries refuse the index)" if row["fatal"] else " (slower queries)") for row in status["schemaProblems"]]
