@@ -207,7 +207,7 @@ def test_the_redacted_export_holds_no_piece_of_any_secret(streamed: tuple[Path, 
     exporter = Exporter(db, lambda: SessionQuery(IndexStore.open(db), None, None), str(root), AttachmentStore(str(tmp_path)))
     for index, planted in enumerate(SECRETS):
         for redacted in (False, True):
-            prepared = exporter.prepare(streamed_id(index))
+            prepared = exporter.prepare(streamed_id(index), redact=redacted)
             assert prepared is not None
             text = _zip_text(b"".join(exporter.stream(streamed_id(index), prepared[1], False, prepared[0].path, redact=redacted)), tmp_path / "x.zip")
             assert bool(leaks(text, planted.secret)) is not redacted, (planted.kind, redacted)
