@@ -38,11 +38,9 @@ from html import escape
 from pathlib import Path
 from typing import Any, Final, Protocol
 
-import msgspec
 
 from readmodel.core.jsvalues import js_string
 from readmodel.export.markdown import render as render_markdown
-from readmodel.projection.secrets import redact as redact_text
 
 LONG_TEXT: Final = 4000
 """Characters (UTF-16 code units, as the page counts) shown before "show all"."""
@@ -66,7 +64,7 @@ _ICON: Final = (
 class RangeReader(Protocol):
     """What the transcript reads: ``SessionQuery.read_event_range``."""
 
-    def read_event_range(self, session_id: str, start_seq: Any, limit: Any) -> Any: ...
+    def read_event_range(self, session_id: str, start_seq: Any, limit: Any, *, redact: bool | None = None) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -204,14 +202,20 @@ class HtmlTranscript:
         seq = start
         while seq < self.event_count:
             limit = min(self.options.range_size, self.event_count - seq)
-            got = self.reader.read_event_range(self.session_id, seq, limit)
+            got = self._read(seq, limit)
             events = list(got.events)
             if not events:
                 return  # the log shrank under us (rewritten): the file ends where it does
-            if self.options.redact:
-                events = [_redacted(event) for event in events]
             yield events, list(got.records)
             seq += len(events)
+
+    def _read(self, seq: int, limit: int) -> Any:
+        """Events ``seq ..`` from the reader.  Redacted by the engine, which knows the
+        chunk runs: a secret streamed across ``assistant/chunk`` events is removed from
+        every piece (redacting each event alone would leave the pieces readable)."""
+        if self.options.redact:
+            return self.reader.read_event_range(self.session_id, seq, limit, redact=True)
+        return self.reader.read_event_range(self.session_id, seq, limit)
 
     def _learn(self) -> None:
         for events, records in self._ranges():
@@ -235,10 +239,10 @@ class HtmlTranscript:
             return None
         event = window.get(seq)
         if event is None:
-            got = self.reader.read_event_range(self.session_id, seq, 1)
+            got = self._read(seq, 1)
             if not got.events:
                 return None
-            event = _redacted(got.events[0]) if self.options.redact else got.events[0]
+            event = got.events[0]
         for block in _blocks(event):
             if block.get("type") == "tool-result" and block.get("toolCallId") == call_id:
                 return seq, block
@@ -501,14 +505,6 @@ def _pretty(args: Any) -> str:
         return _js(json.loads(args), 2)
     except ValueError:
         return args
-
-
-def _redacted(event: dict[str, Any]) -> dict[str, Any]:
-    """``event`` with detected secrets replaced by markers (redacted as JSON text,
-    which keeps it valid JSON)."""
-    encoded = msgspec.json.encode(event).decode("utf-8")
-    cleaned = redact_text(encoded)
-    return event if cleaned is encoded else msgspec.json.decode(cleaned.encode("utf-8"))  # type: ignore[no-any-return]
 
 
 def session_title(reader: Any, session_id: str) -> str | None:

@@ -221,7 +221,7 @@ def test_openapi_documents_the_extensions(readable: Site) -> None:
     doc = readable.client().get("/api/openapi.json").json()
     html = doc["paths"]["/api/session.html"]
     assert set(html) == {"get", "head"}
-    assert {p["name"] for p in html["get"]["parameters"]} == {"sessionId", "includeLogOnly"}
+    assert {p["name"] for p in html["get"]["parameters"]} == {"sessionId", "includeLogOnly", "redact"}
     assert "text/html" in html["get"]["responses"]["200"]["content"]
     assert "text/event-stream" in doc["paths"]["/api/events"]["get"]["responses"]["200"]["content"]
     served = {route.path for route in readable.client().app.routes}  # type: ignore[attr-defined]
