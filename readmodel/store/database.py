@@ -258,8 +258,13 @@ def initialise(conn: Connection, root: str | None, compression: str | None) -> N
     )
 
 
-def open_writer(db: str, *, root: str | None = None, compression: str | None = None, allow_upgrade: bool = False) -> Engine:
+def open_writer(
+    db: str, *, root: str | None = None, compression: str | None = None, allow_upgrade: bool = False, source: str | None = None
+) -> Engine:
     """Open (creating if needed) the index for writing; refuses foreign and outdated files.
+
+    ``source`` is the source an upgrade from before sources labels existing
+    sessions with (default: this host's name, :mod:`readmodel.store.sources`).
 
     Raises :class:`IndexDatabaseError` when the path cannot be written (a
     directory, a read-only file system), the file belongs to something else,
@@ -280,7 +285,7 @@ def open_writer(db: str, *, root: str | None = None, compression: str | None = N
                     raise IndexDatabaseError(
                         f"{db} is at schema revision {current}, this sessionq needs {head}; run `sessionq db upgrade`"
                     )
-                upgrade(conn)
+                upgrade(conn, source=source)
             refuse_damaged(conn, db)
     except Exception:
         engine.dispose()

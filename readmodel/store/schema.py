@@ -36,7 +36,12 @@ The index is a projection of the logs, rebuilt from them at will.  Its tables:
     FTS5 index (``unicode61``) over them; surface updates touch only the
     plain table.
 ``layout_problems``
-    Artifacts the layout rules excluded, reported by ``status``.
+    Artifacts the layout rules excluded, reported by ``status``, each with the
+    source whose daemon found it.
+``sources``
+    One row per indexer source (:mod:`readmodel.store.sources`): its root,
+    compression, last reconcile and generation counter.  ``sessions.source``
+    says which source indexed a session.
 
 FTS5 has no SQLAlchemy construct; its DDL is explicit in the migration and in
 :data:`FTS_DDL`.
@@ -67,7 +72,7 @@ from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, SURFACE_NAMES,
 APPLICATION_ID: Final = 0x53515849  # "SQXI"
 """``PRAGMA application_id`` of a sessionq index; any other non-zero id is foreign."""
 
-SCHEMA_REVISION: Final = "0007"
+SCHEMA_REVISION: Final = "0012"
 """The Alembic head revision this code reads and writes."""
 
 
@@ -86,6 +91,7 @@ index_meta = Table(
     Column("last_reconcile_seconds", Float),
     Column("cursor_secret", LargeBinary, nullable=False),  # migration 0006
     Column("redaction", Text),  # migration 0007: the documents' redaction fingerprint (NULL: never stored)
+    Column("next_sid", Integer),  # migration 0012: the next session sid not yet handed to a writer (NULL: max(sid) + 1)
 )
 
 sessions = Table(
@@ -113,9 +119,12 @@ sessions = Table(
     Column("error_message", Text),
     Column("generation", Integer, nullable=False),
     Column("indexed_at", Float, nullable=False),
+    Column("source", Text),  # migration 0012: the indexer (host) that indexed it (readmodel.store.sources)
 )
 Index("sessions_listing", sessions.c.created_at.desc(), sessions.c.id_key, sessions.c.header_json)
 Index("sessions_parent", sessions.c.parent_session)
+# A daemon reads and deletes only its own source's rows (see migration 0012).
+Index("sessions_source", sessions.c.source, sessions.c.path)
 # Search's session filters read only these columns (see migration 0005).
 Index("sessions_filters", sessions.c.cwd, sessions.c.status, sessions.c.created_at, sessions.c.parent_session, sessions.c.id)
 
@@ -194,6 +203,19 @@ layout_problems = Table(
     Column("kind", Text, nullable=False),
     Column("message", Text, nullable=False),
     Column("observed_at", Float, nullable=False),
+    Column("source", Text),  # migration 0012: the source whose daemon found it
+)
+
+sources = Table(
+    "sources",
+    metadata,
+    Column("source", Text, primary_key=True),
+    Column("root", Text),
+    Column("compression", Text),
+    Column("first_seen_at", Float, nullable=False),
+    Column("last_reconcile_at", Float),
+    Column("last_reconcile_seconds", Float),
+    Column("generation", Integer, nullable=False, server_default="0"),
 )
 
 FTS_DDL: Final = (
@@ -213,6 +235,7 @@ KNOWN_TABLES: Final = frozenset(
         "event_links",
         "documents",
         "layout_problems",
+        "sources",
         "documents_fts",
         "documents_fts_data",
         "documents_fts_idx",

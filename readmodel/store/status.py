@@ -83,6 +83,32 @@ def writer_lock_path(db: str) -> str | None:
     return None if path is None else os.path.abspath(path) + ".lock"
 
 
+def source_lock_path(db: str, source: str) -> str | None:
+    """The lock file ``<db>.source-<NAME>.lock`` of one source's daemon (``None`` for non-file databases)."""
+    path = writer_lock_path(db)
+    return None if path is None else f"{path[: -len('.lock')]}.source-{source}.lock"
+
+
+def source_writer_pids(db: str) -> dict[str, int]:
+    """``source -> pid`` of the live daemons writing ``db``, read from their lock files."""
+    path = writer_lock_path(db)
+    if path is None:
+        return {}
+    prefix = os.path.basename(path[: -len(".lock")]) + ".source-"
+    directory = os.path.dirname(path)
+    found: dict[str, int] = {}
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return {}
+    for name in names:
+        if name.startswith(prefix) and name.endswith(".lock"):
+            pid = _live_pid(os.path.join(directory, name))
+            if pid is not None:
+                found[name[len(prefix) : -len(".lock")]] = pid
+    return found
+
+
 def writer_pid(db: str) -> int | None:
     """The pid of the live indexer writing ``db``, if any.
 
@@ -93,6 +119,15 @@ def writer_pid(db: str) -> int | None:
     path = writer_lock_path(db)
     if path is None:
         return None
+    pid = _live_pid(path)
+    if pid is not None:
+        return pid
+    pids = sorted(source_writer_pids(db).values())
+    return pids[0] if pids else None
+
+
+def _live_pid(path: str) -> int | None:
+    """The pid written in a lock file, if that process exists."""
     try:
         with open(path, "rb") as fh:
             pid = int(fh.read(32).strip() or 0)
