@@ -11,7 +11,17 @@ daemon writes.  The JSON shape (camelCase, optional keys omitted)::
      "sessionsInError": [{"sessionId", "path", "status", "code", "message"}],
      "layoutProblems": [{"kind", "path", "message", "observedAt"}],
      "schemaProblems": [{"problem", "fatal"}], "repair"?,
-     "redaction"?: {"policy", "fingerprint", "stored", "pending"}}
+     "redaction"?: {"policy", "fingerprint", "stored", "pending"},
+     "sources"?: [{"source", "root"?, "sessions", "events", "sessionsInError",
+                   "identityProblems", "layoutProblems", "lastReconcileAt"?, "lagMs"?, "writerPid"?}]}
+
+``sources`` (a sessionq extension; absent before schema 0012) reports each
+indexer source (:mod:`readmodel.store.sources`) that indexed into the index
+or still has sessions in it: its counts, when its daemon last reconciled and
+the pid of its running daemon; ``identityProblems`` counts the transcripts
+whose session id another source already holds (listed in ``layoutProblems``
+with kind ``identity``).  From schema 0012 on, entries of
+``sessionsInError`` and ``layoutProblems`` carry their ``source``.
 
 ``redaction`` (a sessionq extension; absent before schema 0007) compares the
 fingerprint of the secret redaction the documents were derived with
@@ -200,18 +210,64 @@ def _report(conn: Connection, db: str, now: float | None) -> dict[str, Any]:
     ).one()
     out["sessions"], out["events"], out["heldTails"], out["syntheticTails"] = (int(v) for v in counts)
     out["documents"] = int(conn.exec_driver_sql('SELECT count(*) FROM "documents"').scalar() or 0)
+    sourced = _has_table(conn, "sources")
+    source_column = ', "source"' if sourced else ""
     out["sessionsInError"] = [
-        {"sessionId": clip(row[0]), "path": clip_path(row[1]), "status": row[2], "code": row[3] or "", "message": clip_message(row[4] or "")}
+        {"sessionId": clip(row[0]), "path": clip_path(row[1]), "status": row[2], "code": row[3] or "", "message": clip_message(row[4] or ""), **_source_of(row, 5)}
         for row in conn.exec_driver_sql(
-            'SELECT "id", "path", "status", "error_code", "error_message" FROM "sessions" WHERE "status" <> \'ok\' ORDER BY "path"'
+            f'SELECT "id", "path", "status", "error_code", "error_message"{source_column} FROM "sessions" WHERE "status" <> \'ok\' ORDER BY "path"'
         )
     ]
     out["layoutProblems"] = [
-        {"kind": row[0], "path": clip_path(row[1]), "message": clip_message(row[2]), "observedAt": _ms(row[3])}
-        for row in conn.exec_driver_sql('SELECT "kind", "path", "message", "observed_at" FROM "layout_problems" ORDER BY "path"')
+        {"kind": row[0], "path": clip_path(row[1]), "message": clip_message(row[2]), "observedAt": _ms(row[3]), **_source_of(row, 4)}
+        for row in conn.exec_driver_sql(f'SELECT "kind", "path", "message", "observed_at"{source_column} FROM "layout_problems" ORDER BY "path"')
     ]
     _add_redaction(conn, out)
+    if sourced:
+        out["sources"] = _sources(conn, db, time.time() if now is None else now)
     return out
+
+
+def _has_table(conn: Connection, name: str) -> bool:
+    return conn.exec_driver_sql("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).first() is not None
+
+
+def _source_of(row: Any, index: int) -> dict[str, Any]:
+    return {"source": row[index]} if len(row) > index else {}
+
+
+_SOURCE_COUNTS = (
+    'SELECT "source", count(*), coalesce(sum(CASE WHEN "status" = \'ok\' THEN "event_count" END), 0), '
+    'coalesce(sum("status" <> \'ok\'), 0) FROM "sessions" GROUP BY "source"'
+)
+
+
+def _sources(conn: Connection, db: str, now: float) -> list[dict[str, Any]]:
+    """The per-source entries of the report, by source name."""
+    counts = {row[0]: row[1:] for row in conn.exec_driver_sql(_SOURCE_COUNTS)}
+    problems: dict[Any, list[int]] = {}
+    for source, kind, number in conn.exec_driver_sql('SELECT "source", "kind", count(*) FROM "layout_problems" GROUP BY "source", "kind"'):
+        entry = problems.setdefault(source, [0, 0])
+        entry[0] += number
+        entry[1] += number if kind == "identity" else 0
+    registered = {row[0]: row[1:] for row in conn.exec_driver_sql('SELECT "source", "root", "last_reconcile_at" FROM "sources"')}
+    pids = source_writer_pids(db)
+    entries = []
+    for source in sorted({*counts, *registered, *problems}, key=lambda name: (name is None, name or "")):
+        sessions, events, in_error = counts.get(source, (0, 0, 0))
+        root, last = registered.get(source, (None, None))
+        entry: dict[str, Any] = {"source": source}
+        if root is not None:
+            entry["root"] = root
+        layout, identity = problems.get(source, [0, 0])
+        entry.update(sessions=int(sessions), events=int(events), sessionsInError=int(in_error), identityProblems=identity, layoutProblems=layout)
+        if last is not None:
+            entry["lastReconcileAt"] = _ms(last)
+            entry["lagMs"] = max(0, _ms(now - last) or 0)
+        if source in pids:
+            entry["writerPid"] = pids[source]
+        entries.append(entry)
+    return entries
 
 
 def _add_redaction(conn: Connection, out: dict[str, Any]) -> None:
@@ -296,6 +352,17 @@ def format_status(status: dict[str, Any]) -> str:
         lines += [f"  {row['problem']}" + (" (queries refuse the index)" if row["fatal"] else " (slower queries)") for row in status["schemaProblems"]]
         if "repair" in status:
             lines.append(f"  repair: {status['repair']}")
+    if len(status.get("sources", ())) > 1 or any(entry["identityProblems"] for entry in status.get("sources", ())):
+        lines.append("sources:")
+        for entry in status["sources"]:
+            running = f", indexer pid {entry['writerPid']}" if "writerPid" in entry else ""
+            reconciled = f"reconciled {_when(entry['lastReconcileAt'])}" if "lastReconcileAt" in entry else "never reconciled"
+            lines.append(
+                f"  {entry['source']}  {entry['sessions']:,} sessions, {entry['sessionsInError']} in error, "
+                f"{entry['identityProblems']} identity problems; {reconciled}{running}" + (f"\n    root: {entry['root']}" if "root" in entry else "")
+            )
+    elif status.get("sources"):
+        lines.append(f"source      {status['sources'][0]['source']}")
     if status["sessionsInError"]:
         lines.append("sessions in error:")
         lines += [f"  {row['sessionId']}  {row['code']}  {row['message']}\n    log: {row['path']}" for row in status["sessionsInError"]]
