@@ -134,6 +134,9 @@ class IndexReader(Protocol):
     def session_activity(self) -> list[tuple[str, str | None, Any]]:
         """``(id, cwd, time of the last event)`` of every persisted session."""
 
+    def session_ids_of_sources(self, sources: Sequence[str]) -> set[str]:
+        """The ids of the stored sessions indexed by any of ``sources`` (a sessionq extension)."""
+
     def ids_with_prefix(self, prefix: str, limit: int) -> list[str]:
         """Up to ``limit`` listed session ids starting with ``prefix``, in code-point order."""
 

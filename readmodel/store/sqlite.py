@@ -38,6 +38,7 @@ from readmodel.projection.lineage import clone_json
 from readmodel.store.schema import MAX_LINK_SPAN
 from readmodel.core.vocabulary import Event, Header
 from readmodel.store.interface import EventRow, StoredSession, SummaryRow, SummaryWhere
+from readmodel.store.sources import session_ids_of_sources
 
 # Shared by every reading thread: msgspec Decoders keep no per-call state
 # (thread-safe since msgspec 0.16), unlike zstd contexts (see readmodel.store.blocks).
@@ -171,6 +172,10 @@ class SqliteIndexReader:
     def session_activity(self) -> list[tuple[str, str | None, Any]]:
         """``(id, cwd, time of the last event)`` of every persisted session."""
         return [(row.id, row.cwd, row.last_activity) for row in map(_summary_row, self._cur.execute(_SUMMARY_SELECT))]
+
+    def session_ids_of_sources(self, sources: Sequence[str]) -> set[str]:
+        """The ids of the stored sessions indexed by any of ``sources``."""
+        return session_ids_of_sources(self._cur, sources)
 
     def ids_with_prefix(self, prefix: str, limit: int) -> list[str]:
         """Up to ``limit`` listed ids starting with ``prefix`` (a range scan of the id index)."""
