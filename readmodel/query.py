@@ -302,11 +302,8 @@ class SessionQuery:
             yield reader
 
     def _records(self, signal: AbortSignal | None, sources: dict[tuple[str, ...], set[str]] | None = None) -> list[SessionRecord]:
-        """§1.5: the cross-corpus listing, newest first (one observation).
-
-        ``sources``, when given, maps tuples of source names to the ids their
-        stored sessions have, resolved here in the listing's own snapshot.
-        """
+        """§1.5: the cross-corpus listing, newest first (one observation); fills ``sources``
+        (source names -> the ids of their stored sessions) in the listing's own snapshot."""
         throw_if_aborted(signal)
         keyed: list[tuple[Header, Any, bytes]] | None = None
         headers: list[Header] = []
@@ -451,7 +448,6 @@ class SessionQuery:
         before anything else; an empty list returns the whole corpus.
         """
         clauses = materialize_session_filters(filters)
-        # Source clauses (a sessionq extension) are resolved in the listing's snapshot.
         sources: dict[tuple[str, ...], set[str]] = {tuple(c["values"]): set() for c in clauses if c["kind"] == "source"}
         records = self._records(signal, sources)
         predicate = session_predicate(clauses, lambda names: sources.get(tuple(names), ()))

@@ -71,11 +71,9 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    # SQLite drops these columns in place (3.35+): recreating ``sessions`` in batch
+    # mode would drop the old table, and its ON DELETE CASCADE would empty ``events``.
     op.drop_table("sources")
-    with op.batch_alter_table("index_meta") as batch:
-        batch.drop_column("next_sid")
-    with op.batch_alter_table("layout_problems") as batch:
-        batch.drop_column("source")
     op.drop_index("sessions_source", table_name="sessions")
-    with op.batch_alter_table("sessions") as batch:
-        batch.drop_column("source")
+    for table, column in (("index_meta", "next_sid"), ("layout_problems", "source"), ("sessions", "source")):
+        op.execute(f'ALTER TABLE "{table}" DROP COLUMN "{column}"')
