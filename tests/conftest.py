@@ -32,3 +32,33 @@ def reference_wording(monkeypatch: pytest.MonkeyPatch) -> None:
     texts = reference_closer_texts()
     monkeypatch.setattr(repair, "OUTCOME_UNKNOWN_TEXT", texts["TOOL_OUTCOME_UNKNOWN"])
     monkeypatch.setattr(repair, "NOT_STARTED_TEXT", texts["TOOL_NOT_STARTED"])
+
+
+# -- PostgreSQL (tests/postgres.py) ------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def postgres_server():  # type: ignore[no-untyped-def]
+    """A PostgreSQL server for the session: skipped locally without one, a failure under CI."""
+    from tests.postgres import NoServer, acquire_server
+
+    try:
+        server = acquire_server()
+    except NoServer as exc:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(f"PostgreSQL is required under CI: {exc}", pytrace=False)
+        pytest.skip(f"no PostgreSQL server: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server):  # type: ignore[no-untyped-def]
+    """A fresh, empty PostgreSQL database for one test: its ``postgresql://`` URL (dropped afterwards)."""
+    url = postgres_server.database()
+    try:
+        yield url
+    finally:
+        postgres_server.drop(url)
