@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -299,15 +300,19 @@ def _open_existing(db: str) -> Any:
 @_db_option
 @_handles_errors
 def db_current(db: str) -> None:
-    """Print the index's schema revision (and whether it is the head)."""
+    """Print the index's schema revision (and whether it is the head).  PostgreSQL URLs too."""
     from readmodel.store.revisions import current_revision, head_revision
 
-    engine = _open_existing(db)
-    try:
-        with engine.connect() as conn:
+    if _is_postgres(db):
+        with _postgres_index(db) as conn:
             current = current_revision(conn)
-    finally:
-        engine.dispose()
+    else:
+        engine = _open_existing(db)
+        try:
+            with engine.connect() as conn:
+                current = current_revision(conn)
+        finally:
+            engine.dispose()
     head = head_revision()
     click.echo(f"{current or '(none)'}" + (" (head)" if current == head else f" (head is {head}; run `sessionq db upgrade`)"))
 
@@ -316,20 +321,67 @@ def db_current(db: str) -> None:
 @_db_option
 @_handles_errors
 def db_check(db: str) -> None:
-    """Compare the index's schema with the models; exit 1 on any drift."""
+    """Compare the index's schema with the models; exit 1 on any drift.  PostgreSQL URLs too."""
     from readmodel.store.schemacheck import schema_drift
 
-    engine = _open_existing(db)
-    try:
-        with engine.connect() as conn:
-            drift = schema_drift(conn)
-    finally:
-        engine.dispose()
+    if _is_postgres(db):
+        from readmodel.store.postgres import mask_url
+        from readmodel.store.postgres import schema_drift as postgres_drift
+
+        with _postgres_index(db) as conn:
+            drift = postgres_drift(conn)
+        shown = mask_url(db)
+    else:
+        engine = _open_existing(db)
+        try:
+            with engine.connect() as conn:
+                drift = schema_drift(conn)
+        finally:
+            engine.dispose()
+        shown = db
     if drift:
         for line in drift:
             click.echo(f"drift: {line}", err=True)
-        raise click.ClickException(f"{db}: the schema does not match the models ({len(drift)} differences)")
-    click.echo(f"{db}: schema matches the models")
+        raise click.ClickException(f"{shown}: the schema does not match the models ({len(drift)} differences)")
+    click.echo(f"{shown}: schema matches the models")
+
+
+def _is_postgres(db: str) -> bool:
+    from readmodel.store.postgres import is_postgres
+
+    return is_postgres(db)
+
+
+@contextmanager
+def _postgres_index(db: str) -> Iterator[Any]:
+    """A connection to an existing sessionq index on PostgreSQL; refusals are one line, exit 1."""
+    from readmodel.store.postgres import PostgresError, open_existing
+
+    try:
+        engine, conn = open_existing(db)
+    except PostgresError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        yield conn
+    finally:
+        conn.close()
+        engine.dispose()
+
+
+def _postgres_upgrade(db: str, source: str) -> None:
+    from readmodel.store.postgres import PostgresError, mask_url, upgrade
+
+    try:
+        before, head = upgrade(db, source=source)
+    except PostgresError as exc:
+        raise click.ClickException(str(exc)) from None
+    shown = mask_url(db)
+    if before == head:
+        click.echo(f"{shown}: already at {head} (head)")
+    elif before is None:
+        click.echo(f"{shown}: created at {head} (head)")
+    else:
+        click.echo(f"{shown}: upgraded {before} -> {head} (head)")
 
 
 @db_group.command("upgrade")
@@ -354,6 +406,9 @@ def db_upgrade(db: str, source: str) -> None:
 
     from .daemon import DaemonError, IndexLock
 
+    if _is_postgres(db):
+        _postgres_upgrade(db, source)
+        return
     _refuse_foreign(db)
     lock = IndexLock(db)
     try:

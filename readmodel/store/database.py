@@ -54,11 +54,21 @@ def sqlite_path(db: str) -> str | None:
     return db
 
 
+def refuse_postgres(db: str, what: str) -> None:
+    """:class:`IndexDatabaseError` for a PostgreSQL URL where only SQLite works so far."""
+    from readmodel.store.postgres import is_postgres, not_supported_message
+
+    if is_postgres(db):
+        raise IndexDatabaseError(not_supported_message(db, what))
+
+
 def check_path(db: str) -> None:
     """Refuse a ``db`` path that cannot hold a database: a directory, a device, a FIFO.
 
-    A missing path passes (readers and writers each decide what that means).
+    A missing path passes (readers and writers each decide what that means);
+    a PostgreSQL URL is refused (readers and the indexer are SQLite only so far).
     """
+    refuse_postgres(db, "this part of sessionq (indexing, reads, search, status, servers)")
     path = sqlite_path(db)
     if path is None:
         return

@@ -36,6 +36,12 @@ def head_revision() -> str:
 
 def current_revision(conn: Connection) -> str | None:
     """The schema revision stamped in the database (``None`` before any migration)."""
+    if conn.dialect.name != "sqlite":
+        from sqlalchemy import inspect
+
+        if not inspect(conn).has_table("alembic_version"):
+            return None
+        return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
     has_table = conn.exec_driver_sql(
         "SELECT 1 FROM sqlite_master WHERE type='table' AND name='alembic_version'"
     ).first()

@@ -145,7 +145,7 @@ events = Table(
     PrimaryKeyConstraint("sid", "seq"),
     sqlite_with_rowid=False,
 )
-Index("events_surface", events.c.sid, events.c.surface_key, sqlite_where=events.c.surface == 1)
+Index("events_surface", events.c.sid, events.c.surface_key, sqlite_where=events.c.surface == 1, postgresql_where=events.c.surface == 1)
 
 event_blocks = Table(
     "event_blocks",
