@@ -557,16 +557,18 @@ class Daemon:
     def _schedule_held(self, paths: list[str] | None) -> int:
         """Schedule a re-check for every held tail among ``paths`` (all when ``None``)."""
         settle = self.reconciler.settle_seconds
+        source = self.reconciler.source  # another source's held tails are its daemon's to settle
         with self.engine.connect() as conn:
             cur = conn.connection.driver_connection.cursor()
             if paths is None:
-                held = [row[0] for row in cur.execute("SELECT \"path\" FROM \"sessions\" WHERE \"tail_state\" = 'held'")]
+                held = [row[0] for row in cur.execute("SELECT \"path\" FROM \"sessions\" WHERE \"tail_state\" = 'held' AND \"source\" = ?", (source,))]
             else:
                 held = []
                 for start in range(0, len(paths), 500):
                     chunk = paths[start : start + 500]
                     marks = ",".join("?" * len(chunk))
-                    held += [row[0] for row in cur.execute(f"SELECT \"path\" FROM \"sessions\" WHERE \"tail_state\" = 'held' AND \"path\" IN ({marks})", chunk)]
+                    sql = f"SELECT \"path\" FROM \"sessions\" WHERE \"tail_state\" = 'held' AND \"source\" = ? AND \"path\" IN ({marks})"
+                    held += [row[0] for row in cur.execute(sql, (source, *chunk))]
         now = time.time()
         for path in held:
             try:
