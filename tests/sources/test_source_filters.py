@@ -75,3 +75,16 @@ def test_a_live_session_has_the_source_of_its_stored_row_and_live_only_ones_none
     q = SessionQuery.open(str(index), live=live)
     assert ids(q.filter_sessions([{"kind": "source", "values": ["host-a"]}])) == ["a1", "a2"]
     assert "live-only" in ids(q.list_sessions())
+
+
+def test_the_cli_filters_listing_and_search_by_source(index: Path) -> None:
+    from click.testing import CliRunner
+
+    from indexer.cli import main
+
+    listed = CliRunner().invoke(main, ["sessions", "--db", str(index), "--plain", "--source", "host-a"])
+    assert listed.exit_code == 0, listed.output
+    assert sorted(line.split("\t")[0] for line in listed.output.splitlines()) == ["a1", "a2"]
+    found = CliRunner().invoke(main, ["search", "needle", "--db", str(index), "--json", "--source", "host-b"])
+    assert found.exit_code == 0, found.output
+    assert '"b1"' in found.output and '"a1"' not in found.output
