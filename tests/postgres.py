@@ -3,7 +3,9 @@
 :func:`start_cluster` runs Debian's ``initdb`` and ``pg_ctl`` from
 ``/usr/lib/postgresql/<version>/bin`` (or ``$PATH``) on a fresh data directory
 in a temporary directory, listening on a Unix socket there only (no TCP), with
-fsync off: about a second.  initdb refuses to run as root, so as root the
+fsync off: about a second.  Its superuser ``postgres`` has a random password
+(``scram-sha-256``), so the tests exercise real credentials (URL,
+``PGPASSWORD``, a password file).  initdb refuses to run as root, so as root the
 cluster belongs to the ``postgres`` system user (``runuser``); as anyone else,
 to that user.  ``.ci/run`` installs Debian's ``postgresql`` when it is missing.
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 import glob
 import os
 import pwd
+import secrets
 import shutil
 import subprocess
 import tempfile
@@ -51,6 +54,7 @@ class Server:
 
     url: str
     host: str | None = None
+    password: str | None = None
     stop_command: list[str] | None = None
     workdir: str | None = None
     databases: list[str] = field(default_factory=list)
@@ -102,7 +106,15 @@ def start_cluster() -> Server:
         _as_cluster_user(["true"])  # the user check, before chown
         entry = pwd.getpwnam("postgres")
         os.chown(workdir, entry.pw_uid, entry.pw_gid)
-    initdb = _as_cluster_user([str(bindir / "initdb"), "-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C", "--no-sync"])
+    password = secrets.token_hex(16)
+    pwfile = os.path.join(workdir, "pwfile")
+    with open(pwfile, "w") as fh:
+        fh.write(password + "\n")
+    if os.geteuid() == 0:
+        os.chown(pwfile, entry.pw_uid, entry.pw_gid)
+    initdb = _as_cluster_user(
+        [str(bindir / "initdb"), "-D", data, "-A", "scram-sha-256", "--pwfile", pwfile, "-U", "postgres", "-E", "UTF8", "--locale=C", "--no-sync"]
+    )
     done = subprocess.run(initdb, capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -115,7 +127,14 @@ def start_cluster() -> Server:
         shutil.rmtree(workdir, ignore_errors=True)
         raise NoServer(f"pg_ctl start failed: {done.stderr.strip()} {log.strip()[-500:]}")
     stop = _as_cluster_user([str(bindir / "pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop"])
-    return Server(f"postgresql://postgres@/postgres?host={quote(workdir, safe='/')}", workdir, stop, workdir)
+    os.unlink(pwfile)
+    return Server(f"postgresql://postgres:{password}@/postgres?host={quote(workdir, safe='/')}", host=workdir, password=password, stop_command=stop, workdir=workdir)
+
+
+def _password_of(url: str) -> str | None:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).password
 
 
 def acquire_server() -> Server:
@@ -125,7 +144,7 @@ def acquire_server() -> Server:
     except ImportError:
         raise NoServer("the psycopg driver is not installed") from None
     url = os.environ.get(ENV_URL)
-    server = Server(url) if url else start_cluster()
+    server = Server(url, password=_password_of(url)) if url else start_cluster()
     try:
         with psycopg.connect(server.url, connect_timeout=10) as conn:
             conn.execute("SELECT 1")
