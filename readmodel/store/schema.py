@@ -199,11 +199,12 @@ documents = Table(
 layout_problems = Table(
     "layout_problems",
     metadata,
-    Column("path", Text, primary_key=True),
+    Column("path", Text, nullable=False),
     Column("kind", Text, nullable=False),
     Column("message", Text, nullable=False),
     Column("observed_at", Float, nullable=False),
-    Column("source", Text),  # migration 0012: the source whose daemon found it
+    Column("source", Text, nullable=False),  # migration 0012: the source whose daemon found it
+    PrimaryKeyConstraint("source", "path"),  # migration 0012: two hosts may see problems at one path
 )
 
 sources = Table(

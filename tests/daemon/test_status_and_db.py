@@ -244,8 +244,8 @@ def test_status_bounds_long_messages_an_older_indexer_stored(tmp_path: Path) -> 
     db = sample_index(tmp_path)
     conn = sqlite3.connect(db)
     conn.execute(
-        'INSERT INTO "layout_problems" ("path", "kind", "message", "observed_at") VALUES (?, ?, ?, ?)',
-        ("/r/x/session.jsonl.zstd", "identity", "y" * HUGE, 1.0),
+        'INSERT INTO "layout_problems" ("path", "kind", "message", "observed_at", "source") VALUES (?, ?, ?, ?, ?)',
+        ("/r/x/session.jsonl.zstd", "identity", "y" * HUGE, 1.0, "old-indexer"),
     )
     conn.commit()
     conn.close()

@@ -157,3 +157,19 @@ def test_an_invalid_source_name_is_refused(tmp_path: Path) -> None:
             Reconciler(engine, tmp_path, Compression.ZSTD, source="a/b")
     finally:
         engine.dispose()
+
+
+def test_two_sources_may_report_problems_at_the_same_path(tmp_path: Path) -> None:
+    """Hosts with the same root path: each source's layout problems are its own, none overwrites another's."""
+    root = tmp_path / "root"
+    (root / "project").mkdir(parents=True)
+    (root / "project" / "stray.jsonl").write_text("{}\n")  # not a session directory: a layout problem
+    db = tmp_path / "index.db"
+    reconcile(db, root, "host-a")
+    reconcile(db, root, "host-b")
+    rows = sqlite3.connect(db).execute('SELECT "source", "kind" FROM "layout_problems" ORDER BY "source"').fetchall()
+    assert [source for source, _ in rows] == ["host-a", "host-b"] and rows[0][1] == rows[1][1]
+    generation = sqlite3.connect(db).execute('SELECT "global_generation" FROM "index_meta"').fetchone()
+    reconcile(db, root, "host-a")
+    reconcile(db, root, "host-b")  # nothing changed: no generation bump, no ping-pong
+    assert sqlite3.connect(db).execute('SELECT "global_generation" FROM "index_meta"').fetchone() == generation
