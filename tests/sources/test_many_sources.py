@@ -173,3 +173,18 @@ def test_two_sources_may_report_problems_at_the_same_path(tmp_path: Path) -> Non
     reconcile(db, root, "host-a")
     reconcile(db, root, "host-b")  # nothing changed: no generation bump, no ping-pong
     assert sqlite3.connect(db).execute('SELECT "global_generation" FROM "index_meta"').fetchone() == generation
+
+
+def test_an_id_another_source_commits_after_the_pass_looked_is_caught_in_the_transaction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race: host-b's pass read the owners before host-a committed the id; its transaction still refuses it."""
+    root_a, root_b = tmp_path / "a", tmp_path / "b"
+    new_session(root_a, "raced", "alpha from host a")
+    new_session(root_b, "raced", "omega from host b")
+    db = tmp_path / "index.db"
+    reconcile(db, root_a, "host-a")
+    before = index_state(str(db), PROBES)["sessions"]["raced"]
+    monkeypatch.setattr(Reconciler, "_other_owners", lambda self: {})  # what host-b saw before host-a's commit
+    reconcile(db, root_b, "host-b")
+    assert index_state(str(db), PROBES)["sessions"]["raced"] == before
+    (problem,) = read_status(str(db))["layoutProblems"]
+    assert problem["kind"] == "identity" and problem["source"] == "host-b" and "host-a" in problem["message"]
