@@ -20,12 +20,21 @@ Two paths, equal by test (tests/search/test_tokens.py):
   ``fts5vocab`` instance table is read back (slower, same answer).
 
 Not thread-safe: one :class:`Tokenizer` per thread.
+
+:func:`postings` and :func:`phrase_spans` are what a server backend stores and
+ranks with (docs/postgres.md): each term's positions in a document, and the
+number of spans ``highlight()`` marks for a phrase — its merge rule over the
+phrase instances, as ``sessionq_spans()`` (``_ftsaux.c``) and
+:mod:`readmodel.search.postings` count them.  A document's count is at most
+the smallest term frequency among the phrase's terms, which bounds top-k
+pruning.
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 from readmodel.search import accelerator
@@ -72,3 +81,31 @@ class Tokenizer:
 
     def close(self) -> None:
         self._conn.close()
+
+
+def postings(terms: Sequence[bytes]) -> dict[bytes, list[int]]:
+    """Each term of a document with its positions, ascending (``tf`` is their number)."""
+    found: dict[bytes, list[int]] = {}
+    for position, term in enumerate(terms):
+        found.setdefault(term, []).append(position)
+    return found
+
+
+def phrase_spans(phrase: Sequence[bytes], positions: Mapping[bytes, Sequence[int]]) -> int:
+    """How many spans ``highlight()`` marks for ``phrase`` in a document with these term ``positions``.
+
+    An instance starts at ``p`` when the phrase's ``i``-th term is at ``p + i``
+    for every ``i``; instances come in position order, and one that starts at
+    or before the last token of the open span extends it, a later one opens a
+    new span.  0 when the phrase does not occur (or has no terms).
+    """
+    if not phrase:
+        return 0
+    later = [(offset, set(positions.get(term, ()))) for offset, term in enumerate(phrase) if offset]
+    spans, end = 0, -1
+    for start in positions.get(phrase[0], ()):
+        if all(start + offset in found for offset, found in later):
+            if start > end:
+                spans += 1
+            end = start + len(phrase) - 1
+    return spans

@@ -108,3 +108,36 @@ def test_long_tokens_are_cut_where_fts5_cuts_them(text: str) -> None:
 
 def test_the_accelerated_path_is_there_when_the_accelerator_is(tmp_path: Path) -> None:
     assert Tokenizer().accelerated == accelerator.available()
+
+
+WORDS = ["alpha", "beta", "Alpha", "ALPHA-beta", "gamma", "3.14", "日本", "naïve", "naive"]
+
+
+def fts5_spans(document: str, query: str) -> int:
+    """highlight()'s span count for the query as a phrase (sessionq's match expression), 0 without a match."""
+    from readmodel.search.requests import match_expression
+
+    conn = sqlite3.connect(":memory:")
+    conn.execute('CREATE TABLE "documents" ("docid" INTEGER PRIMARY KEY, "text" TEXT NOT NULL)')
+    conn.execute(FTS_DDL)
+    conn.execute('INSERT INTO "documents" VALUES (1, ?)', (document,))
+    conn.execute('INSERT INTO "documents_fts" ("rowid", "text") VALUES (1, ?)', (document,))
+    row = conn.execute(
+        'SELECT highlight("documents_fts", 0, char(1), char(2)) FROM "documents_fts" WHERE "documents_fts" MATCH ?', (match_expression(query),)
+    ).fetchone()
+    return 0 if row is None else row[0].count("\x01")
+
+
+@given(
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=30).map(" ".join),
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join),
+)
+def test_spans_from_host_tokens_equal_highlights_and_never_exceed_the_smallest_tf(document: str, query: str) -> None:
+    from readmodel.search.tokens import phrase_spans, postings
+
+    tokenizer = tokenizers()[-1]
+    positions = postings(tokenizer.tokens(document))
+    phrase = tokenizer.tokens(query)
+    spans = phrase_spans(phrase, positions)
+    assert spans == fts5_spans(document, query)
+    assert spans <= min(len(positions.get(term, ())) for term in phrase)  # the top-k pruning bound
