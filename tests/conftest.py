@@ -40,14 +40,9 @@ def reference_wording(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="session")
 def postgres_server():  # type: ignore[no-untyped-def]
     """A PostgreSQL server for the session: skipped locally without one, a failure under CI."""
-    from tests.postgres import NoServer, acquire_server
+    from tests.postgres import require_server
 
-    try:
-        server = acquire_server()
-    except NoServer as exc:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(f"PostgreSQL is required under CI: {exc}", pytrace=False)
-        pytest.skip(f"no PostgreSQL server: {exc}")
+    server = require_server()
     try:
         yield server
     finally:

@@ -152,3 +152,15 @@ def acquire_server() -> Server:
         server.stop()
         raise NoServer(f"cannot connect to the test server: {exc}") from exc
     return server
+
+
+def require_server() -> Server:
+    """:func:`acquire_server`, or skip the test (locally) / fail it (under CI, ``CI=true``) with the reason."""
+    import pytest
+
+    try:
+        return acquire_server()
+    except NoServer as exc:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(f"PostgreSQL is required under CI: {exc}", pytrace=False)
+        pytest.skip(f"no PostgreSQL server: {exc}")
