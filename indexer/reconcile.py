@@ -383,7 +383,7 @@ class Reconciler:
         """
         if self.workers <= 0:
             return None
-        first_sid = self._next_sid
+        reserved = (self._next_sid, self._sid_limit)
         tasks: list[PrepTask] = []
         for item in todo:
             assert item.header is not None and item.stat is not None
@@ -392,7 +392,7 @@ class Reconciler:
             settled = now - item.stat.st_mtime >= self.settle_seconds
             tasks.append(PrepTask(item.path, self._allocate_sid(cur), item.header, settled, item.stat.st_size, self.redact_documents))
         if not tasks or sum(task.size for task in tasks) < self.parallel_min_bytes:
-            self._next_sid = first_sid  # nothing handed out: the sids are free again
+            self._next_sid, self._sid_limit = reserved  # nothing handed out: the sids are free again
             return None
         return Preparer(tasks, self.compression, self.root, self._worker_pool())
 
@@ -459,7 +459,7 @@ class Reconciler:
             cur.execute('DELETE FROM "sessions" WHERE "sid" = ?', (row[0],))
         if sid is None:
             owner = cur.execute('SELECT "source", "path" FROM "sessions" WHERE "id" = ?', (header["id"],)).fetchone()
-            if owner is not None:
+            if owner is not None and owner[0] != self.source:
                 # Another source committed this id since the pass looked: never merged, never overwritten.
                 problem = _owned_elsewhere(item.path, header["id"], owner[0] or "", owner[1])
                 cur.execute(
