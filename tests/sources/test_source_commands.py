@@ -86,3 +86,51 @@ def test_the_source_defaults_to_the_host_name_and_can_come_from_the_environment(
     new_session(tmp_path / "other", "two", "omega")
     assert processes.run("index", "--once", "--root", str(tmp_path / "other"), "--db", str(db)).returncode == 0
     assert query(db, 'SELECT "id", "source" FROM "sessions" ORDER BY "id"') == [("one", default_source()), ("two", "from-env")]
+
+
+def test_three_daemons_write_one_index_while_readers_query_without_errors(tmp_path: Path, processes: Processes) -> None:
+    import threading
+
+    from readmodel import SessionQuery
+    from tests.daemon.support import append_turn
+
+    sources = ("host-a", "host-b", "host-c")
+    roots = {source: tmp_path / source for source in sources}
+    paths = {source: make_root(roots[source], source, 3) for source in sources}
+    db = tmp_path / "index.db"
+    daemons = [processes.daemon(roots[source], db, "--source", source, "--workers", "0") for source in sources]
+
+    errors: list[BaseException] = []
+    answers = 0
+    stop = threading.Event()
+
+    def read() -> None:
+        nonlocal answers
+        query = SessionQuery.open(str(db))
+        while not stop.is_set():
+            try:
+                query.list_sessions()
+                query.search_sessions({"query": "alpha", "limit": 5})
+                query.filter_sessions([{"kind": "source", "values": ["host-b"]}])
+                answers += 1
+            except BaseException as exc:  # noqa: BLE001 - counted: there must be none
+                errors.append(exc)
+
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    for reader in readers:
+        reader.start()
+    try:
+        for step in range(6):  # every root grows while all three daemons index
+            for source in sources:
+                new_session(roots[source], f"{source}-live-{step}", f"alpha live {source} {step}")
+                append_turn(paths[source][step % 3], 9 + 9 * (step // 3), f"omega {source} {step}")
+        final = cold(tmp_path, "cold", [(roots[source], source) for source in sources])
+        wait_for(lambda: index_state(str(db), PROBES) == final, timeout=30, what="the daemons to catch up with the roots")
+    finally:
+        stop.set()
+        for reader in readers:
+            reader.join()
+    assert errors == [] and answers > 0
+    for daemon in daemons:
+        assert daemon.stop() == 0
+    assert index_state(str(db), PROBES) == final
