@@ -56,7 +56,7 @@ def sqlite_path(db: str) -> str | None:
 
 def refuse_postgres(db: str, what: str) -> None:
     """:class:`IndexDatabaseError` for a PostgreSQL URL where only SQLite works so far."""
-    from readmodel.store.postgres import is_postgres, not_supported_message
+    from readmodel.store.urls import is_postgres, not_supported_message
 
     if is_postgres(db):
         raise IndexDatabaseError(not_supported_message(db, what))

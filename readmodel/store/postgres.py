@@ -9,7 +9,7 @@ itself.  A password is never printed: every message names the index by
 
 What phase 1 does on PostgreSQL: ``sessionq db upgrade|current|check``
 create, upgrade and compare the schema through the same Alembic migrations
-as SQLite (the FTS5 table exists only on SQLite; integer columns are BIGINT,
+as SQLite, and ``sessionq status`` reports on it (the FTS5 table exists only on SQLite; integer columns are BIGINT,
 see :func:`_bigint_column`).  Indexing, reads, search and the servers refuse a
 PostgreSQL URL with :func:`not_supported_message`.  docs/postgres.md has the
 design of the rest.
@@ -25,91 +25,22 @@ import secrets
 import time
 import uuid
 from typing import Any, Final
-from urllib.parse import parse_qs
 
 from sqlalchemy import BigInteger, Connection, Engine, Integer, create_engine, text
-from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.pool import NullPool
 from sqlalchemy.schema import CreateColumn
 
-SCHEMES: Final = ("postgresql", "postgresql+psycopg", "postgres")
+from readmodel.store.database import IndexDatabaseError
+from readmodel.store.urls import MalformedUrl, connect_message, is_postgres, mask_url, not_supported_message, parse, target  # noqa: F401
+
 UPGRADE_LOCK_KEY: Final = 0x5351_5849_0001
 """``pg_advisory_xact_lock`` key that serialises schema upgrades ("SQXI" 1)."""
 CONNECT_TIMEOUT_SECONDS: Final = 10
 
 
-class PostgresError(RuntimeError):
+class PostgresError(IndexDatabaseError):
     """A PostgreSQL index cannot be used; the message is one line, the password masked."""
-
-
-def is_postgres(db: str) -> bool:
-    """Whether ``db`` is a PostgreSQL URL (``postgresql://``, ``postgresql+psycopg://``, ``postgres://``)."""
-    scheme, sep, _ = db.partition("://")
-    return bool(sep) and scheme.lower() in SCHEMES
-
-
-def parse(db: str) -> URL:
-    """The SQLAlchemy URL of ``db``, with the psycopg 3 driver; :class:`PostgresError` if malformed."""
-    try:
-        url = make_url(db)
-    except ArgumentError:
-        raise PostgresError(f"{mask_url(db)} is not a valid PostgreSQL URL") from None
-    return url.set(drivername="postgresql+psycopg")
-
-
-def mask_url(db: str) -> str:
-    """``db`` with any password replaced by ``***`` (a URL's userinfo or a ``password=`` query parameter)."""
-    if "://" not in db:
-        return db
-    scheme, _, rest = db.partition("://")
-    authority, slash, tail = rest.partition("/")
-    if "@" in authority:
-        userinfo, _, hostport = authority.rpartition("@")
-        if ":" in userinfo:
-            userinfo = userinfo.split(":", 1)[0] + ":***"
-        authority = f"{userinfo}@{hostport}"
-    masked = f"{scheme}://{authority}{slash}{tail}"
-    base, question, query = masked.partition("?")
-    if question:
-        parts = [("password=***" if part.lower().startswith("password=") else part) for part in query.split("&")]
-        masked = base + "?" + "&".join(parts)
-    return masked
-
-
-def target(db: str) -> str:
-    """``host H, database D`` for messages (the host from the URL, its ``host=`` parameter, or libpq's default)."""
-    try:
-        url = make_url(db)
-    except ArgumentError:
-        return mask_url(db)
-    host = url.host or (parse_qs(db.partition("?")[2]).get("host") or ["the default host"])[0]
-    port = f":{url.port}" if url.port else ""
-    return f"host {host}{port}, database {url.database or '(the default)'}"
-
-
-def not_supported_message(db: str, what: str) -> str:
-    """The one-line refusal of a command or API whose PostgreSQL support is not built yet."""
-    return (
-        f"{mask_url(db)}: {what} does not support PostgreSQL yet; on PostgreSQL only "
-        "`sessionq db upgrade|current|check` work so far (docs/postgres.md)"
-    )
-
-
-def connect_message(db: str, exc: BaseException) -> str:
-    """One line for a server that cannot be reached or refuses us: host, database, the cause."""
-    cause = getattr(exc, "orig", None) or exc
-    reason = " ".join(str(cause).split()) or type(cause).__name__
-    return f"cannot connect to PostgreSQL ({target(db)}): {_masked_reason(db, reason)}"
-
-
-def _masked_reason(db: str, reason: str) -> str:
-    try:
-        password = make_url(db).password
-    except ArgumentError:
-        password = None
-    return reason.replace(str(password), "***") if password else reason
 
 
 def create_postgres_engine(db: str) -> Engine:
@@ -119,7 +50,10 @@ def create_postgres_engine(db: str) -> Engine:
 
 def connect(db: str) -> tuple[Engine, Connection]:
     """An engine and an open connection, or :class:`PostgresError` with :func:`connect_message`."""
-    engine = create_postgres_engine(db)
+    try:
+        engine = create_postgres_engine(db)
+    except MalformedUrl as exc:
+        raise PostgresError(str(exc)) from None
     try:
         return engine, engine.connect()
     except Exception as exc:

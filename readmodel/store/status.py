@@ -48,7 +48,7 @@ import sqlite3
 import time
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, inspect
 from sqlalchemy.exc import DBAPIError
 
 from readmodel.core.clipping import clip, clip_message, clip_path
@@ -160,6 +160,12 @@ def collect_status(conn: Connection, db: str, *, now: float | None = None) -> di
     Raises :class:`IndexDatabaseError` when the index is empty, or so damaged
     that the report itself cannot be read (the message names the repair).
     """
+    if conn.dialect.name != "sqlite":
+        from readmodel.store.postgres import check_identity as check_postgres_identity
+
+        if check_postgres_identity(conn, db):
+            raise IndexDatabaseError(f"{_shown(db)} is empty; run `sessionq db upgrade` first")
+        return _report(conn, db, now)  # the schema checks are SQLite's (sqlite_master, FTS5)
     if check_identity(conn, db):
         raise IndexDatabaseError(f"{db} is empty; run `sessionq index` first")
     problems = schema_problems(conn) if current_revision(conn) == head_revision() else []
@@ -183,7 +189,7 @@ def _report(conn: Connection, db: str, now: float | None) -> dict[str, Any]:
     meta = conn.exec_driver_sql(
         'SELECT "identity", "global_generation", "root", "compression", "created_at", "last_reconcile_at" FROM "index_meta"'
     ).one()
-    out: dict[str, Any] = {"database": os.path.abspath(p) if (p := sqlite_path(db)) else db}
+    out: dict[str, Any] = {"database": os.path.abspath(p) if (p := sqlite_path(db)) else _shown(db)}
     size = file_size(db)
     if size is not None:
         out["fileSize"] = size
@@ -206,7 +212,8 @@ def _report(conn: Connection, db: str, now: float | None) -> dict[str, Any]:
     # cheap on large indexes (no scan of the events table).
     counts = conn.exec_driver_sql(
         'SELECT count(*), coalesce(sum(CASE WHEN "status" = \'ok\' THEN "event_count" END), 0), '
-        "coalesce(sum(\"tail_state\" = 'held'), 0), coalesce(sum(\"tail_state\" = 'settled'), 0) FROM \"sessions\""
+        "coalesce(sum(CASE WHEN \"tail_state\" = 'held' THEN 1 END), 0), "
+        "coalesce(sum(CASE WHEN \"tail_state\" = 'settled' THEN 1 END), 0) FROM \"sessions\""
     ).one()
     out["sessions"], out["events"], out["heldTails"], out["syntheticTails"] = (int(v) for v in counts)
     out["documents"] = int(conn.exec_driver_sql('SELECT count(*) FROM "documents"').scalar() or 0)
@@ -229,7 +236,16 @@ def _report(conn: Connection, db: str, now: float | None) -> dict[str, Any]:
 
 
 def _has_table(conn: Connection, name: str) -> bool:
+    if conn.dialect.name != "sqlite":
+        return inspect(conn).has_table(name)
     return conn.exec_driver_sql("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).first() is not None
+
+
+def _shown(db: str) -> str:
+    """``db`` as reports show it: a URL's password masked."""
+    from readmodel.store.postgres import mask_url
+
+    return mask_url(db)
 
 
 def _source_of(row: Any, index: int) -> dict[str, Any]:
@@ -238,7 +254,7 @@ def _source_of(row: Any, index: int) -> dict[str, Any]:
 
 _SOURCE_COUNTS = (
     'SELECT "source", count(*), coalesce(sum(CASE WHEN "status" = \'ok\' THEN "event_count" END), 0), '
-    'coalesce(sum("status" <> \'ok\'), 0) FROM "sessions" GROUP BY "source"'
+    'coalesce(sum(CASE WHEN "status" <> \'ok\' THEN 1 END), 0) FROM "sessions" GROUP BY "source"'
 )
 
 
@@ -272,7 +288,10 @@ def _sources(conn: Connection, db: str, now: float) -> list[dict[str, Any]]:
 
 def _add_redaction(conn: Connection, out: dict[str, Any]) -> None:
     """The ``redaction`` entry, when the index stores a fingerprint (schema 0007 on)."""
-    columns = {row[1] for row in conn.exec_driver_sql('PRAGMA table_info("index_meta")')}
+    if conn.dialect.name != "sqlite":
+        columns = {column["name"] for column in inspect(conn).get_columns("index_meta")}
+    else:
+        columns = {row[1] for row in conn.exec_driver_sql('PRAGMA table_info("index_meta")')}
     if "redaction" not in columns:
         return
     stored = conn.exec_driver_sql('SELECT "redaction" FROM "index_meta"').scalar()
@@ -292,6 +311,10 @@ def read_status(db: str) -> dict[str, Any]:
     a damaged schema is reported with its repair as long as the figures can
     still be read.
     """
+    from readmodel.store.postgres import is_postgres
+
+    if is_postgres(db):
+        return _postgres_status(db)
     try:
         engine = open_existing(db)
     except IndexDatabaseError as exc:
@@ -304,6 +327,29 @@ def read_status(db: str) -> dict[str, Any]:
     except (DBAPIError, sqlite3.Error) as exc:
         raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", unusable_message(db, exc), exc) from exc
     finally:
+        engine.dispose()
+
+
+def _postgres_status(db: str) -> dict[str, Any]:
+    """The report of a PostgreSQL index, from one ``REPEATABLE READ READ ONLY`` transaction."""
+    from readmodel.store.postgres import connect
+
+    try:
+        engine, conn = connect(db)
+    except IndexDatabaseError as exc:
+        raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", str(exc), exc) from exc
+    try:
+        with conn.begin():
+            conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            return collect_status(conn, db)
+    except IndexDatabaseError as exc:
+        raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", str(exc), exc) from exc
+    except DBAPIError as exc:
+        from readmodel.store.postgres import connect_message
+
+        raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", connect_message(db, exc), exc) from exc
+    finally:
+        conn.close()
         engine.dispose()
 
 

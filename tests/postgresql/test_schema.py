@@ -62,3 +62,37 @@ def test_a_database_with_foreign_tables_is_refused_untouched(postgres_url: str) 
         assert result.exit_code == 1 and "holds tables sessionq does not know (invoices)" in result.output, result.output
     with psycopg.connect(postgres_url) as conn:
         assert [row[0] for row in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")] == ["invoices"]
+
+
+def test_status_reports_on_a_postgresql_index_with_its_sources(postgres_url: str) -> None:
+    import json
+    import time
+
+    assert run("db", "upgrade", "--db", postgres_url).exit_code == 0
+    with psycopg.connect(postgres_url) as conn:  # what a phase-2 daemon of source pg-host will write
+        conn.execute(
+            'INSERT INTO "sources" ("source", "root", "first_seen_at", "last_reconcile_at", "generation") VALUES (%s, %s, %s, %s, 3)',
+            ("pg-host", "/home/me/.dsh/sessions", time.time(), time.time()),
+        )
+        conn.execute(
+            'INSERT INTO "layout_problems" ("path", "kind", "message", "observed_at", "source") VALUES (%s, %s, %s, %s, %s)',
+            ("/home/me/.dsh/sessions/p/x/session.jsonl.zstd", "identity", "held by another source", 1.0, "pg-host"),
+        )
+    result = run("status", "--db", postgres_url, "--json")
+    assert result.exit_code == 0, result.output
+    status = json.loads(result.output)
+    assert status["schemaRevision"] == status["headRevision"] == SCHEMA_REVISION
+    assert status["sessions"] == status["events"] == status["documents"] == 0
+    assert "fileSize" not in status and "writerPid" not in status
+    (entry,) = status["sources"]
+    assert entry["source"] == "pg-host" and entry["identityProblems"] == 1 and entry["sessions"] == 0
+    assert status["layoutProblems"][0]["source"] == "pg-host"
+    text = run("status", "--db", postgres_url)
+    assert text.exit_code == 0 and "schema      " + SCHEMA_REVISION in text.output and "pg-host" in text.output
+
+
+def test_status_of_an_empty_postgresql_database_says_to_upgrade_and_masks_the_password(postgres_server, postgres_url: str) -> None:  # type: ignore[no-untyped-def]
+    result = run("status", "--db", postgres_url)
+    assert result.exit_code == 1 and "is empty; run `sessionq db upgrade` first" in result.output, result.output
+    if postgres_server.password:
+        assert postgres_server.password not in result.output

@@ -59,7 +59,6 @@ def test_an_unreachable_server_is_one_line_naming_host_database_and_cause(tmp_pa
         ["sessions"],
         ["show", "some-id"],
         ["search", "needle"],
-        ["status"],
         ["prune", "--source", "x", "--yes"],
         ["rpc"],
         ["serve"],
@@ -81,3 +80,10 @@ def test_the_python_api_refuses_a_postgresql_url_as_an_unusable_index() -> None:
         SessionQuery.open(UNREACHABLE)
     assert caught.value.code == "SESSION_QUERY_INDEX_FAILED"
     assert "does not support PostgreSQL yet" in caught.value.message and SECRET not in caught.value.message
+
+
+def test_a_malformed_url_is_one_line_without_its_password() -> None:
+    result = CliRunner().invoke(main, ["db", "current", "--db", f"postgresql://alice:{SECRET}@db:notaport/history"])
+    assert result.exit_code == 1
+    (line,) = result.output.strip().splitlines()
+    assert "is not a valid PostgreSQL URL" in line and SECRET not in line
