@@ -29,6 +29,7 @@ from readmodel.core.clipping import clip_path, clip_repr
 from readmodel.projection.secrets import Policy, index_fingerprint, policy_from_env, redacts_index
 from readmodel.store import gramindex
 from readmodel.store.activity import store_last_activity
+from readmodel.store.sources import check_source, default_source
 
 from . import dictionary as block_dictionary
 from .ingest import LogOutcome, ingest_log, session_columns
@@ -111,8 +112,12 @@ class Reconciler:
         workers: int | None = None,
         parallel_min_bytes: int | None = None,
         redact: Policy | None = None,
+        source: str | None = None,
     ) -> None:
         self.engine = engine
+        # The source this reconciler writes for: it reads, writes and deletes only
+        # that source's sessions (readmodel.store.sources).
+        self.source = check_source(source) if source is not None else default_source()
         # The secret-redaction policy (``$SESSIONQ_REDACT`` unless given) and the
         # fingerprint of the documents it derives; an index holding documents of
         # another fingerprint is re-derived by the next full pass.
@@ -137,6 +142,7 @@ class Reconciler:
         self._preparer: Preparer | None = None
         self._pool: ProcessPoolExecutor | None = None  # started on demand, for one pass
         self._next_sid = 1  # sids are assigned here, so a prepared session knows its own
+        self._sid_limit = 1  # ... from the range [_next_sid, _sid_limit) reserved in index_meta.next_sid
 
     # -- passes ----------------------------------------------------------------
 
@@ -165,11 +171,14 @@ class Reconciler:
             elif item.header is not None:
                 by_id.setdefault(item.header["id"], []).append(item)
         usable: list[_Observed] = []
+        owners = self._other_owners()
         for session_id, items in by_id.items():
             if len(items) > 1:
                 paths = ", ".join(item.path for item in items)
                 for item in items:
                     problems.append(LayoutProblem("duplicate-id", item.path, f'session "{session_id}" appears in multiple transcripts: {paths}'))
+            elif session_id in owners:
+                problems.append(_owned_elsewhere(items[0].path, session_id, *owners[session_id]))
             else:
                 usable.append(items[0])
         if cold:
@@ -178,6 +187,13 @@ class Reconciler:
         report.problems = len(problems)
         report.seconds = time.perf_counter() - started
         return report
+
+    def _other_owners(self) -> dict[str, tuple[str, str]]:
+        """``id -> (source, path)`` of every session another source holds."""
+        with self.engine.connect() as conn:
+            cur = conn.connection.driver_connection.cursor()
+            rows = cur.execute('SELECT "id", "source", "path" FROM "sessions" WHERE "source" IS NOT ?', (self.source,))
+            return {row[0]: (row[1] or "", row[2]) for row in rows}
 
     def reconcile_paths(self, paths: Iterable[str]) -> ReconcileReport:
         """A targeted pass over transcripts that changed (watch events).
@@ -194,7 +210,7 @@ class Reconciler:
                 return self.reconcile()  # documents of other rules, or grams of another scheme: a full pass first
             for path in sorted({os.path.abspath(p) for p in paths}):
                 item = self._observe(path)
-                if item.problem is not None or _clashes(cur, item) or _has_problem(cur, path) or _beside_opposite(path, self.compression):
+                if item.problem is not None or _clashes(cur, item, self.source) or _has_problem(cur, path, self.source) or _beside_opposite(path, self.compression):
                     return self.reconcile()
                 items.append(item)
         try:
@@ -265,7 +281,7 @@ class Reconciler:
             block_dictionary.load(cur)  # blocks are written, and tail blocks reopened, with the index's dictionary
             if full:
                 self._rebuild_grams(cur)
-                stored = {row[1]: row for row in cur.execute(_SELECT_SESSIONS)}
+                stored = {row[1]: row for row in cur.execute(_SELECT_SESSIONS + ' WHERE "source" = ?', (self.source,))}
                 self._rederive = bool(stored) and _stored_fingerprint(cur) != self.fingerprint
                 if self._rederive:
                     log.info("re-deriving every session's documents (redaction fingerprint %s)", self.fingerprint)
@@ -274,7 +290,7 @@ class Reconciler:
                 # resume blob) costs ~60 ms per pass at 10k sessions.
                 stored = {}
                 for item in items:
-                    row = cur.execute(_SELECT_SESSIONS + ' WHERE "path" = ?', (item.path,)).fetchone()
+                    row = cur.execute(_SELECT_SESSIONS + ' WHERE "path" = ? AND "source" = ?', (item.path, self.source)).fetchone()
                     if row is not None:
                         stored[row[1]] = row
             present = {item.path for item in items if item.header is not None}
@@ -282,8 +298,11 @@ class Reconciler:
             todo = [item for item in items if item.header is not None and self._needs_work(stored.get(item.path), item, now)]
             report.scanned += len(items)
             report.unchanged += len(items) - len(todo) - sum(1 for item in items if item.header is None)
-            self._next_sid = cur.execute('SELECT coalesce(max("sid"), 0) + 1 FROM "sessions"').fetchone()[0]
-            self._preparer = self._start_preparer(todo, stored, now)
+            self._register_source(cur, now)
+            # New sessions get sids reserved now: a prepared session knows its sid before
+            # its transaction, and another source's daemon may commit sessions meanwhile.
+            self._reserve_sids(cur, sum(1 for item in todo if item.path not in stored or stored[item.path][6] != item.header["id"]))  # type: ignore[index]
+            self._preparer = self._start_preparer(cur, todo, stored, now)
             try:
                 self._transactions(cur, stored, todo, gone, problems, now, report)
                 if full:
@@ -323,7 +342,7 @@ class Reconciler:
                     changed = True
                 gone = []
                 if pending_problems is not None:
-                    changed |= _store_problems(cur, pending_problems, now)
+                    changed |= _store_problems(cur, pending_problems, now, self.source)
                     pending_problems = None
                 budget = self.batch_events
                 sessions_in_batch = 0
@@ -344,6 +363,10 @@ class Reconciler:
                     )
                 else:
                     cur.execute('UPDATE "index_meta" SET "last_reconcile_at" = ?', (now,))
+                cur.execute(
+                    'UPDATE "sources" SET "generation" = "generation" + ?, "last_reconcile_at" = ? WHERE "source" = ?',
+                    (int(changed), now, self.source),
+                )
                 cur.execute("COMMIT")
                 report.transactions += 1
             except BaseException as exc:
@@ -397,7 +420,7 @@ class Reconciler:
             # Closing the connection (the engine's pool does, after the pass) rolls back anyway.
             failure.add_note(f"and the ROLLBACK after it failed too: {type(exc).__name__}: {exc}")
 
-    def _start_preparer(self, todo: list[_Observed], stored: dict[str, tuple[Any, ...]], now: float) -> Preparer | None:
+    def _start_preparer(self, cur: sqlite3.Cursor, todo: list[_Observed], stored: dict[str, tuple[Any, ...]], now: float) -> Preparer | None:
         """Workers for the sessions of ``todo`` new to the index, when there are enough of them.
 
         Their sids are assigned now, in ``todo`` order; logs over
@@ -408,8 +431,8 @@ class Reconciler:
         """
         if self.workers <= 0:
             return None
+        reserved = (self._next_sid, self._sid_limit)
         tasks: list[PrepTask] = []
-        allocated = 0
         for item in todo:
             assert item.header is not None and item.stat is not None
             row = stored.get(item.path)
@@ -418,11 +441,10 @@ class Reconciler:
             settled = now - item.stat.st_mtime >= self.settle_seconds
             sid = self._kept_sid(row, item.header)
             if sid is None:
-                sid = self._allocate_sid()
-                allocated += 1
+                sid = self._allocate_sid(cur)
             tasks.append(PrepTask(item.path, sid, item.header, settled, item.stat.st_size, self.redact_documents))
         if not tasks or sum(task.size for task in tasks) < self.parallel_min_bytes:
-            self._next_sid -= allocated  # nothing handed out: the sids are free again
+            self._next_sid, self._sid_limit = reserved  # nothing handed out: the sids are free again
             return None
         return Preparer(tasks, self.compression, self.root, self._worker_pool())
 
@@ -431,10 +453,38 @@ class Reconciler:
         """The sid a stored session keeps when it is indexed again (``None``: it gets a new one)."""
         return row[0] if row is not None and row[6] == header["id"] else None
 
-    def _allocate_sid(self) -> int:
+    def _allocate_sid(self, cur: sqlite3.Cursor) -> int:
+        if self._next_sid >= self._sid_limit:
+            # The pass reserved one per new session; a session whose worker failed takes a second.
+            self._reserve_sids(cur, 16)
         sid = self._next_sid
         self._next_sid += 1
         return sid
+
+    def _reserve_sids(self, cur: sqlite3.Cursor, count: int) -> None:
+        """Reserve ``count`` sids for this pass in ``index_meta.next_sid`` (one atomic statement).
+
+        Daemons of other sources reserve from the same counter, so no two
+        writers ever hand out one sid; sids reserved but unused leave gaps.
+        """
+        if count <= 0:
+            self._next_sid = self._sid_limit = 1
+            return
+        end = cur.execute(_RESERVE_SIDS, (count,)).fetchall()[0][0]  # fetched to the end: the statement completes
+        self._next_sid, self._sid_limit = end - count, end
+
+    def _register_source(self, cur: sqlite3.Cursor, now: float) -> None:
+        """This reconciler's row in ``sources`` (created on its first pass; its root kept current)."""
+        row = cur.execute('SELECT "root", "compression" FROM "sources" WHERE "source" = ?', (self.source,)).fetchone()
+        if row is not None and row[0] == self.root and row[1] == self.compression.value:
+            return
+        cur.execute("BEGIN IMMEDIATE")
+        cur.execute(
+            'INSERT INTO "sources" ("source", "root", "compression", "first_seen_at", "generation") VALUES (?, ?, ?, ?, 0) '
+            'ON CONFLICT ("source") DO UPDATE SET "root" = excluded."root", "compression" = excluded."compression"',
+            (self.source, self.root, self.compression.value, now),
+        )
+        cur.execute("COMMIT")
 
     def _needs_work(self, row: tuple[Any, ...] | None, item: _Observed, now: float) -> bool:
         if row is None or item.stat is None or self._rederive:
@@ -468,13 +518,24 @@ class Reconciler:
         if row is not None and sid is None:
             delete_session_rows(cur, row[0])
             cur.execute('DELETE FROM "sessions" WHERE "sid" = ?', (row[0],))
+        if sid is None:
+            owner = cur.execute('SELECT "source", "path" FROM "sessions" WHERE "id" = ?', (header["id"],)).fetchone()
+            if owner is not None and owner[0] != self.source:
+                # Another source committed this id since the pass looked: never merged, never overwritten.
+                problem = _owned_elsewhere(item.path, header["id"], owner[0] or "", owner[1])
+                cur.execute(
+                    'INSERT OR REPLACE INTO "layout_problems" ("path", "kind", "message", "observed_at", "source") VALUES (?, ?, ?, ?, ?)',
+                    (problem.path, problem.kind, problem.message, now, self.source),
+                )
+                log.warning("%s", problem.message)
+                return 0
         fresh = sid is None
         if fresh:
-            sid = prepared.sid if prepared is not None else kept if kept is not None and self._rederive else self._allocate_sid()
+            sid = prepared.sid if prepared is not None else kept if kept is not None and self._rederive else self._allocate_sid(cur)
             if prepared is not None and prepared.outcome is not None:
-                _insert_indexed_session(cur, sid, item, header, prepared, generation, now)
+                _insert_indexed_session(cur, sid, item, header, prepared, generation, now, self.source)
             else:
-                _insert_session(cur, sid, item, header, generation, now)
+                _insert_session(cur, sid, item, header, generation, now, self.source)
         stream = self._open_stream(item, sid, settled) if (row is None or self._rederive) and prepared is None else None
         # One name for every session's savepoint (they never nest): its statements stay
         # in the statement cache instead of being compiled per session.
@@ -687,24 +748,43 @@ _SELECT_SESSIONS: Final = (
 )
 
 
-def _insert_session(cur: sqlite3.Cursor, sid: int, item: _Observed, header: dict[str, Any], generation: int, now: float) -> None:
+def _insert_session(cur: sqlite3.Cursor, sid: int, item: _Observed, header: dict[str, Any], generation: int, now: float, source: str) -> None:
     """A new session's row, before its events (they reference it); :func:`_UPDATE_INDEXED` completes it."""
     cur.execute(
         'INSERT INTO "sessions" ("sid", "id", "path", "header_json", "created_at", "id_key", "cwd", "parent_session", "revision", "size", '
-        '"event_count", "stored_count", "tail_state", "status", "generation", "indexed_at") '
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, '', 0, 0, 0, 'clean', 'ok', ?, ?)",
-        (sid, header["id"], item.path, *session_columns(header), generation, now),
+        '"event_count", "stored_count", "tail_state", "status", "generation", "indexed_at", "source") '
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, '', 0, 0, 0, 'clean', 'ok', ?, ?, ?)",
+        (sid, header["id"], item.path, *session_columns(header), generation, now, source),
     )
 
 
-def _insert_indexed_session(cur: sqlite3.Cursor, sid: int, item: _Observed, header: dict[str, Any], prepared: Prepared, generation: int, now: float) -> None:
+def _insert_indexed_session(
+    cur: sqlite3.Cursor, sid: int, item: _Observed, header: dict[str, Any], prepared: Prepared, generation: int, now: float, source: str
+) -> None:
     """A prepared session's row, complete at once (the same row :func:`_insert_session` and the update leave)."""
     assert prepared.outcome is not None and prepared.columns is not None
     cur.execute(
         'INSERT INTO "sessions" ("sid", "id", "path", "header_json", "created_at", "id_key", "cwd", "parent_session", '
-        '"revision", "size", "resume", "event_count", "stored_count", "synthetic_from", "tail_state", "title_seq", "status", "generation", "indexed_at") '
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'ok', ?, ?)",
-        (sid, header["id"], item.path, *prepared.columns, *prepared.outcome.values, generation, now),
+        '"revision", "size", "resume", "event_count", "stored_count", "synthetic_from", "tail_state", "title_seq", "status", "generation", "indexed_at", "source") '
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'ok', ?, ?, ?)",
+        (sid, header["id"], item.path, *prepared.columns, *prepared.outcome.values, generation, now, source),
+    )
+
+
+_RESERVE_SIDS: Final = (
+    'UPDATE "index_meta" SET "next_sid" = max(coalesce("next_sid", 1), (SELECT coalesce(max("sid"), 0) + 1 FROM "sessions")) + ? '
+    'RETURNING "next_sid"'
+)
+"""Reserve sids atomically: returns the end of the reserved range (its start is the end minus the count)."""
+
+
+def _owned_elsewhere(path: str, session_id: str, source: str, owner_path: str) -> LayoutProblem:
+    """The identity problem of a transcript whose session id another source already holds."""
+    return LayoutProblem(
+        "identity",
+        path,
+        f"{path} holds session {clip_repr(session_id)}, which source {clip_repr(source)} already indexed from {clip_path(owner_path)}; "
+        "not indexed from this source (ids are never merged)",
     )
 
 
@@ -718,15 +798,17 @@ def _update_failed(cur: sqlite3.Cursor, sid: int, item: _Observed, generation: i
     )
 
 
-def _store_problems(cur: sqlite3.Cursor, problems: list[LayoutProblem], now: float) -> bool:
-    before = {(row[0], row[1], row[2]) for row in cur.execute('SELECT "path", "kind", "message" FROM "layout_problems"')}
+def _store_problems(cur: sqlite3.Cursor, problems: list[LayoutProblem], now: float, source: str) -> bool:
+    """Replace ``source``'s layout problems (other sources' stay); whether anything changed."""
+    rows = cur.execute('SELECT "path", "kind", "message" FROM "layout_problems" WHERE "source" = ?', (source,))
+    before = {(row[0], row[1], row[2]) for row in rows}
     after = {(p.path, p.kind, p.message) for p in problems}
     if before == after:
         return False
-    cur.execute('DELETE FROM "layout_problems"')
+    cur.execute('DELETE FROM "layout_problems" WHERE "source" = ?', (source,))
     cur.executemany(
-        'INSERT OR REPLACE INTO "layout_problems" ("path", "kind", "message", "observed_at") VALUES (?, ?, ?, ?)',
-        [(path, kind, message, now) for path, kind, message in sorted(after)],
+        'INSERT OR REPLACE INTO "layout_problems" ("path", "kind", "message", "observed_at", "source") VALUES (?, ?, ?, ?, ?)',
+        [(path, kind, message, now, source) for path, kind, message in sorted(after)],
     )
     return True
 
@@ -739,11 +821,12 @@ def _storable(header: dict[str, Any]) -> bool:
         return False
 
 
-def _clashes(cur: sqlite3.Cursor, item: _Observed) -> bool:
+def _clashes(cur: sqlite3.Cursor, item: _Observed, source: str) -> bool:
+    """The item's id is stored under another path or by another source (a full pass decides)."""
     if item.header is None:
         return False
-    row = cur.execute('SELECT "path" FROM "sessions" WHERE "id" = ?', (item.header["id"],)).fetchone()
-    return row is not None and row[0] != item.path
+    row = cur.execute('SELECT "path", "source" FROM "sessions" WHERE "id" = ?', (item.header["id"],)).fetchone()
+    return row is not None and (row[0] != item.path or row[1] != source)
 
 
 def _beside_opposite(path: str, compression: Compression) -> bool:
@@ -753,5 +836,6 @@ def _beside_opposite(path: str, compression: Compression) -> bool:
     return os.path.lexists(os.path.join(os.path.dirname(path), compression.opposite.transcript_name))
 
 
-def _has_problem(cur: sqlite3.Cursor, path: str) -> bool:
-    return cur.execute('SELECT 1 FROM "layout_problems" WHERE "path" = ? OR "kind" = \'duplicate-id\' LIMIT 1', (path,)).fetchone() is not None
+def _has_problem(cur: sqlite3.Cursor, path: str, source: str) -> bool:
+    sql = 'SELECT 1 FROM "layout_problems" WHERE "source" = ? AND ("path" = ? OR "kind" = \'duplicate-id\') LIMIT 1'
+    return cur.execute(sql, (source, path)).fetchone() is not None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from alembic import context
 
+import readmodel.store.postgres  # noqa: F401  - PostgreSQL DDL: integer columns as BIGINT
 from readmodel.store.schema import FTS_PREFIXES, KNOWN_TABLES, metadata
 
 

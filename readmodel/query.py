@@ -310,8 +310,9 @@ class SessionQuery:
                 reader = stack.enter_context(self.store.read())
             yield reader
 
-    def _records(self, signal: AbortSignal | None) -> list[SessionRecord]:
-        """§1.5: the cross-corpus listing, newest first (one observation)."""
+    def _records(self, signal: AbortSignal | None, sources: dict[tuple[str, ...], set[str]] | None = None) -> list[SessionRecord]:
+        """§1.5: the cross-corpus listing, newest first (one observation); fills ``sources``
+        (source names -> the ids of their stored sessions) in the listing's own snapshot."""
         throw_if_aborted(signal)
         keyed: list[tuple[Header, Any, bytes]] | None = None
         headers: list[Header] = []
@@ -324,6 +325,8 @@ class SessionQuery:
                         keyed = txn.list_keyed_headers()
                     else:
                         headers = txn.list_headers()
+                    for names in sources or ():
+                        sources[names] = txn.session_ids_of_sources(names)  # type: ignore[index]
                 throw_if_aborted(signal)
                 live_sessions = list(self.live.list()) if self.live is not None else []
                 if live_sessions and keyed is None:
@@ -454,8 +457,9 @@ class SessionQuery:
         before anything else; an empty list returns the whole corpus.
         """
         clauses = materialize_session_filters(filters)
-        records = self._records(signal)
-        predicate = session_predicate(clauses)
+        sources: dict[tuple[str, ...], set[str]] = {tuple(c["values"]): set() for c in clauses if c["kind"] == "source"}
+        records = self._records(signal, sources)
+        predicate = session_predicate(clauses, lambda names: sources.get(tuple(names), ()))
         return [record for record in records if predicate(record)]
 
     def trace_session(self, session_id: str, signal: AbortSignal | None = None) -> SessionLineageTrace:

@@ -46,7 +46,12 @@ def query_params(method: str, items: Iterable[tuple[str, str]]) -> dict[str, Any
 
 _STR: Final = {"type": "string"}
 _SEQ: Final = {"type": "integer", "minimum": 0}
-_FILTERS: Final = {"type": "array", "items": {"type": "object", "required": ["kind"], "properties": {"kind": _STR}}}
+_FILTER_KIND: Final = {
+    "type": "string",
+    "description": "session filters: id, cwd, created-at, parent, availability, and the sessionq extension source "
+    "(values: source names, the sessions those indexers stored); event filters: seq, time, type, surface, text",
+}
+_FILTERS: Final = {"type": "array", "items": {"type": "object", "required": ["kind"], "properties": {"kind": _FILTER_KIND}}}
 _WINDOW: Final = {"type": "integer", "minimum": 0, "maximum": 50}
 _LIMIT: Final = {"type": ["integer", "null"], "minimum": 1}
 _CURSOR: Final = {"type": ["string", "null"]}

@@ -55,11 +55,21 @@ def sqlite_path(db: str) -> str | None:
     return db
 
 
+def refuse_postgres(db: str, what: str) -> None:
+    """:class:`IndexDatabaseError` for a PostgreSQL URL where only SQLite works so far."""
+    from readmodel.store.urls import is_postgres, not_supported_message
+
+    if is_postgres(db):
+        raise IndexDatabaseError(not_supported_message(db, what))
+
+
 def check_path(db: str) -> None:
     """Refuse a ``db`` path that cannot hold a database: a directory, a device, a FIFO.
 
-    A missing path passes (readers and writers each decide what that means).
+    A missing path passes (readers and writers each decide what that means);
+    a PostgreSQL URL is refused (readers and the indexer are SQLite only so far).
     """
+    refuse_postgres(db, "this part of sessionq (indexing, reads, search, status, servers)")
     path = sqlite_path(db)
     if path is None:
         return
@@ -266,8 +276,13 @@ def initialise(conn: Connection, root: str | None, compression: str | None) -> N
     )
 
 
-def open_writer(db: str, *, root: str | None = None, compression: str | None = None, allow_upgrade: bool = False) -> Engine:
+def open_writer(
+    db: str, *, root: str | None = None, compression: str | None = None, allow_upgrade: bool = False, source: str | None = None
+) -> Engine:
     """Open (creating if needed) the index for writing; refuses foreign and outdated files.
+
+    ``source`` is the source an upgrade from before sources labels existing
+    sessions with (default: this host's name, :mod:`readmodel.store.sources`).
 
     Raises :class:`IndexDatabaseError` when the path cannot be written (a
     directory, a read-only file system), the file belongs to something else,
@@ -288,7 +303,7 @@ def open_writer(db: str, *, root: str | None = None, compression: str | None = N
                     raise IndexDatabaseError(
                         f"{db} is at schema revision {current}, this sessionq needs {head}; run `sessionq db upgrade`"
                     )
-                upgrade(conn)
+                upgrade(conn, source=source)
             refuse_damaged(conn, db)
     except Exception:
         engine.dispose()

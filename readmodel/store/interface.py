@@ -136,6 +136,9 @@ class IndexReader(Protocol):
         """``(cwd, session count, newest numeric last activity)`` per workspace, without ``excluded`` ids."""
         ...
 
+    def session_ids_of_sources(self, sources: Sequence[str]) -> set[str]:
+        """The ids of the stored sessions indexed by any of ``sources`` (a sessionq extension)."""
+
     def ids_with_prefix(self, prefix: str, limit: int) -> list[str]:
         """Up to ``limit`` listed session ids starting with ``prefix``, in code-point order."""
 

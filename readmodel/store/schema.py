@@ -43,7 +43,12 @@ The index is a projection of the logs, rebuilt from them at will.  Its tables:
     written with the documents' FTS5 rows; ``index_meta.grams`` says which
     gram scheme built it.
 ``layout_problems``
-    Artifacts the layout rules excluded, reported by ``status``.
+    Artifacts the layout rules excluded, reported by ``status``, each with the
+    source whose daemon found it.
+``sources``
+    One row per indexer source (:mod:`readmodel.store.sources`): its root,
+    compression, last reconcile and generation counter.  ``sessions.source``
+    says which source indexed a session.
 
 FTS5 has no SQLAlchemy construct; its DDL is explicit in the migration and in
 :data:`FTS_DDL`.
@@ -75,7 +80,7 @@ from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, SURFACE_NAMES,
 APPLICATION_ID: Final = 0x53515849  # "SQXI"
 """``PRAGMA application_id`` of a sessionq index; any other non-zero id is foreign."""
 
-SCHEMA_REVISION: Final = "0011"
+SCHEMA_REVISION: Final = "0012"
 """The Alembic head revision this code reads and writes."""
 
 
@@ -95,6 +100,7 @@ index_meta = Table(
     Column("cursor_secret", LargeBinary, nullable=False),  # migration 0006
     Column("redaction", Text),  # migration 0007: the documents' redaction fingerprint (NULL: never stored)
     Column("grams", Text),  # migration 0009: the gram scheme document_grams was built with (NULL: not built)
+    Column("next_sid", Integer),  # migration 0012: the next session sid not yet handed to a writer (NULL: max(sid) + 1)
 )
 
 sessions = Table(
@@ -124,9 +130,12 @@ sessions = Table(
     Column("indexed_at", Float, nullable=False),
     # The time of the last event, written with the events (readmodel/store/activity.py).
     Column("last_activity", Integer),
+    Column("source", Text),  # migration 0012: the indexer (host) that indexed it (readmodel.store.sources)
 )
 Index("sessions_listing", sessions.c.created_at.desc(), sessions.c.id_key, sessions.c.header_json)
 Index("sessions_parent", sessions.c.parent_session)
+# A daemon reads and deletes only its own source's rows (see migration 0012).
+Index("sessions_source", sessions.c.source, sessions.c.path)
 # Search's session filters read only these columns (see migration 0005).
 Index("sessions_filters", sessions.c.cwd, sessions.c.status, sessions.c.created_at, sessions.c.parent_session, sessions.c.id)
 # listWorkspaces groups sessions by workspace with their newest last activity from this index alone (see migration 0010).
@@ -149,7 +158,7 @@ events = Table(
     PrimaryKeyConstraint("sid", "seq"),
     sqlite_with_rowid=False,
 )
-Index("events_surface", events.c.sid, events.c.surface_key, sqlite_where=events.c.surface == 1)
+Index("events_surface", events.c.sid, events.c.surface_key, sqlite_where=events.c.surface == 1, postgresql_where=events.c.surface == 1)
 
 event_blocks = Table(
     "event_blocks",
@@ -215,10 +224,24 @@ Index("documents_text_key", documents.c.length, func.substr(documents.c.text, 1,
 layout_problems = Table(
     "layout_problems",
     metadata,
-    Column("path", Text, primary_key=True),
+    Column("path", Text, nullable=False),
     Column("kind", Text, nullable=False),
     Column("message", Text, nullable=False),
     Column("observed_at", Float, nullable=False),
+    Column("source", Text, nullable=False),  # migration 0012: the source whose daemon found it
+    PrimaryKeyConstraint("source", "path"),  # migration 0012: two hosts may see problems at one path
+)
+
+sources = Table(
+    "sources",
+    metadata,
+    Column("source", Text, primary_key=True),
+    Column("root", Text),
+    Column("compression", Text),
+    Column("first_seen_at", Float, nullable=False),
+    Column("last_reconcile_at", Float),
+    Column("last_reconcile_seconds", Float),
+    Column("generation", Integer, nullable=False, server_default="0"),
 )
 
 FTS_DDL: Final = (
@@ -239,6 +262,7 @@ KNOWN_TABLES: Final = frozenset(
         "event_links",
         "documents",
         "layout_problems",
+        "sources",
         "documents_fts",
         "documents_fts_data",
         "documents_fts_idx",

@@ -106,7 +106,7 @@ def repair_hint(db: str) -> str:
     )
 
 
-def _include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
+def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
     # Same filter as migrations/env.py: FTS5 tables are explicit DDL, and
     # reflected tables unknown to sessionq are not ours to compare.
     if type_ == "table" and name and name.startswith(FTS_PREFIXES):
@@ -114,10 +114,10 @@ def _include_object(obj: Any, name: str | None, type_: str, reflected: bool, com
     return not (type_ == "table" and reflected and name not in KNOWN_TABLES)
 
 
-def _describe(diff: Any) -> str:
+def describe_diff(diff: Any) -> str:
     """One line for an autogenerate diff entry (tuples, or lists of ``modify_*`` tuples)."""
     if isinstance(diff, list):
-        return "; ".join(_describe(item) for item in diff)
+        return "; ".join(describe_diff(item) for item in diff)
     if not isinstance(diff, tuple) or not diff:
         return str(diff)
     op = diff[0]
@@ -149,13 +149,13 @@ def schema_drift(conn: Connection) -> list[str]:
     current, head = current_revision(conn), head_revision()
     if current != head:
         problems.append(f"schema revision is {current or '(none)'}, the code expects {head}")
-    context = MigrationContext.configure(conn, opts={"include_object": _include_object, "compare_type": False})
+    context = MigrationContext.configure(conn, opts={"include_object": include_object, "compare_type": False})
     with warnings.catch_warnings():
         # Alembic cannot reflect SQLite expression indexes (documents_text_key);
         # schema_problems below checks that it exists.
         warnings.filterwarnings("ignore", message="autogenerate skipping metadata-specified expression-based index")
         warnings.filterwarnings("ignore", message="Skipped unsupported reflection of expression-based index")
-        problems += [_describe(diff) for diff in compare_metadata(context, metadata)]
+        problems += [describe_diff(diff) for diff in compare_metadata(context, metadata)]
     # The FTS5 tables (and alembic_version) are outside the models' comparison.
     problems += [problem.text for problem in schema_problems(conn) if problem.table not in metadata.tables]
     if "index_meta" in _tables(conn) and conn.exec_driver_sql('SELECT count(*) FROM "index_meta"').scalar() != 1:

@@ -38,6 +38,7 @@ from readmodel.projection.lineage import clone_json
 from readmodel.store.schema import MAX_LINK_SPAN
 from readmodel.core.vocabulary import Event, Header
 from readmodel.store.interface import EventRow, StoredSession, SummaryRow, SummaryWhere
+from readmodel.store.sources import session_ids_of_sources
 
 _T = TypeVar("_T")
 
@@ -177,6 +178,10 @@ class SqliteIndexReader:
             return self._cur.execute(f'{_WORKSPACES} GROUP BY "cwd"').fetchall()
         placeholders = ",".join("?" * len(excluded))
         return self._cur.execute(f'{_WORKSPACES} WHERE "id" NOT IN ({placeholders}) GROUP BY "cwd"', list(excluded)).fetchall()
+
+    def session_ids_of_sources(self, sources: Sequence[str]) -> set[str]:
+        """The ids of the stored sessions indexed by any of ``sources``."""
+        return session_ids_of_sources(self._cur, sources)
 
     def ids_with_prefix(self, prefix: str, limit: int) -> list[str]:
         """Up to ``limit`` listed ids starting with ``prefix`` (a range scan of the id index)."""
