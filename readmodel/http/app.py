@@ -3,7 +3,7 @@
 ``create_app`` builds a Starlette app over one index database:
 
 * ``GET``/``HEAD /api/session.export`` — the streaming ZIP of export-spec §9;
-* ``GET``/``HEAD /api/session.html?sessionId=…[&includeLogOnly=true]`` — the
+* ``GET``/``HEAD /api/session.html?sessionId=…[&includeLogOnly=true][&redact=all]`` — the
   session's transcript as one self-contained HTML file
   (:mod:`readmodel.export.transcript`, a sessionq extension);
 * ``POST /api/rpc/<method>`` — every method of :data:`readmodel.rpc.METHODS`
@@ -277,11 +277,13 @@ def create_app(
         params = dict(request.query_params)  # last value wins for repeated names
         session_id = params.get("sessionId")
         log_only = params.get("includeLogOnly")
+        redact = params.get("redact")
         head = request.method == "HEAD"
-        if not session_id or log_only not in (None, "true", "false"):
-            message = "sessionId is required; includeLogOnly must be true or false"
+        if not session_id or log_only not in (None, "true", "false") or redact not in (None, "index", "all", "off"):
+            message = "sessionId is required; includeLogOnly must be true or false; redact index, all or off"
             return _json_error(400, "INVALID_PARAMS", message) if not head else _head_error(400)
-        options = TranscriptOptions(include_log_only=log_only == "true")
+        # redact=all: detected secrets replaced in the file (the events are read raw, as logged)
+        options = TranscriptOptions(include_log_only=log_only == "true", redact=redact == "all")
 
         def prepare() -> Any:
             engine = get_engine()

@@ -164,10 +164,17 @@ def _extension_paths() -> dict[str, Any]:
             "parameters": [
                 {"name": "sessionId", "in": "query", "required": True, "schema": {"type": "string", "minLength": 1}},
                 {"name": "includeLogOnly", "in": "query", "required": False, "schema": {"type": "string", "enum": ["true", "false"]}},
+                {
+                    "name": "redact",
+                    "in": "query",
+                    "required": False,
+                    "description": "all: detected secrets replaced by markers in the file",
+                    "schema": {"type": "string", "enum": ["index", "all", "off"]},
+                },
             ],
             "responses": {
                 "200": {"description": "the HTML document", "content": {"text/html": {"schema": {"type": "string"}}}},
-                "400": {"description": "missing sessionId or invalid includeLogOnly", **json_error},
+                "400": {"description": "missing sessionId, or invalid includeLogOnly or redact", **json_error},
                 "404": {"description": "session not found", **json_error},
                 "500": {"description": "the session could not be read", **json_error},
             },
