@@ -201,7 +201,7 @@ def create_app(
     ``allowed_hosts`` are host names accepted in the Host header (default:
     the loopback names); with ``port`` set the header must carry that port
     (or none).  With ``token`` every ``/api/`` request needs
-    ``Authorization: Bearer <token>``; the export download alone also accepts
+    ``Authorization: Bearer <token>``; the two export downloads alone also accept
     ``?access_token=`` (a link cannot carry a header).  ``limits`` bounds
     request bodies (size and read time); ``feed_limits`` the event stream
     (poll interval, heartbeat, subscribers).
