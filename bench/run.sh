@@ -58,6 +58,7 @@ run bench.common                                   # the machine
 run bench.build --dir "$DIR" --sizes $ROOTS --single-sizes $SINGLES
 run bench.decode "$DIR/corpus-$SEARCH_ROOT/root" --mode both --repeat 3   # best of 3: a noisy VM
 run bench.search "$DIR/corpus-$SEARCH_ROOT/index.db" --events-db "$DIR/single-$LONG/index.db" --repeat "$SEARCH_REPEAT"
+run bench.search_modes "$DIR/corpus-$SEARCH_ROOT/index.db" --repeat "$SEARCH_REPEAT"   # phrase/words/substring x scopes
 run bench.browse "$DIR/corpus-$SEARCH_ROOT/index.db"      # sessionq browse: per-keystroke latency in the app
 run bench.listing --dir "$DIR/corpus-$LISTING_MB" --mb "$LISTING_MB" --min-sessions "$LISTING_MIN" --repeat "$LISTING_REPEAT"
 for mb in $WINDOW_MB; do

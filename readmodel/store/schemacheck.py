@@ -154,6 +154,7 @@ def schema_drift(conn: Connection) -> list[str]:
         # Alembic cannot reflect SQLite expression indexes (documents_text_key);
         # schema_problems below checks that it exists.
         warnings.filterwarnings("ignore", message="autogenerate skipping metadata-specified expression-based index")
+        warnings.filterwarnings("ignore", message="Skipped unsupported reflection of expression-based index")
         problems += [_describe(diff) for diff in compare_metadata(context, metadata)]
     # The FTS5 tables (and alembic_version) are outside the models' comparison.
     problems += [problem.text for problem in schema_problems(conn) if problem.table not in metadata.tables]

@@ -70,6 +70,24 @@ TOOLS_DEFAULT_MATCH: Final = "words"
 that the exact phrase misses (``sandbox denied`` matched 25 sessions in words mode and 1 as a phrase,
 ``permission denied`` 30 and 0, ``why did the sandbox fail`` 1 and 0) while keeping every phrase hit
 reachable with ``match: "phrase"``."""
+QUESTION_WORDS: Final = frozenset(
+    "a an and are as at be been but by can could did do does for from had has have how i if in is it its me my "
+    "of on or our so that the their there this to was we were what when where which who why will with would you".split()
+)
+"""English function words a question is made of.  When the tools' default words search of a question
+finds nothing, it is retried without them, and the answer says so (:func:`relaxed_query`)."""
+
+
+def relaxed_query(query: str) -> str | None:
+    """``query`` without its :data:`QUESTION_WORDS`, or ``None`` when that changes nothing, leaves
+    nothing, or the query has quoted phrases (whose words must stay together)."""
+    if '"' in query:
+        return None
+    words = query.split(" ")
+    kept = [word for word in words if word.strip("?!.,;:'()").lower() not in QUESTION_WORDS]
+    return " ".join(kept) if kept and len(kept) < len(words) else None
+
+
 _MATCH: Final = {
     "type": "string",
     "enum": list(MATCH_MODES),
@@ -184,6 +202,8 @@ def _check_value(name: str, schema: Mapping[str, Any], value: Any) -> Any:
                 allowed = ", ".join(items["enum"])
                 raise invalid_args(f"{name} may only hold these values: {allowed}")
         return list(value)
+    if "enum" in schema and value not in schema["enum"]:
+        raise invalid_args(f"{name} must be one of: {', '.join(schema['enum'])}")
     return value
 
 

@@ -53,7 +53,7 @@ def test_every_benchmark_reported(suite: dict[str, Any]) -> None:
     assert set(suite["results"]) == {
         "machine", "cold-build", "decode-floor", "decode", "search-latency", "listing",
         "window-read", "export", "append-latency", "concurrent-readers",
-        "browse-keystroke", "browse-engine", "browse-startup",
+        "browse-keystroke", "browse-engine", "browse-startup", "search-modes-latency",
     }
     machine = suite["results"]["machine"][0]
     assert machine["cpus"] >= 1 and machine["python"] and machine["sqlite"]
@@ -143,3 +143,13 @@ def test_plots_written(suite: dict[str, Any]) -> None:
     for name in names:
         data = (suite["plots"] / name).read_bytes()
         assert data.startswith(PNG_MAGIC) and len(data) > 10_000
+
+
+@pytest.mark.slow
+def test_search_modes_reported_per_mode_and_scope(suite: dict[str, Any]) -> None:
+    result = suite["results"]["search-modes-latency"][0]
+    for mode in ("phrase", "words", "substring"):
+        for scope in ("sessions", "sessions_workspace", "events"):
+            assert 0 < result[f"{mode}_{scope}_p50_ms"] <= result[f"{mode}_{scope}_p95_ms"]
+            assert set(result[f"{mode}_{scope}_by_kind"]) == {"cjk-short", "identifier", "punctuation", "prefix-2", "common", "examples"}
+    assert len(result["load_before"]) == 3 and result["refused"]["phrase"] == []

@@ -361,3 +361,23 @@ def test_the_accelerator_changes_no_answer_in_the_new_modes(corpora: dict[str, s
 
     for query in ("sandbox", "sandbox denied", "read-only mode", "escal", "file policy"):
         assert list(answer(fast, query)) == list(answer(plain, query))
+
+
+_ASCII = st.text(alphabet=st.sampled_from("aAbBkKsStT \t\n\x0b\x0c\r-+>:.\u212a\u017f"), max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(query=_ASCII.filter(lambda q: q.strip(" \t\n\x0b\x0c\r") != ""), text=_ASCII)
+def test_the_ascii_shortcut_finds_exactly_what_the_filter_pattern_finds(query: str, text: str) -> None:
+    from readmodel.search.requests import normalize_query
+
+    try:
+        normalised = normalize_query(query)
+    except SessionQueryError:
+        return
+    compiled = substring_module.Substring(normalised)
+    exact = compile_text_filter(query)
+    assert compiled.count(text) == len(exact.findall(text))
+    found = exact.search(text)
+    expected = text if found is None else text[: found.start()] + "\ufdd0" + found.group(0) + "\ufdd1" + text[found.end() :]
+    assert compiled.mark_first(text) == expected
