@@ -1,4 +1,4 @@
-"""The write-side commands: ``sessionq index``, ``status``, ``db upgrade|current|check``, ``demo-root``.
+"""The write-side commands: ``sessionq index``, ``status``, ``db upgrade|current|check``, ``prune``, ``demo-root``.
 
 They are plain click commands registered on the group in :mod:`indexer.cli`.
 The shared CLI plumbing (exit statuses, ``--db``, JSON output) comes from
@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -19,7 +20,7 @@ import click
 
 from readmodel.cli.support import db_option as _db_option
 from readmodel.cli.support import root_option as _root_option
-from readmodel.cli.support import emit_json
+from readmodel.cli.support import emit_json, examples
 from readmodel.cli.support import handles_errors as _handles_errors
 from readmodel.cli.support import redact_option as _redact_option
 
@@ -36,6 +37,37 @@ def _refuse_foreign(db: str) -> None:
         raise click.ClickException(str(exc)) from None
 
 
+def _checked_source(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    from readmodel.store.sources import check_source
+
+    if value is None:
+        return None
+    try:
+        return check_source(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _default_source() -> str:
+    from readmodel.store.sources import default_source
+
+    return default_source()
+
+
+def _source_option(func: F) -> F:
+    """``--source NAME`` ($SESSIONQ_SOURCE, default: the host name): the indexer source a command acts for."""
+    return click.option(
+        "--source",
+        "source",
+        envvar="SESSIONQ_SOURCE",
+        default=_default_source,
+        show_default="$SESSIONQ_SOURCE, else this host's name",
+        callback=_checked_source,
+        metavar="NAME",
+        help="The source (host) this daemon indexes for: it writes and deletes only that source's sessions (a sessionq extension).",
+    )(func)
+
+
 def _root_has_transcripts(root: str) -> bool:
     pattern = os.path.join(glob.escape(root), "*", "*", "session.jsonl*")
     return next(glob.iglob(pattern), None) is not None
@@ -44,14 +76,21 @@ def _root_has_transcripts(root: str) -> bool:
 # -- index -------------------------------------------------------------------------------
 
 
-@click.command("index")
+@click.command(
+    "index",
+    epilog=examples(
+        "sessionq index                      the default root into the default index, then watch",
+        "sessionq index --once --root ~/.dsh/sessions --db ./var/index.db",
+        "sessionq index --poll 2             poll instead of inotify (network file systems)",
+    ),
+)
 @_root_option
 @_db_option
 @click.option("--once", is_flag=True, help="One full pass (tails indexed as the inspect view), a summary, exit 0.")
 @click.option("--poll", type=click.FloatRange(min=0.05), default=None, metavar="S", help="Poll the root every S seconds instead of inotify (network file systems).")
 @click.option("--rescan", type=click.FloatRange(min=0), default=300.0, show_default=True, metavar="S", help="Full rescan every S seconds as a safety net (0: never).")
 @click.option("--settle", type=click.FloatRange(min=0), default=None, metavar="S", help="Index a torn or open tail once the file has been still for S seconds.  [default: 1.0; 0 with --once]")
-@click.option("--debounce", type=click.FloatRange(min=0), default=0.025, show_default=True, metavar="S", help="Quiet period that merges a burst of writes to one log into one reconcile.")
+@click.option("--debounce", type=click.FloatRange(min=0), default=0.01, show_default=True, metavar="S", help="Writes to one log closer than this are one burst: its first is reconciled at once, the rest together once it is quiet.")
 @click.option("--upgrade", is_flag=True, help="Migrate an index with an older schema instead of refusing it.")
 @click.option("--compression", type=click.Choice(["auto", "zstd", "none"]), default="auto", show_default=True, help="Transcript encoding of the root (auto: detect from the files).")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True)
@@ -59,6 +98,7 @@ def _root_has_transcripts(root: str) -> bool:
 @click.option("--progress/--no-progress", default=None, help="Progress bar for the initial pass.  [default: when stderr is a terminal]")
 @click.option("--workers", type=click.IntRange(min=0), default=None, metavar="N", help="Processes that prepare new sessions in large passes; the one writer commits them.  [default: one per core, at most 4; 0: the writer alone]")
 @_redact_option
+@_source_option
 @_handles_errors
 def index_command(
     root: str,
@@ -75,12 +115,15 @@ def index_command(
     progress: bool | None,
     workers: int | None,
     redact: str,
+    source: str,
 ) -> None:
     """Reconcile the root into the index, then keep watching (the indexer daemon).
 
-    Only one indexer may write an index: a second one exits at once with
-    status 1.  SIGINT/SIGTERM finish (or roll back) the current transaction
-    and exit 0.
+    The daemon labels the sessions it indexes with its --source and writes
+    and deletes only those; daemons of different sources may share one index.
+    Only one indexer per source may write an index: a second one exits at
+    once with status 1.  SIGINT/SIGTERM finish (or roll back) the current
+    transaction and exit 0.
     """
     import sys
 
@@ -97,7 +140,7 @@ def index_command(
     if once and not os.path.isdir(root):
         # Reconciling a missing root would empty the index; the daemon waits for it instead.
         raise click.ClickException(f"the root {root} does not exist")
-    lock = IndexLock(db)
+    lock = IndexLock(db, source)
     try:
         lock.acquire()
     except DaemonError as exc:
@@ -111,13 +154,13 @@ def index_command(
         else:
             mode = _stored_compression(db) or Compression.ZSTD
         try:
-            engine = open_writer(db, root=root, compression=mode.value, allow_upgrade=upgrade)
+            engine = open_writer(db, root=root, compression=mode.value, allow_upgrade=upgrade, source=source)
         except IndexDatabaseError as exc:
             raise click.ClickException(str(exc)) from None
         except Exception as exc:
             _refuse_full_disk(db, exc)
             raise
-        _note_root_change(engine, root)
+        _note_root_change(engine, root, source)
         reconciler = Reconciler(
             engine,
             root,
@@ -125,6 +168,7 @@ def index_command(
             settle_seconds=settle if settle is not None else (0.0 if once else DEFAULT_SETTLE_SECONDS),
             workers=workers,
             redact=redact.lower(),  # type: ignore[arg-type]  # a click.Choice of the policies
+            source=source,
         )
         options = DaemonOptions(
             poll=poll,
@@ -193,15 +237,16 @@ def _stored_compression(db: str) -> Any:
         engine.dispose()
 
 
-def _note_root_change(engine: Any, root: str) -> None:
+def _note_root_change(engine: Any, root: str, source: str) -> None:
+    """Warn when this source indexed another root before (its sessions are replaced; other sources' stay)."""
     import logging
 
     with engine.connect() as conn:
-        stored = conn.exec_driver_sql('SELECT "root" FROM "index_meta"').scalar()
+        stored = conn.exec_driver_sql('SELECT "root" FROM "sources" WHERE "source" = ?', (source,)).scalar()
     if stored and os.path.abspath(stored) != root:
         logging.getLogger("sessionq.daemon").warning(
-            "this index was built from another root; its sessions will be replaced",
-            extra={"fields": {"stored_root": stored, "root": root}},
+            "this source indexed another root into this index; its sessions will be replaced",
+            extra={"fields": {"source": source, "stored_root": stored, "root": root}},
         )
 
 
@@ -225,7 +270,7 @@ def _summary(root: str, db: str, report: Any) -> str:
 # -- status ------------------------------------------------------------------------------
 
 
-@click.command("status")
+@click.command("status", epilog=examples("sessionq status", "sessionq status --db ./var/index.db --json"))
 @_db_option
 @click.option("--json", "as_json", is_flag=True, help="Print the status object as JSON.")
 @_handles_errors
@@ -243,7 +288,7 @@ def status_command(db: str, as_json: bool) -> None:
 # -- db ----------------------------------------------------------------------------------
 
 
-@click.group("db")
+@click.group("db", epilog=examples("sessionq db current", "sessionq db upgrade --db ./var/index.db", "sessionq db check"))
 def db_group() -> None:
     """Alembic migrations of the index schema."""
 
@@ -262,15 +307,19 @@ def _open_existing(db: str) -> Any:
 @_db_option
 @_handles_errors
 def db_current(db: str) -> None:
-    """Print the index's schema revision (and whether it is the head)."""
+    """Print the index's schema revision (and whether it is the head).  PostgreSQL URLs too."""
     from readmodel.store.revisions import current_revision, head_revision
 
-    engine = _open_existing(db)
-    try:
-        with engine.connect() as conn:
+    if _is_postgres(db):
+        with _postgres_index(db) as conn:
             current = current_revision(conn)
-    finally:
-        engine.dispose()
+    else:
+        engine = _open_existing(db)
+        try:
+            with engine.connect() as conn:
+                current = current_revision(conn)
+        finally:
+            engine.dispose()
     head = head_revision()
     click.echo(f"{current or '(none)'}" + (" (head)" if current == head else f" (head is {head}; run `sessionq db upgrade`)"))
 
@@ -279,29 +328,79 @@ def db_current(db: str) -> None:
 @_db_option
 @_handles_errors
 def db_check(db: str) -> None:
-    """Compare the index's schema with the models; exit 1 on any drift."""
+    """Compare the index's schema with the models; exit 1 on any drift.  PostgreSQL URLs too."""
     from readmodel.store.schemacheck import schema_drift
 
-    engine = _open_existing(db)
-    try:
-        with engine.connect() as conn:
-            drift = schema_drift(conn)
-    finally:
-        engine.dispose()
+    if _is_postgres(db):
+        from readmodel.store.postgres import mask_url
+        from readmodel.store.postgres import schema_drift as postgres_drift
+
+        with _postgres_index(db) as conn:
+            drift = postgres_drift(conn)
+        shown = mask_url(db)
+    else:
+        engine = _open_existing(db)
+        try:
+            with engine.connect() as conn:
+                drift = schema_drift(conn)
+        finally:
+            engine.dispose()
+        shown = db
     if drift:
         for line in drift:
             click.echo(f"drift: {line}", err=True)
-        raise click.ClickException(f"{db}: the schema does not match the models ({len(drift)} differences)")
-    click.echo(f"{db}: schema matches the models")
+        raise click.ClickException(f"{shown}: the schema does not match the models ({len(drift)} differences)")
+    click.echo(f"{shown}: schema matches the models")
+
+
+def _is_postgres(db: str) -> bool:
+    from readmodel.store.postgres import is_postgres
+
+    return is_postgres(db)
+
+
+@contextmanager
+def _postgres_index(db: str) -> Iterator[Any]:
+    """A connection to an existing sessionq index on PostgreSQL; refusals are one line, exit 1."""
+    from readmodel.store.postgres import PostgresError, open_existing
+
+    try:
+        engine, conn = open_existing(db)
+    except PostgresError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        yield conn
+    finally:
+        conn.close()
+        engine.dispose()
+
+
+def _postgres_upgrade(db: str, source: str) -> None:
+    from readmodel.store.postgres import PostgresError, mask_url, upgrade
+
+    try:
+        before, head = upgrade(db, source=source)
+    except PostgresError as exc:
+        raise click.ClickException(str(exc)) from None
+    shown = mask_url(db)
+    if before == head:
+        click.echo(f"{shown}: already at {head} (head)")
+    elif before is None:
+        click.echo(f"{shown}: created at {head} (head)")
+    else:
+        click.echo(f"{shown}: upgraded {before} -> {head} (head)")
 
 
 @db_group.command("upgrade")
 @_db_option
+@_source_option
 @_handles_errors
-def db_upgrade(db: str) -> None:
+def db_upgrade(db: str, source: str) -> None:
     """Migrate the index to the head revision (creating it when absent).
 
     Takes the indexer's lock, so it refuses to run while a daemon writes.
+    An index from before sources (schema 0012) labels its sessions with
+    --source.
     """
     from readmodel.store.database import (
         IndexDatabaseError,
@@ -314,6 +413,9 @@ def db_upgrade(db: str) -> None:
 
     from .daemon import DaemonError, IndexLock
 
+    if _is_postgres(db):
+        _postgres_upgrade(db, source)
+        return
     _refuse_foreign(db)
     lock = IndexLock(db)
     try:
@@ -333,7 +435,7 @@ def db_upgrade(db: str) -> None:
             finally:
                 probe.dispose()
         try:
-            engine = open_writer(db, allow_upgrade=True)
+            engine = open_writer(db, allow_upgrade=True, source=source)
         except IndexDatabaseError as exc:
             raise click.ClickException(str(exc)) from None
         engine.dispose()
@@ -348,10 +450,73 @@ def db_upgrade(db: str) -> None:
         lock.release()
 
 
+# -- prune -------------------------------------------------------------------------------
+
+
+@click.command("prune")
+@_db_option
+@click.option("--source", "source", required=True, callback=_checked_source, metavar="NAME", help="The source whose sessions to remove.")
+@click.option("--yes", is_flag=True, help="Remove without asking (needed when standard input is not a terminal).")
+@_handles_errors
+def prune_command(db: str, source: str, yes: bool) -> None:
+    """Remove every session a source indexed (a sessionq extension).
+
+    A host that stops keeps its sessions in the index; this removes them on
+    purpose, in one transaction.  It takes the source's lock, so it refuses
+    while that source's daemon runs.  Asks for confirmation on a terminal;
+    elsewhere --yes is required.
+
+    Exit status: 0 removed (or nothing to remove), 1 refused (no --yes without
+    a terminal, declined, the source's daemon running, an unusable index),
+    2 a usage error (no or an invalid --source).
+
+    \b
+    Examples:
+      sessionq prune --source old-laptop            # asks first
+      sessionq prune --source ci-runner-7 --yes
+    """
+    import sys
+
+    from readmodel.store.database import IndexDatabaseError, open_writer
+
+    from .daemon import DaemonError, IndexLock
+    from .pruning import prune_source, source_counts
+
+    _refuse_foreign(db)
+    lock = IndexLock(db, source)
+    try:
+        lock.acquire()
+    except DaemonError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        try:
+            engine = open_writer(db)
+        except IndexDatabaseError as exc:
+            raise click.ClickException(str(exc)) from None
+        try:
+            counts = source_counts(engine, source)
+            if counts.sessions == 0 and not counts.known:
+                click.echo(f"{db}: source {source} has no sessions here; nothing to remove")
+                return
+            if not yes:
+                if not sys.stdin.isatty():
+                    raise click.ClickException(
+                        f"would remove {counts.sessions} sessions of source {source} from {db}; pass --yes to confirm"
+                    )
+                if not click.confirm(f"Remove the {counts.sessions} sessions of source {source} from {db}?", default=False):
+                    raise click.ClickException("nothing removed")
+            removed = prune_source(engine, source)
+        finally:
+            engine.dispose()
+        click.echo(f"{db}: removed {removed} sessions of source {source}")
+    finally:
+        lock.release()
+
+
 # -- demo root ---------------------------------------------------------------------------
 
 
-@click.command("demo-root")
+@click.command("demo-root", epilog=examples("sessionq demo-root ./var/sample-root && sessionq index --once --root ./var/sample-root"))
 @click.argument("directory", type=click.Path(file_okay=False, path_type=str))
 @click.option("--force", is_flag=True, help="Rewrite the demo sessions even if the directory already holds transcripts.")
 @_handles_errors
@@ -366,5 +531,5 @@ def demo_root_command(directory: str, force: bool) -> None:
     click.echo(f"wrote {len(paths)} demo sessions under {directory}")
 
 
-COMMANDS: tuple[click.Command, ...] = (index_command, status_command, db_group, demo_root_command)
+COMMANDS: tuple[click.Command, ...] = (index_command, status_command, db_group, prune_command, demo_root_command)
 """Registered on the ``sessionq`` group by :mod:`indexer.cli`."""

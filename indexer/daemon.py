@@ -8,18 +8,23 @@ Threads and their jobs:
   queue and runs every reconcile — the :class:`~indexer.reconcile.Reconciler`
   is not thread-safe and SQLite has one writer anyway.
 
-Work is debounced per transcript path: a burst of writes to one file within
-the quiet period becomes one targeted reconcile, but no path waits longer than
-``max_delay`` while it keeps changing, so an appended frame is searchable
-within a fraction of a second.  Full passes run at start, on notifications that
+Work is debounced per transcript path on the leading edge: the first
+notification of a burst is due at once (an append is searchable after one
+reconcile, not after a quiet period); later notifications of the same burst
+(each within the quiet period of the one before) become one trailing
+reconcile once the burst has been quiet, but no path waits longer than
+``max_delay`` while it keeps changing.  Full passes run at start, on notifications that
 can change the layout, every ``rescan`` seconds as a safety net against missed
 notifications, and after a failed reconcile (with back-off).  A held tail (a
 torn or open last frame that has not settled) gets a re-check scheduled for
 when it settles, since no further notification may ever arrive for it.
 
-Exclusivity is an ``flock`` on ``<db>.lock``, taken before the database is
-opened (so a schema upgrade never races a running daemon) and held for the
-life of the process; the kernel releases it if the process dies.
+Exclusivity is per source: an exclusive ``flock`` on ``<db>.source-<NAME>.lock``
+plus a shared one on ``<db>.lock`` (:class:`IndexLock`), taken before the
+database is opened (so a schema upgrade, which takes ``<db>.lock``
+exclusively, never races a running daemon) and held for the life of the
+process; the kernel releases them if the process dies.  Daemons of different
+sources write one index one transaction after another (``BEGIN IMMEDIATE``).
 
 Shutdown (SIGINT/SIGTERM): the first signal lets the transaction in progress
 commit, then stops at the next transaction boundary; a second signal
@@ -45,7 +50,7 @@ from typing import Any, Final
 
 from sqlalchemy import Engine, event
 
-from readmodel.store.status import writer_lock_path
+from readmodel.store.status import source_lock_path, source_writer_pids, writer_lock_path
 
 from .layout import Compression
 from .logs import progress_bar
@@ -55,8 +60,9 @@ from .storage import disk_full_message, free_bytes, is_disk_full
 log = logging.getLogger("sessionq.daemon")
 
 DEFAULT_RESCAN_SECONDS: Final = 300.0
-DEFAULT_QUIET_SECONDS: Final = 0.025
-"""Debounce quiet period per path: long enough to merge one write burst."""
+DEFAULT_QUIET_SECONDS: Final = 0.01
+"""Debounce quiet period per path: notifications closer than this are one burst.
+The first of a burst is reconciled at once; the rest once the burst has been quiet this long."""
 DEFAULT_MAX_DELAY_SECONDS: Final = 0.1
 """A path that keeps changing is still reconciled at least this often."""
 _RETRY_MIN_SECONDS: Final = 1.0
@@ -91,49 +97,53 @@ class Stopping(BaseException):
 
 
 class IndexLock:
-    """An exclusive, non-blocking ``flock`` on ``<db>.lock``, held until :meth:`release`.
+    """The indexer's ``flock`` locks beside a file index, held until :meth:`release`.
 
-    The lock file is never deleted: removing it while another process waits
-    on the same inode would let two writers in.  The holder's pid is written
-    into it, for the message the next contender prints.
+    Without a source (``db upgrade``, ``prune``): an exclusive lock on
+    ``<db>.lock`` — no daemon may run meanwhile.  With a source (a daemon):
+    a *shared* lock on ``<db>.lock`` (daemons of different sources run side
+    by side; an upgrade waits for all of them) and an exclusive lock on
+    ``<db>.source-<NAME>.lock`` (one daemon per source).  PostgreSQL maps
+    these onto ``pg_advisory_lock_shared`` / ``pg_advisory_lock`` keys.
+
+    Lock files are never deleted: removing one while another process waits
+    on the same inode would let two writers in.  The holder of an exclusive
+    lock writes its pid into that lock's file, for the message the next
+    contender prints (and for ``status``).  Non-blocking: a held lock raises
+    :class:`DaemonError` at once.
     """
 
-    def __init__(self, db: str) -> None:
+    def __init__(self, db: str, source: str | None = None) -> None:
         self.db = db
+        self.source = source
         self.path = writer_lock_path(db)
-        self._fd: int | None = None
+        self.source_path = source_lock_path(db, source) if source is not None else None
+        self._fds: list[tuple[int, bool]] = []  # (descriptor, exclusive)
 
     def acquire(self) -> None:
-        """Take the lock or raise :class:`DaemonError` at once naming the holder."""
+        """Take the lock(s) or raise :class:`DaemonError` at once naming the holder."""
         if self.path is None:
-            log.warning("no exclusive lock for non-file database %s; run only one indexer against it", self.db)
+            log.warning("no exclusive lock for non-file database %s; run only one indexer per source against it", self.db)
             return
-        os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            holder = _read_pid(fd)
-            os.close(fd)
-            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                who = f" (pid {holder})" if holder else ""
-                raise DaemonError(
-                    f"another sessionq indexer{who} is already writing {self.db} (lock {self.path} is held); "
-                    "stop it first or use another --db"
-                ) from None
-            raise DaemonError(f"cannot lock {self.path}: {exc}") from exc
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        self._fd = fd
+            if self.source_path is None:
+                self._fds.append((_lock(self.path, fcntl.LOCK_EX, self.db, None), True))
+            else:
+                self._fds.append((_lock(self.path, fcntl.LOCK_SH, self.db, None), False))
+                self._fds.append((_lock(self.source_path, fcntl.LOCK_EX, self.db, self.source), True))
+        except BaseException:
+            self.release()
+            raise
 
     def release(self) -> None:
-        if self._fd is not None:
-            try:
-                os.ftruncate(self._fd, 0)
-            except OSError:
-                pass
-            os.close(self._fd)  # closing the descriptor drops the flock
-            self._fd = None
+        for fd, exclusive in reversed(self._fds):
+            if exclusive:  # its pid is ours: clear it
+                try:
+                    os.ftruncate(fd, 0)
+                except OSError:
+                    pass
+            os.close(fd)  # closing the descriptor drops the flock
+        self._fds = []
 
     def __enter__(self) -> "IndexLock":
         self.acquire()
@@ -141,6 +151,34 @@ class IndexLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def _lock(path: str, mode: int, db: str, source: str | None) -> int:
+    """Open ``path`` and ``flock`` it (``mode``) without blocking; the descriptor, or :class:`DaemonError`."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+    except OSError as exc:
+        holder = _read_pid(fd) or _holders(db)
+        os.close(fd)
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            who = f" (pid {holder})" if holder else ""
+            what = f"for source {source} " if source is not None else ""
+            raise DaemonError(
+                f"another sessionq indexer{who} {what}is already writing {db} (lock {path} is held); "
+                "stop it first or use another --db" + (" or --source" if source is not None else "")
+            ) from None
+        raise DaemonError(f"cannot lock {path}: {exc}") from exc
+    if mode == fcntl.LOCK_EX:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
+
+
+def _holders(db: str) -> str:
+    """The pids of the daemons holding source locks on ``db`` (for the message of a refused upgrade)."""
+    return ", ".join(str(pid) for pid in sorted(set(source_writer_pids(db).values())))
 
 
 def _read_pid(fd: int) -> str:
@@ -185,18 +223,44 @@ class WorkQueue:
         self.clock = clock
         self._cond = threading.Condition(threading.RLock())
         self._paths: dict[str, tuple[float, float, bool]] = {}  # path -> (first seen, due, timed re-check only)
+        self._last_touch: dict[str, float] = {}  # path -> its last notification (bursts in progress; pruned)
         self._full_due: float | None = None
         self._full_reason = ""
         self._stopped = False
 
     def touch(self, path: str) -> None:
-        """A notification for ``path``: due after a quiet period, capped by ``max_delay``."""
+        """A notification for ``path``.
+
+        The first of a burst is due at once (leading edge).  One within the
+        quiet period of the path's previous notification continues the burst:
+        due after a quiet period (trailing edge), capped by ``max_delay`` from
+        the first notification waiting; one that finds the path already due
+        leaves it due.
+        """
         with self._cond:
             now = self.clock()
-            first = self._paths[path][0] if path in self._paths else now
-            due = min(now + self.quiet, first + self.max_delay)
-            self._paths[path] = (first, due, False)
+            last = self._last_touch.get(path)
+            self._last_touch[path] = now
+            if len(self._last_touch) > 4096:
+                self._prune(now)
+            pending = self._paths.get(path)
+            if pending is not None and not pending[2]:
+                if pending[1] <= now:
+                    return  # already due: the reconcile that takes it reads this change too
+                first = pending[0]
+            elif last is None or now - last >= self.quiet:
+                self._paths[path] = (now, now, False)  # a new burst (a timed re-check, if any, is absorbed)
+                self._cond.notify()
+                return
+            else:
+                first = now
+            self._paths[path] = (first, min(now + self.quiet, first + self.max_delay), False)
             self._cond.notify()
+
+    def _prune(self, now: float) -> None:
+        """Forget the last notification of paths whose burst is over."""
+        for path in [p for p, at in self._last_touch.items() if now - at >= self.quiet]:
+            del self._last_touch[path]
 
     def schedule(self, path: str, delay: float) -> None:
         """A timed re-check of ``path`` (held tails); an earlier due time wins."""
@@ -522,16 +586,18 @@ class Daemon:
     def _schedule_held(self, paths: list[str] | None) -> int:
         """Schedule a re-check for every held tail among ``paths`` (all when ``None``)."""
         settle = self.reconciler.settle_seconds
+        source = self.reconciler.source  # another source's held tails are its daemon's to settle
         with self.engine.connect() as conn:
             cur = conn.connection.driver_connection.cursor()
             if paths is None:
-                held = [row[0] for row in cur.execute("SELECT \"path\" FROM \"sessions\" WHERE \"tail_state\" = 'held'")]
+                held = [row[0] for row in cur.execute("SELECT \"path\" FROM \"sessions\" WHERE \"tail_state\" = 'held' AND \"source\" = ?", (source,))]
             else:
                 held = []
                 for start in range(0, len(paths), 500):
                     chunk = paths[start : start + 500]
                     marks = ",".join("?" * len(chunk))
-                    held += [row[0] for row in cur.execute(f"SELECT \"path\" FROM \"sessions\" WHERE \"tail_state\" = 'held' AND \"path\" IN ({marks})", chunk)]
+                    sql = f"SELECT \"path\" FROM \"sessions\" WHERE \"tail_state\" = 'held' AND \"source\" = ? AND \"path\" IN ({marks})"
+                    held += [row[0] for row in cur.execute(sql, (source, *chunk))]
         now = time.time()
         for path in held:
             try:

@@ -27,7 +27,11 @@ from sqlalchemy import Engine
 
 from readmodel.core.clipping import clip_path, clip_repr
 from readmodel.projection.secrets import Policy, index_fingerprint, policy_from_env, redacts_index
+from readmodel.store import gramindex
+from readmodel.store.activity import store_last_activity
+from readmodel.store.sources import check_source, default_source
 
+from . import dictionary as block_dictionary
 from .ingest import LogOutcome, ingest_log, session_columns
 from .layout import Compression, LayoutProblem, discover, expected_transcript_path, revision_token, same_file
 from .preparation import (
@@ -92,6 +96,32 @@ class _Observed(msgspec.Struct):
     problem: LayoutProblem | None = None
 
 
+class _Training(threading.Thread):
+    """Trains a block dictionary on samples of ``paths`` in the background (a failure: none)."""
+
+    def __init__(self, paths: list[str], compression: Compression) -> None:
+        super().__init__(name="block-dictionary", daemon=True)
+        self.paths = paths
+        self.compression = compression
+        self._trained: tuple[int, bytes] | None = None
+
+    def run(self) -> None:
+        try:
+            total = 0
+            for path in self.paths:
+                try:
+                    total += os.stat(path).st_size
+                except OSError:
+                    continue
+            self._trained = block_dictionary.train_for(self.paths, total, self.compression)
+        except Exception as exc:  # noqa: BLE001 - only a smaller index is lost: blocks stay plain
+            log.warning("cannot train a block dictionary (%s: %s); raw blocks stay without one", type(exc).__name__, exc)
+
+    def result(self) -> tuple[int, bytes] | None:
+        self.join()
+        return self._trained
+
+
 class Reconciler:
     """Brings an index up to date with a root.  Not thread-safe: one writer."""
 
@@ -108,8 +138,12 @@ class Reconciler:
         workers: int | None = None,
         parallel_min_bytes: int | None = None,
         redact: Policy | None = None,
+        source: str | None = None,
     ) -> None:
         self.engine = engine
+        # The source this reconciler writes for: it reads, writes and deletes only
+        # that source's sessions (readmodel.store.sources).
+        self.source = check_source(source) if source is not None else default_source()
         # The secret-redaction policy (``$SESSIONQ_REDACT`` unless given) and the
         # fingerprint of the documents it derives; an index holding documents of
         # another fingerprint is re-derived by the next full pass.
@@ -134,6 +168,7 @@ class Reconciler:
         self._preparer: Preparer | None = None
         self._pool: ProcessPoolExecutor | None = None  # started on demand, for one pass
         self._next_sid = 1  # sids are assigned here, so a prepared session knows its own
+        self._sid_limit = 1  # ... from the range [_next_sid, _sid_limit) reserved in index_meta.next_sid
 
     # -- passes ----------------------------------------------------------------
 
@@ -147,11 +182,13 @@ class Reconciler:
 
     def _full_pass(self, started: float) -> ReconcileReport:
         report = ReconcileReport()
-        if self.workers > 0 and self._index_is_empty():
+        cold = self._index_is_empty()
+        if self.workers > 0 and cold:
             # A cold build: start the workers while the root is walked (~0.4 s).
             pool = self._worker_pool()
             threading.Thread(target=_warm_up, args=(pool,), name="pool-warm-up", daemon=True).start()
         found = discover(self.root, self.compression)
+        training = self._start_training([ref.path for ref in found.transcripts]) if cold else None
         observed = self._observe_all([ref.path for ref in found.transcripts])
         problems = list(found.problems)
         by_id: dict[str, list[_Observed]] = {}
@@ -161,17 +198,29 @@ class Reconciler:
             elif item.header is not None:
                 by_id.setdefault(item.header["id"], []).append(item)
         usable: list[_Observed] = []
+        owners = self._other_owners()
         for session_id, items in by_id.items():
             if len(items) > 1:
                 paths = ", ".join(item.path for item in items)
                 for item in items:
                     problems.append(LayoutProblem("duplicate-id", item.path, f'session "{session_id}" appears in multiple transcripts: {paths}'))
+            elif session_id in owners:
+                problems.append(_owned_elsewhere(items[0].path, session_id, *owners[session_id]))
             else:
                 usable.append(items[0])
+        if training is not None:
+            self._store_dictionary(training)
         self._run(usable, problems, full=True, report=report)
         report.problems = len(problems)
         report.seconds = time.perf_counter() - started
         return report
+
+    def _other_owners(self) -> dict[str, tuple[str, str]]:
+        """``id -> (source, path)`` of every session another source holds."""
+        with self.engine.connect() as conn:
+            cur = conn.connection.driver_connection.cursor()
+            rows = cur.execute('SELECT "id", "source", "path" FROM "sessions" WHERE "source" IS NOT ?', (self.source,))
+            return {row[0]: (row[1] or "", row[2]) for row in rows}
 
     def reconcile_paths(self, paths: Iterable[str]) -> ReconcileReport:
         """A targeted pass over transcripts that changed (watch events).
@@ -184,11 +233,11 @@ class Reconciler:
         items: list[_Observed] = []
         with self.engine.connect() as conn:
             cur = conn.connection.driver_connection.cursor()
-            if _stored_fingerprint(cur) != self.fingerprint:
-                return self.reconcile()  # documents of other rules: re-derive them all first
+            if _stored_fingerprint(cur) != self.fingerprint or not gramindex.is_current(cur):
+                return self.reconcile()  # documents of other rules, or grams of another scheme: a full pass first
             for path in sorted({os.path.abspath(p) for p in paths}):
                 item = self._observe(path)
-                if item.problem is not None or _clashes(cur, item) or _has_problem(cur, path) or _beside_opposite(path, self.compression):
+                if item.problem is not None or _clashes(cur, item, self.source) or _has_problem(cur, path, self.source) or _beside_opposite(path, self.compression):
                     return self.reconcile()
                 items.append(item)
         try:
@@ -215,6 +264,29 @@ class Reconciler:
                 log.warning("listing in worker processes failed (%s: %s); listing here", type(exc).__name__, exc)
         return [self._observe(path) for path in paths]
 
+    def _start_training(self, paths: list[str]) -> _Training | None:
+        """A cold build trains the index's block dictionary while the root is listed (see :mod:`indexer.dictionary`)."""
+        with self.engine.connect() as conn:
+            if conn.connection.driver_connection.execute('SELECT 1 FROM "block_dictionaries" LIMIT 1').fetchone() is not None:
+                return None
+        training = _Training(sorted(paths), self.compression)
+        training.start()
+        return training
+
+    def _store_dictionary(self, training: _Training) -> None:
+        trained = training.result()
+        if trained is None:
+            return
+        with self.engine.connect() as conn:
+            dbapi = conn.connection.driver_connection
+            dbapi.execute("BEGIN IMMEDIATE")
+            try:
+                block_dictionary.store(dbapi.cursor(), trained)
+            except BaseException:
+                dbapi.execute("ROLLBACK")
+                raise
+            dbapi.execute("COMMIT")
+
     def _index_is_empty(self) -> bool:
         with self.engine.connect() as conn:
             return conn.connection.driver_connection.execute('SELECT 1 FROM "sessions" LIMIT 1').fetchone() is None
@@ -237,8 +309,10 @@ class Reconciler:
         with self.engine.connect() as conn:
             dbapi = conn.connection.driver_connection
             cur = dbapi.cursor()
+            block_dictionary.load(cur)  # blocks are written, and tail blocks reopened, with the index's dictionary
             if full:
-                stored = {row[1]: row for row in cur.execute(_SELECT_SESSIONS)}
+                self._rebuild_grams(cur)
+                stored = {row[1]: row for row in cur.execute(_SELECT_SESSIONS + ' WHERE "source" = ?', (self.source,))}
                 self._rederive = bool(stored) and _stored_fingerprint(cur) != self.fingerprint
                 if self._rederive:
                     log.info("re-deriving every session's documents (redaction fingerprint %s)", self.fingerprint)
@@ -247,7 +321,7 @@ class Reconciler:
                 # resume blob) costs ~60 ms per pass at 10k sessions.
                 stored = {}
                 for item in items:
-                    row = cur.execute(_SELECT_SESSIONS + ' WHERE "path" = ?', (item.path,)).fetchone()
+                    row = cur.execute(_SELECT_SESSIONS + ' WHERE "path" = ? AND "source" = ?', (item.path, self.source)).fetchone()
                     if row is not None:
                         stored[row[1]] = row
             present = {item.path for item in items if item.header is not None}
@@ -255,8 +329,11 @@ class Reconciler:
             todo = [item for item in items if item.header is not None and self._needs_work(stored.get(item.path), item, now)]
             report.scanned += len(items)
             report.unchanged += len(items) - len(todo) - sum(1 for item in items if item.header is None)
-            self._next_sid = cur.execute('SELECT coalesce(max("sid"), 0) + 1 FROM "sessions"').fetchone()[0]
-            self._preparer = self._start_preparer(todo, stored, now)
+            self._register_source(cur, now)
+            # New sessions get sids reserved now: a prepared session knows its sid before
+            # its transaction, and another source's daemon may commit sessions meanwhile.
+            self._reserve_sids(cur, sum(1 for item in todo if item.path not in stored or stored[item.path][6] != item.header["id"]))  # type: ignore[index]
+            self._preparer = self._start_preparer(cur, todo, stored, now)
             try:
                 self._transactions(cur, stored, todo, gone, problems, now, report)
                 if full:
@@ -296,7 +373,7 @@ class Reconciler:
                     changed = True
                 gone = []
                 if pending_problems is not None:
-                    changed |= _store_problems(cur, pending_problems, now)
+                    changed |= _store_problems(cur, pending_problems, now, self.source)
                     pending_problems = None
                 budget = self.batch_events
                 sessions_in_batch = 0
@@ -317,11 +394,33 @@ class Reconciler:
                     )
                 else:
                     cur.execute('UPDATE "index_meta" SET "last_reconcile_at" = ?', (now,))
+                cur.execute(
+                    'UPDATE "sources" SET "generation" = "generation" + ?, "last_reconcile_at" = ? WHERE "source" = ?',
+                    (int(changed), now, self.source),
+                )
                 cur.execute("COMMIT")
                 report.transactions += 1
             except BaseException as exc:
                 self._abandon_transaction(cur, exc)
                 raise
+
+    def _rebuild_grams(self, cur: sqlite3.Cursor) -> None:
+        """Rebuild ``document_grams`` from the stored documents when another gram scheme built it.
+
+        The scheme folds case with this Python's Unicode database; grams of
+        another one would be removed with the wrong words.  One transaction:
+        readers keep verifying every document until it commits.
+        """
+        if gramindex.is_current(cur):
+            return
+        log.info("rebuilding the substring index (gram scheme %s)", gramindex.scheme_fingerprint())
+        cur.execute("BEGIN IMMEDIATE")
+        try:
+            gramindex.rebuild(cur)
+            cur.execute("COMMIT")
+        except BaseException as exc:
+            self._abandon_transaction(cur, exc)
+            raise
 
     def _store_fingerprint(self, cur: sqlite3.Cursor) -> None:
         """After a complete full pass every document is derived with this reconciler's fingerprint."""
@@ -352,7 +451,7 @@ class Reconciler:
             # Closing the connection (the engine's pool does, after the pass) rolls back anyway.
             failure.add_note(f"and the ROLLBACK after it failed too: {type(exc).__name__}: {exc}")
 
-    def _start_preparer(self, todo: list[_Observed], stored: dict[str, tuple[Any, ...]], now: float) -> Preparer | None:
+    def _start_preparer(self, cur: sqlite3.Cursor, todo: list[_Observed], stored: dict[str, tuple[Any, ...]], now: float) -> Preparer | None:
         """Workers for the sessions of ``todo`` new to the index, when there are enough of them.
 
         Their sids are assigned now, in ``todo`` order; logs over
@@ -363,8 +462,8 @@ class Reconciler:
         """
         if self.workers <= 0:
             return None
+        reserved = (self._next_sid, self._sid_limit)
         tasks: list[PrepTask] = []
-        allocated = 0
         for item in todo:
             assert item.header is not None and item.stat is not None
             row = stored.get(item.path)
@@ -373,11 +472,10 @@ class Reconciler:
             settled = now - item.stat.st_mtime >= self.settle_seconds
             sid = self._kept_sid(row, item.header)
             if sid is None:
-                sid = self._allocate_sid()
-                allocated += 1
+                sid = self._allocate_sid(cur)
             tasks.append(PrepTask(item.path, sid, item.header, settled, item.stat.st_size, self.redact_documents))
         if not tasks or sum(task.size for task in tasks) < self.parallel_min_bytes:
-            self._next_sid -= allocated  # nothing handed out: the sids are free again
+            self._next_sid, self._sid_limit = reserved  # nothing handed out: the sids are free again
             return None
         return Preparer(tasks, self.compression, self.root, self._worker_pool())
 
@@ -386,10 +484,38 @@ class Reconciler:
         """The sid a stored session keeps when it is indexed again (``None``: it gets a new one)."""
         return row[0] if row is not None and row[6] == header["id"] else None
 
-    def _allocate_sid(self) -> int:
+    def _allocate_sid(self, cur: sqlite3.Cursor) -> int:
+        if self._next_sid >= self._sid_limit:
+            # The pass reserved one per new session; a session whose worker failed takes a second.
+            self._reserve_sids(cur, 16)
         sid = self._next_sid
         self._next_sid += 1
         return sid
+
+    def _reserve_sids(self, cur: sqlite3.Cursor, count: int) -> None:
+        """Reserve ``count`` sids for this pass in ``index_meta.next_sid`` (one atomic statement).
+
+        Daemons of other sources reserve from the same counter, so no two
+        writers ever hand out one sid; sids reserved but unused leave gaps.
+        """
+        if count <= 0:
+            self._next_sid = self._sid_limit = 1
+            return
+        end = cur.execute(_RESERVE_SIDS, (count,)).fetchall()[0][0]  # fetched to the end: the statement completes
+        self._next_sid, self._sid_limit = end - count, end
+
+    def _register_source(self, cur: sqlite3.Cursor, now: float) -> None:
+        """This reconciler's row in ``sources`` (created on its first pass; its root kept current)."""
+        row = cur.execute('SELECT "root", "compression" FROM "sources" WHERE "source" = ?', (self.source,)).fetchone()
+        if row is not None and row[0] == self.root and row[1] == self.compression.value:
+            return
+        cur.execute("BEGIN IMMEDIATE")
+        cur.execute(
+            'INSERT INTO "sources" ("source", "root", "compression", "first_seen_at", "generation") VALUES (?, ?, ?, ?, 0) '
+            'ON CONFLICT ("source") DO UPDATE SET "root" = excluded."root", "compression" = excluded."compression"',
+            (self.source, self.root, self.compression.value, now),
+        )
+        cur.execute("COMMIT")
 
     def _needs_work(self, row: tuple[Any, ...] | None, item: _Observed, now: float) -> bool:
         if row is None or item.stat is None or self._rederive:
@@ -423,13 +549,24 @@ class Reconciler:
         if row is not None and sid is None:
             delete_session_rows(cur, row[0])
             cur.execute('DELETE FROM "sessions" WHERE "sid" = ?', (row[0],))
+        if sid is None:
+            owner = cur.execute('SELECT "source", "path" FROM "sessions" WHERE "id" = ?', (header["id"],)).fetchone()
+            if owner is not None and owner[0] != self.source:
+                # Another source committed this id since the pass looked: never merged, never overwritten.
+                problem = _owned_elsewhere(item.path, header["id"], owner[0] or "", owner[1])
+                cur.execute(
+                    'INSERT OR REPLACE INTO "layout_problems" ("path", "kind", "message", "observed_at", "source") VALUES (?, ?, ?, ?, ?)',
+                    (problem.path, problem.kind, problem.message, now, self.source),
+                )
+                log.warning("%s", problem.message)
+                return 0
         fresh = sid is None
         if fresh:
-            sid = prepared.sid if prepared is not None else kept if kept is not None and self._rederive else self._allocate_sid()
+            sid = prepared.sid if prepared is not None else kept if kept is not None and self._rederive else self._allocate_sid(cur)
             if prepared is not None and prepared.outcome is not None:
-                _insert_indexed_session(cur, sid, item, header, prepared, generation, now)
+                _insert_indexed_session(cur, sid, item, header, prepared, generation, now, self.source)
             else:
-                _insert_session(cur, sid, item, header, generation, now)
+                _insert_session(cur, sid, item, header, generation, now, self.source)
         stream = self._open_stream(item, sid, settled) if (row is None or self._rederive) and prepared is None else None
         # One name for every session's savepoint (they never nest): its statements stay
         # in the statement cache instead of being compiled per session.
@@ -479,6 +616,8 @@ class Reconciler:
         finally:
             if stream is not None:
                 stream.close()
+        # With the events, in their savepoint: incremental passes keep what a cold build computes.
+        store_last_activity(cur, sid)
         cur.execute(f'RELEASE "{savepoint}"')
         report.events += written
         report.held += self._held
@@ -640,24 +779,43 @@ _SELECT_SESSIONS: Final = (
 )
 
 
-def _insert_session(cur: sqlite3.Cursor, sid: int, item: _Observed, header: dict[str, Any], generation: int, now: float) -> None:
+def _insert_session(cur: sqlite3.Cursor, sid: int, item: _Observed, header: dict[str, Any], generation: int, now: float, source: str) -> None:
     """A new session's row, before its events (they reference it); :func:`_UPDATE_INDEXED` completes it."""
     cur.execute(
         'INSERT INTO "sessions" ("sid", "id", "path", "header_json", "created_at", "id_key", "cwd", "parent_session", "revision", "size", '
-        '"event_count", "stored_count", "tail_state", "status", "generation", "indexed_at") '
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, '', 0, 0, 0, 'clean', 'ok', ?, ?)",
-        (sid, header["id"], item.path, *session_columns(header), generation, now),
+        '"event_count", "stored_count", "tail_state", "status", "generation", "indexed_at", "source") '
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, '', 0, 0, 0, 'clean', 'ok', ?, ?, ?)",
+        (sid, header["id"], item.path, *session_columns(header), generation, now, source),
     )
 
 
-def _insert_indexed_session(cur: sqlite3.Cursor, sid: int, item: _Observed, header: dict[str, Any], prepared: Prepared, generation: int, now: float) -> None:
+def _insert_indexed_session(
+    cur: sqlite3.Cursor, sid: int, item: _Observed, header: dict[str, Any], prepared: Prepared, generation: int, now: float, source: str
+) -> None:
     """A prepared session's row, complete at once (the same row :func:`_insert_session` and the update leave)."""
     assert prepared.outcome is not None and prepared.columns is not None
     cur.execute(
         'INSERT INTO "sessions" ("sid", "id", "path", "header_json", "created_at", "id_key", "cwd", "parent_session", '
-        '"revision", "size", "resume", "event_count", "stored_count", "synthetic_from", "tail_state", "title_seq", "status", "generation", "indexed_at") '
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'ok', ?, ?)",
-        (sid, header["id"], item.path, *prepared.columns, *prepared.outcome.values, generation, now),
+        '"revision", "size", "resume", "event_count", "stored_count", "synthetic_from", "tail_state", "title_seq", "status", "generation", "indexed_at", "source") '
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'ok', ?, ?, ?)",
+        (sid, header["id"], item.path, *prepared.columns, *prepared.outcome.values, generation, now, source),
+    )
+
+
+_RESERVE_SIDS: Final = (
+    'UPDATE "index_meta" SET "next_sid" = max(coalesce("next_sid", 1), (SELECT coalesce(max("sid"), 0) + 1 FROM "sessions")) + ? '
+    'RETURNING "next_sid"'
+)
+"""Reserve sids atomically: returns the end of the reserved range (its start is the end minus the count)."""
+
+
+def _owned_elsewhere(path: str, session_id: str, source: str, owner_path: str) -> LayoutProblem:
+    """The identity problem of a transcript whose session id another source already holds."""
+    return LayoutProblem(
+        "identity",
+        path,
+        f"{path} holds session {clip_repr(session_id)}, which source {clip_repr(source)} already indexed from {clip_path(owner_path)}; "
+        "not indexed from this source (ids are never merged)",
     )
 
 
@@ -666,20 +824,22 @@ def _update_failed(cur: sqlite3.Cursor, sid: int, item: _Observed, generation: i
     cur.execute(
         'UPDATE "sessions" SET "revision" = ?, "size" = ?, "resume" = NULL, "event_count" = 0, "stored_count" = 0, '
         '"synthetic_from" = NULL, "tail_state" = \'clean\', "surface_nodes" = NULL, "title_seq" = NULL, "status" = ?, '
-        '"error_code" = ?, "error_message" = ?, "generation" = ?, "indexed_at" = ? WHERE "sid" = ?',
+        '"error_code" = ?, "error_message" = ?, "generation" = ?, "indexed_at" = ?, "last_activity" = NULL WHERE "sid" = ?',
         (revision_token(item.stat), item.stat.st_size, status, code, message, generation, now, sid),
     )
 
 
-def _store_problems(cur: sqlite3.Cursor, problems: list[LayoutProblem], now: float) -> bool:
-    before = {(row[0], row[1], row[2]) for row in cur.execute('SELECT "path", "kind", "message" FROM "layout_problems"')}
+def _store_problems(cur: sqlite3.Cursor, problems: list[LayoutProblem], now: float, source: str) -> bool:
+    """Replace ``source``'s layout problems (other sources' stay); whether anything changed."""
+    rows = cur.execute('SELECT "path", "kind", "message" FROM "layout_problems" WHERE "source" = ?', (source,))
+    before = {(row[0], row[1], row[2]) for row in rows}
     after = {(p.path, p.kind, p.message) for p in problems}
     if before == after:
         return False
-    cur.execute('DELETE FROM "layout_problems"')
+    cur.execute('DELETE FROM "layout_problems" WHERE "source" = ?', (source,))
     cur.executemany(
-        'INSERT OR REPLACE INTO "layout_problems" ("path", "kind", "message", "observed_at") VALUES (?, ?, ?, ?)',
-        [(path, kind, message, now) for path, kind, message in sorted(after)],
+        'INSERT OR REPLACE INTO "layout_problems" ("path", "kind", "message", "observed_at", "source") VALUES (?, ?, ?, ?, ?)',
+        [(path, kind, message, now, source) for path, kind, message in sorted(after)],
     )
     return True
 
@@ -692,11 +852,12 @@ def _storable(header: dict[str, Any]) -> bool:
         return False
 
 
-def _clashes(cur: sqlite3.Cursor, item: _Observed) -> bool:
+def _clashes(cur: sqlite3.Cursor, item: _Observed, source: str) -> bool:
+    """The item's id is stored under another path or by another source (a full pass decides)."""
     if item.header is None:
         return False
-    row = cur.execute('SELECT "path" FROM "sessions" WHERE "id" = ?', (item.header["id"],)).fetchone()
-    return row is not None and row[0] != item.path
+    row = cur.execute('SELECT "path", "source" FROM "sessions" WHERE "id" = ?', (item.header["id"],)).fetchone()
+    return row is not None and (row[0] != item.path or row[1] != source)
 
 
 def _beside_opposite(path: str, compression: Compression) -> bool:
@@ -706,5 +867,6 @@ def _beside_opposite(path: str, compression: Compression) -> bool:
     return os.path.lexists(os.path.join(os.path.dirname(path), compression.opposite.transcript_name))
 
 
-def _has_problem(cur: sqlite3.Cursor, path: str) -> bool:
-    return cur.execute('SELECT 1 FROM "layout_problems" WHERE "path" = ? OR "kind" = \'duplicate-id\' LIMIT 1', (path,)).fetchone() is not None
+def _has_problem(cur: sqlite3.Cursor, path: str, source: str) -> bool:
+    sql = 'SELECT 1 FROM "layout_problems" WHERE "source" = ? AND ("path" = ? OR "kind" = \'duplicate-id\') LIMIT 1'
+    return cur.execute(sql, (source, path)).fetchone() is not None

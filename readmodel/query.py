@@ -71,7 +71,7 @@ from readmodel.store.schema import SURFACE_NAMES, id_sort_key
 from readmodel.search.config import search_config
 from readmodel.search.engine import SessionSearch, search_disabled
 from readmodel.search.sqlite import sqlite_search
-from readmodel.search.summaries import SessionSummary, SessionSummaryPage, WorkspaceSummary, summaries_for, summary_page, summary_request, workspaces
+from readmodel.search.summaries import SessionSummary, SessionSummaryPage, TitleCache, WorkspaceSummary, summaries_for, summary_page, summary_request, workspaces
 from readmodel.search.vocabulary import SessionEventSearchPage, SessionSearchPage
 from readmodel.store.interface import IndexReader, IndexSource, StoredSession
 from readmodel.store.sqlite import IndexStore
@@ -229,6 +229,7 @@ class SessionQuery:
         self.live = live
         self._search: SessionSearch | None = None
         self._search_lock = threading.Lock()
+        self._titles = TitleCache()
         if self.search_config.open_at == "startup":
             self._searcher().open()
 
@@ -309,8 +310,9 @@ class SessionQuery:
                 reader = stack.enter_context(self.store.read())
             yield reader
 
-    def _records(self, signal: AbortSignal | None) -> list[SessionRecord]:
-        """§1.5: the cross-corpus listing, newest first (one observation)."""
+    def _records(self, signal: AbortSignal | None, sources: dict[tuple[str, ...], set[str]] | None = None) -> list[SessionRecord]:
+        """§1.5: the cross-corpus listing, newest first (one observation); fills ``sources``
+        (source names -> the ids of their stored sessions) in the listing's own snapshot."""
         throw_if_aborted(signal)
         keyed: list[tuple[Header, Any, bytes]] | None = None
         headers: list[Header] = []
@@ -323,6 +325,8 @@ class SessionQuery:
                         keyed = txn.list_keyed_headers()
                     else:
                         headers = txn.list_headers()
+                    for names in sources or ():
+                        sources[names] = txn.session_ids_of_sources(names)  # type: ignore[index]
                 throw_if_aborted(signal)
                 live_sessions = list(self.live.list()) if self.live is not None else []
                 if live_sessions and keyed is None:
@@ -427,7 +431,7 @@ class SessionQuery:
         """``listSessionSummaries`` (sessionq extension, :mod:`readmodel.search.summaries`):
         a page of titles, workspaces, times and counts in listing order."""
         normalised = summary_request(request)
-        return self._in_snapshot(lambda txn: summary_page(txn, normalised, self._live_list(), self.redact_documents))
+        return self._in_snapshot(lambda txn: summary_page(txn, normalised, self._live_list(), self._titles, self.redact_documents))
 
     def list_workspaces(self) -> list[WorkspaceSummary]:
         """``listWorkspaces`` (sessionq extension): sessions per ``cwd``, newest activity first."""
@@ -435,7 +439,7 @@ class SessionQuery:
 
     def session_summaries(self, session_ids: Sequence[str]) -> dict[str, SessionSummary]:
         """The summaries of the listed sessions among ``session_ids``, by id (unknown ids are absent)."""
-        return self._in_snapshot(lambda txn: summaries_for(txn, list(session_ids), self._live_list(), self.redact_documents))
+        return self._in_snapshot(lambda txn: summaries_for(txn, list(session_ids), self._live_list(), self._titles, self.redact_documents))
 
     def _live_list(self) -> list[Any]:
         return list(self.live.list()) if self.live is not None else []
@@ -453,8 +457,9 @@ class SessionQuery:
         before anything else; an empty list returns the whole corpus.
         """
         clauses = materialize_session_filters(filters)
-        records = self._records(signal)
-        predicate = session_predicate(clauses)
+        sources: dict[tuple[str, ...], set[str]] = {tuple(c["values"]): set() for c in clauses if c["kind"] == "source"}
+        records = self._records(signal, sources)
+        predicate = session_predicate(clauses, lambda names: sources.get(tuple(names), ()))
         return [record for record in records if predicate(record)]
 
     def trace_session(self, session_id: str, signal: AbortSignal | None = None) -> SessionLineageTrace:

@@ -32,3 +32,28 @@ def reference_wording(monkeypatch: pytest.MonkeyPatch) -> None:
     texts = reference_closer_texts()
     monkeypatch.setattr(repair, "OUTCOME_UNKNOWN_TEXT", texts["TOOL_OUTCOME_UNKNOWN"])
     monkeypatch.setattr(repair, "NOT_STARTED_TEXT", texts["TOOL_NOT_STARTED"])
+
+
+# -- PostgreSQL (tests/postgres.py) ------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def postgres_server():  # type: ignore[no-untyped-def]
+    """A PostgreSQL server for the session: skipped locally without one, a failure under CI."""
+    from tests.postgres import require_server
+
+    server = require_server()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server):  # type: ignore[no-untyped-def]
+    """A fresh, empty PostgreSQL database for one test: its ``postgresql://`` URL (dropped afterwards)."""
+    url = postgres_server.database()
+    try:
+        yield url
+    finally:
+        postgres_server.drop(url)

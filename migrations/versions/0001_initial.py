@@ -106,6 +106,9 @@ def upgrade() -> None:
         sa.Column("observed_at", sa.Float, nullable=False),
     )
     # FTS5 has no SQLAlchemy construct: external content over documents.text.
+    # SQLite only: PostgreSQL never tokenises (docs/postgres.md).
+    if op.get_bind().dialect.name != "sqlite":
+        return
     op.execute(
         "CREATE VIRTUAL TABLE documents_fts USING fts5("
         "text, content='documents', content_rowid='docid', tokenize='unicode61')"

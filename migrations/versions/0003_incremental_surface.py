@@ -30,7 +30,7 @@ def upgrade() -> None:
     with op.batch_alter_table("events", recreate="never") as batch:
         batch.add_column(sa.Column("surface_key", sa.Integer))
         batch.add_column(sa.Column("digest", sa.LargeBinary))
-    op.create_index("events_surface", "events", ["sid", "surface_key"], sqlite_where=sa.text("surface = 1"))
+    op.create_index("events_surface", "events", ["sid", "surface_key"], sqlite_where=sa.text("surface = 1"), postgresql_where=sa.text("surface = 1"))
     op.execute("UPDATE sessions SET revision = '', resume = NULL, surface_nodes = NULL")
 
 

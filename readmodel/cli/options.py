@@ -94,6 +94,7 @@ session_filter_options = option_group(
     click.option("--no-parent", is_flag=True, help="Also match sessions without a parent."),
     click.option("--created-from", type=TIME_FROM, help=f"Created at or after this time ({TIME_HELP}).", metavar="TIME"),
     click.option("--created-to", type=TIME_TO, help="Created at or before this time (a date alone: the end of that day).", metavar="TIME"),
+    click.option("--source", "sources", multiple=True, metavar="NAME", help="Only sessions indexed by this source (repeatable; a sessionq extension)."),
 )
 
 event_filter_options = option_group(
@@ -115,6 +116,7 @@ def session_clauses(options: dict[str, Any]) -> list[dict[str, Any]]:
         *values_clause("cwd", options.pop("cwds"), options.pop("no_cwd")),
         *range_clause("created-at", options.pop("created_from"), options.pop("created_to")),
         *values_clause("parent", options.pop("parents"), options.pop("no_parent")),
+        *values_clause("source", options.pop("sources")),
     ]
 
 

@@ -14,7 +14,7 @@ Wherever a session id is taken, a unique prefix of it works
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import click
@@ -39,6 +39,7 @@ from readmodel.cli.support import (
     default_root,
     emit_json,
     emit_json_bytes,
+    examples,
     handles_errors,
     json_option,
     redact_option,
@@ -52,12 +53,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 # --------------------------------------------------------------------------- commands
 
 
-def _examples(*lines: str) -> str:
-    """A click epilog: ``Examples:`` then one command per line, kept as written."""
-    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
-
-
-@click.command("read", cls=PeopleCommand, epilog=_examples("sessionq read 6f31f323", "sessionq read 6f31f323 --json   the header and every raw event"))
+@click.command("read", cls=PeopleCommand, epilog=examples("sessionq read 6f31f323", "sessionq read 6f31f323 --json   the header and every raw event"))
 @click.argument("session_id")
 @db_option
 @json_option
@@ -69,7 +65,7 @@ def read_command(session_id: str, db: str, as_json: bool, redact: str = "index")
     show(engine.read_session(session_id, redact=redacts_reads(redact)), as_json, "print_log")
 
 
-@click.command("events", cls=PeopleCommand, epilog=_examples("sessionq events 6f31f323"))
+@click.command("events", cls=PeopleCommand, epilog=examples("sessionq events 6f31f323"))
 @click.argument("session_id")
 @db_option
 @json_option
@@ -83,7 +79,7 @@ def events_command(session_id: str, db: str, as_json: bool) -> None:
 @click.command(
     "docs",
     cls=PeopleCommand,
-    epilog=_examples("sessionq docs 6f31f323 --type user/message", "sessionq docs 6f31f323 --text 'frame scanner' --time-from 3h"),
+    epilog=examples("sessionq docs 6f31f323 --type user/message", "sessionq docs 6f31f323 --text 'frame scanner' --time-from 3h"),
 )
 @click.argument("session_id")
 @event_filter_options
@@ -99,7 +95,7 @@ def docs_command(session_id: str, text: str | None, filters_json: str | None, db
     show(engine.filter_events(session_id, combine(filters_json_value(filters_json), clauses)), as_json, "print_documents")
 
 
-@click.command("surface", cls=PeopleCommand, epilog=_examples("sessionq surface 6f31f323"))
+@click.command("surface", cls=PeopleCommand, epilog=examples("sessionq surface 6f31f323"))
 @click.argument("session_id")
 @db_option
 @json_option
@@ -110,7 +106,7 @@ def surface_command(session_id: str, db: str, as_json: bool) -> None:
     show(engine.read_surface(session_id), as_json, "print_surface")
 
 
-@click.command("event", cls=PeopleCommand, epilog=_examples("sessionq event 6f31f323 16", "sessionq event 6f31f323 16 --before 2 --after 2"))
+@click.command("event", cls=PeopleCommand, epilog=examples("sessionq event 6f31f323 16", "sessionq event 6f31f323 16 --before 2 --after 2"))
 @click.argument("session_id")
 @click.argument("seq", type=int)
 @click.option("--before", type=int, help="Also show this many events before it (0 to 50).")
@@ -138,7 +134,7 @@ def event_command(
     print_window(builtins(window))
 
 
-@click.command("trace", cls=PeopleCommand, epilog=_examples("sessionq trace 6f31f323"))
+@click.command("trace", cls=PeopleCommand, epilog=examples("sessionq trace 6f31f323"))
 @click.argument("session_id")
 @db_option
 @json_option
@@ -157,7 +153,7 @@ def trace_command(session_id: str, db: str, as_json: bool) -> None:
     print_lineage(lineage_trace_to_builtins(trace))
 
 
-@click.command("trace-event", cls=PeopleCommand, epilog=_examples("sessionq trace-event 6f31f323 42"))
+@click.command("trace-event", cls=PeopleCommand, epilog=examples("sessionq trace-event 6f31f323 42"))
 @click.argument("session_id")
 @click.argument("seq", type=int)
 @db_option
@@ -175,23 +171,19 @@ def trace_event_command(session_id: str, seq: int, db: str, as_json: bool) -> No
     print_event_trace(builtins(observation))
 
 
-@click.command("title", cls=PeopleCommand, epilog=_examples("sessionq title 6f31f323 9a0b", "sessionq title 6f31f323 --json"))
+@click.command("title", cls=PeopleCommand, epilog=examples("sessionq title 6f31f323 9a0b", "sessionq title 6f31f323 --json"))
 @click.argument("session_ids", nargs=-1, required=True)
 @db_option
 @json_option
 @handles_errors
 def title_command(session_ids: tuple[str, ...], db: str, as_json: bool) -> None:
     """Show the title of each session (a session that cannot be read is reported, not fatal)."""
-    from readmodel.core.errors import SessionQueryError
     from readmodel.core.requests import title_result_to_builtins
 
     engine = open_engine(db)
-    resolved = []
-    for text in session_ids:
-        try:
-            resolved.append(resolve_id(engine, text))
-        except SessionQueryError:
-            resolved.append(text)  # an ambiguous prefix: answered per id as not found
+    # An ambiguous prefix lists its candidates and exits 2, as every command does; an unknown
+    # id is answered in its row (not found), as the reference's readTitleSnapshots answers it.
+    resolved = [resolve_id(engine, text) for text in session_ids]
     results = [title_result_to_builtins(result) for result in engine.read_title_snapshots(resolved)]
     if as_json:
         emit_json(results)
@@ -204,14 +196,23 @@ def title_command(session_ids: tuple[str, ...], db: str, as_json: bool) -> None:
 @click.command(
     "search",
     cls=PeopleCommand,
-    epilog=_examples(
+    epilog=examples(
         "sessionq search 'frame scanner'",
         "sessionq search 'frame scanner' --page 2",
         "sessionq search zstd --cwd ~/work/app --created-from 2026-08-01",
         "sessionq search 'disk full' --session 6f31f323 --type tool/result",
+        "sessionq search '\"exact phrase\"'            # quoted: the reference's phrase search",
+        "sessionq search 数据库 --match substring",
     ),
 )
 @click.argument("query")
+@click.option(
+    "--match",
+    type=click.Choice(["phrase", "words", "substring"]),
+    help="phrase: the exact phrase (the reference's search); words: every word in any order, the last one "
+    "also as a prefix (the default; a query wholly in double quotes is a phrase); substring: literal text, "
+    "case-insensitive, any script (e.g. CJK, OutcomeUnknown, ->).",
+)
 @click.option("--session", "session_id", help="Search within this one session (an id or a unique prefix).")
 @click.option("--limit", type=int, help="Matches per page (default 20, at most 100).")
 @click.option("--page", type=click.IntRange(min=1), help="Show page N (follows the cursors from page 1).")
@@ -225,6 +226,7 @@ def title_command(session_ids: tuple[str, ...], db: str, as_json: bool) -> None:
 @handles_errors
 def search_command(
     query: str,
+    match: str | None,
     session_id: str | None,
     limit: int | None,
     page: int | None,
@@ -240,7 +242,10 @@ def search_command(
         raise click.UsageError("give --page or --cursor, not both")
     event_filters = combine(filters_json_value(event_filters_json), event_clauses(options))
     session_filters = combine(filters_json_value(session_filters_json), session_clauses(options))
-    request: dict[str, Any] = {"query": query}
+    from readmodel.search.modes import people_match
+
+    mode, text = (match, query) if match is not None else people_match(query)
+    request: dict[str, Any] = {"query": text, "match": mode}
     if limit is not None:
         request["limit"] = limit
     if cursor is not None:
@@ -269,7 +274,7 @@ def _rpc_help() -> str:
     return (
         "Answer JSON-RPC 2.0 requests on stdin, one JSON object per line, until end of input.\n\n"
         "\b\nMethods: " + ", ".join(METHODS) + "\n\n"
-        "\b\nExample:\n"
+        "\b\nExamples:\n"
         """  echo '{"jsonrpc":"2.0","id":1,"method":"listSessionSummaries","params":{"limit":5}}' | sessionq rpc"""
     )
 
@@ -315,7 +320,14 @@ COMMANDS.append(mcp_command)
 
 
 # ``serve``: the HTTP API, the session-log export and the web page (readmodel.http.app).
-@click.command("serve")
+@click.command(
+    "serve",
+    epilog=examples(
+        "sessionq serve                      then open http://127.0.0.1:8765/",
+        "sessionq serve --port 9000 --root ~/.dsh/sessions",
+        "sessionq serve --host 0.0.0.0 --token \"$(openssl rand -hex 16)\"   beyond loopback: a token is required",
+    ),
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind (loopback by default).")
 @click.option("--port", default=8765, show_default=True, type=int)
 @db_option
@@ -384,21 +396,41 @@ def serve_command(
 COMMANDS.append(serve_command)
 
 
-@click.command("export")
+@click.command(
+    "export",
+    epilog=examples(
+        "sessionq export 6f31f323                      writes dsh-session-<id>.zip",
+        "sessionq export 6f31f323 --include-descendants -o work.zip",
+        "sessionq export 6f31f323 --html -o notes.html  a transcript to read offline (one file)",
+        "sessionq export 6f31f323 --html --all          log-only events too",
+    ),
+)
 @click.argument("session_id")
 @click.option("--include-descendants", is_flag=True, help="Also export every descendant (subagent) log.")
-@click.option("-o", "--output", "output", default=None, help="ZIP file to write (default: dsh-session-<id>.zip).")
+@click.option(
+    "-o", "--output", "output", default=None,
+    help="File to write (default: dsh-session-<id>.zip, or .html with --html; - for standard output with --html).",
+)
+@click.option("--html", "html", is_flag=True, help="A self-contained HTML transcript instead of the ZIP (a sessionq extension).")
+@click.option("--all", "log_only", is_flag=True, help="With --html: also the log-only events (turn/step markers, streamed chunks).")
 @db_option
 @click.option("--root", "root", default=None, help="Session log root (relative index paths resolve against it).")
 @click.option("--attachments", default=None, help="Attachment store for export media.")
 @redact_option  # secret redaction (issue 22): `--redact all` scrubs the logs in the archive
+@handles_errors
 def export_command(
     session_id: str, include_descendants: bool, output: str | None, db: str, root: str | None, attachments: str | None,
-    redact: str = "index",
+    redact: str = "index", html: bool = False, log_only: bool = False,
 ) -> None:
-    """Write the ZIP the HTTP export endpoint serves."""
-    import os
-
+    """Write the ZIP the HTTP export endpoint serves, or (--html) the session's
+    transcript as one self-contained HTML file."""
+    if html:
+        if include_descendants:
+            raise click.UsageError("--include-descendants applies to the ZIP export, not to --html")
+        _export_html(session_id, output, db, redact, log_only)
+        return
+    if log_only:
+        raise click.UsageError("--all applies to --html")
     from readmodel.core.errors import SessionQueryError
     from readmodel.export.archive import Exporter, safe_id
     from readmodel.export.artifacts import AttachmentStore
@@ -426,18 +458,58 @@ def export_command(
     if prepared is None:
         raise click.ClickException("session not found")
     target = output or f"dsh-session-{safe_id(session_id)}.zip"
-    partial = target + ".partial"
     try:
-        with open(partial, "wb") as fh:
-            fh.writelines(exporter.stream(session_id, prepared[1], include_descendants, prepared[0].path))
-        os.replace(partial, target)
-    except Exception as error:  # noqa: BLE001 - never leave a truncated archive behind
-        if os.path.exists(partial):
-            os.unlink(partial)
-        raise click.ClickException(f"export failed: {error}") from None
+        _write_whole(target, exporter.stream(session_id, prepared[1], include_descendants, prepared[0].path))
     finally:
         for opened in engines:
             opened.close()
+    click.echo(target)
+
+
+def _write_whole(target: str, chunks: Iterable[bytes]) -> None:
+    """``chunks`` into the file ``target``, whole or not at all: written to
+    ``TARGET.partial`` and renamed; on a failure nothing truncated is left behind.
+    A target that exists and is not a regular file (``/dev/null``, ``/dev/stdout``,
+    a FIFO) is written in place: renaming over it would replace the device."""
+    import os
+
+    if os.path.exists(target) and not os.path.isfile(target):
+        try:
+            with open(target, "wb") as fh:
+                fh.writelines(chunks)
+        except OSError as error:
+            raise click.ClickException(f"export failed: {error}") from None
+        return
+    partial = target + ".partial"
+    try:
+        with open(partial, "wb") as fh:
+            fh.writelines(chunks)
+        os.replace(partial, target)
+    except Exception as error:  # noqa: BLE001
+        if os.path.exists(partial):
+            os.unlink(partial)
+        raise click.ClickException(f"export failed: {error}") from None
+
+
+def _export_html(session_id: str, output: str | None, db: str, redact: str, log_only: bool) -> None:
+    """``export --html``: the transcript file (or standard output with ``-o -``)."""
+    from readmodel.export.archive import safe_id
+    from readmodel.export.transcript import TranscriptOptions, prepare_transcript, session_title
+    from readmodel.projection.secrets import parse_policy, redacts_raw
+
+    options = TranscriptOptions(include_log_only=log_only, redact=redacts_raw(parse_policy(redact)))
+    engine = open_engine(db)  # query errors exit as every read's do (handles_errors): 2, or 1 for the index
+    try:
+        session_id = resolve_id(engine, session_id)
+        transcript = prepare_transcript(engine, session_id, title=session_title(engine, session_id), options=options)
+        if output == "-":
+            sys.stdout.buffer.writelines(transcript.chunks())
+            sys.stdout.buffer.flush()
+            return
+        target = output or f"dsh-session-{safe_id(session_id)}.html"
+        _write_whole(target, transcript.chunks())
+    finally:
+        engine.close()
     click.echo(target)
 
 

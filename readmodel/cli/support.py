@@ -29,6 +29,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 INDEX_FAILED: Final = "SESSION_QUERY_INDEX_FAILED"
 
 
+def examples(*lines: str) -> str:
+    """A click epilog: ``Examples:`` then one command per line, kept as written."""
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
 def default_db() -> str:
     """``$SESSIONQ_DB``, else ``$XDG_DATA_HOME/sessionq/index.db``."""
     if os.environ.get("SESSIONQ_DB"):
@@ -136,14 +141,35 @@ def refuse_impossible_db(db: str) -> None:
         raise click.ClickException(str(exc)) from None
 
 
+POSTGRES_COMMANDS: frozenset[str] = frozenset({"db upgrade", "db current", "db check", "status"})
+"""The commands that accept a PostgreSQL ``--db`` so far (phase 1; docs/postgres.md)."""
+
+
+def _refuse_unsupported_postgres(ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    """A PostgreSQL ``--db`` for a command that cannot use one yet: one line, exit 1."""
+    from readmodel.store.postgres import is_postgres, not_supported_message
+
+    if value and is_postgres(value):
+        name = " ".join(ctx.command_path.split()[1:])
+        if name not in POSTGRES_COMMANDS:
+            raise click.ClickException(not_supported_message(value, f"`sessionq {name}`"))
+    return value
+
+
 def db_option(func: F) -> F:
-    """``--db PATH_OR_URL`` defaulting to :func:`default_db`."""
+    """``--db PATH_OR_URL`` defaulting to :func:`default_db`.
+
+    A ``postgresql://`` URL is accepted by the commands in
+    :data:`POSTGRES_COMMANDS`; every other command refuses it in one line
+    (exit 1), naming what is not supported yet.
+    """
     return click.option(
         "--db",
         "db",
         default=default_db,
+        callback=_refuse_unsupported_postgres,
         show_default="$SESSIONQ_DB, else $XDG_DATA_HOME/sessionq/index.db, i.e. ~/.local/share/sessionq/index.db",
-        help="The index database (a path, or a SQLAlchemy URL); the one scripts/run writes by default.",
+        help="The index database: a path, or postgresql://user@host/dbname (`sessionq db` commands only, so far); the one scripts/run writes by default.",
     )(func)
 
 

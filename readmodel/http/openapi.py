@@ -46,11 +46,27 @@ def query_params(method: str, items: Iterable[tuple[str, str]]) -> dict[str, Any
 
 _STR: Final = {"type": "string"}
 _SEQ: Final = {"type": "integer", "minimum": 0}
-_FILTERS: Final = {"type": "array", "items": {"type": "object", "required": ["kind"], "properties": {"kind": _STR}}}
+_FILTER_KIND: Final = {
+    "type": "string",
+    "description": "session filters: id, cwd, created-at, parent, availability, and the sessionq extension source "
+    "(values: source names, the sessions those indexers stored); event filters: seq, time, type, surface, text",
+}
+_FILTERS: Final = {"type": "array", "items": {"type": "object", "required": ["kind"], "properties": {"kind": _FILTER_KIND}}}
 _WINDOW: Final = {"type": "integer", "minimum": 0, "maximum": 50}
 _LIMIT: Final = {"type": ["integer", "null"], "minimum": 1}
 _CURSOR: Final = {"type": ["string", "null"]}
 _OPTIONAL_FILTERS: Final = {**_FILTERS, "type": ["array", "null"]}  # null means absent, as in the reference
+_MATCH: Final = {
+    "type": ["string", "null"],
+    "enum": ["phrase", "words", "substring", None],
+    "description": (
+        "Search mode (sessionq extension). phrase (default when absent or null): the reference's exact FTS5 phrase; "
+        "words: every token in any order, the last one also as a prefix unless the query ends in whitespace, "
+        '"quoted parts" as phrases; substring: the documents that filterEvents\' text clause selects (literal, '
+        "case-insensitive, whitespace-flexible). words and substring demote text shared verbatim by many sessions. "
+        "A cursor is valid only in the mode it came from."
+    ),
+}
 _REDACT: Final = {
     "type": "string",
     "enum": ["index", "all", "off"],
@@ -92,7 +108,7 @@ _METHOD_DOCS: Final[dict[str, tuple[str, dict[str, Any]]]] = {
     ),
     "readTitle": ("readTitle({sessionId})", _params(["sessionId"], sessionId=_STR)),
     "searchSessions": (
-        "searchSessions({query, sessionFilters?, eventFilters?, limit?, cursor?})",
+        "searchSessions({query, sessionFilters?, eventFilters?, limit?, cursor?, match?})",
         _params(
             ["query"],
             query=_STR,
@@ -100,10 +116,11 @@ _METHOD_DOCS: Final[dict[str, tuple[str, dict[str, Any]]]] = {
             eventFilters=_OPTIONAL_FILTERS,
             limit=_LIMIT,
             cursor=_CURSOR,
+            match=_MATCH,
         ),
     ),
     "searchEvents": (
-        "searchEvents({sessionId, query, filters?, limit?, cursor?})",
+        "searchEvents({sessionId, query, filters?, limit?, cursor?, match?})",
         _params(
             ["sessionId", "query"],
             sessionId=_STR,
@@ -111,6 +128,7 @@ _METHOD_DOCS: Final[dict[str, tuple[str, dict[str, Any]]]] = {
             filters=_OPTIONAL_FILTERS,
             limit=_LIMIT,
             cursor=_CURSOR,
+            match=_MATCH,
         ),
     ),
     "status": ("status(): index status", _params([])),
@@ -138,6 +156,80 @@ def _query_parameter(name: str, schema: dict[str, Any], required: bool) -> dict[
         enum = {"enum": [value for value in schema["enum"] if type(value) is str]} if "enum" in schema else {}  # null stays out of a query string
         return {"name": name, "in": "query", "required": required, "schema": {"type": "string", **enum}}
     return {"name": name, "in": "query", "required": required, "content": {"application/json": {"schema": schema}}}
+
+
+def _extension_paths() -> dict[str, Any]:
+    """The routes beside the RPC methods and the ZIP export: the HTML
+    transcript export and the event stream (sessionq extensions), and this
+    document itself."""
+    error = {"$ref": "#/components/schemas/Error"}
+    json_error = {"content": {"application/json": {"schema": error}}}
+    html = {
+        verb: {
+            "summary": "A session's transcript as one self-contained HTML file (sessionq extension)",
+            "description": (
+                "One file with no external resource and no script: messages as sanitised markdown, tool calls "
+                "paired with their results, reasoning and long outputs collapsed, log-only events left out unless "
+                "includeLogOnly=true; light and dark from prefers-color-scheme. Downloaded as an attachment; "
+                "with a server token, ?access_token= is accepted here as on the ZIP export."
+            ),
+            "operationId": f"sessionHtml{verb.title()}",
+            "parameters": [
+                {"name": "sessionId", "in": "query", "required": True, "schema": {"type": "string", "minLength": 1}},
+                {"name": "includeLogOnly", "in": "query", "required": False, "schema": {"type": "string", "enum": ["true", "false"]}},
+                {"name": "redact", "in": "query", "required": False, "schema": _REDACT},
+            ],
+            "responses": {
+                "200": {"description": "the HTML document", "content": {"text/html": {"schema": {"type": "string"}}}},
+                "400": {"description": "missing sessionId, invalid includeLogOnly or redact", **json_error},
+                "404": {"description": "session not found", **json_error},
+                "500": {"description": "the session could not be read", **json_error},
+            },
+        }
+        for verb in ("get", "head")
+    }
+    events = {
+        "get": {
+            "summary": "Index generations as server-sent events (sessionq extension)",
+            "description": (
+                "A text/event-stream: at once `retry: 2000` and one `generation` event "
+                '(`data: {"generation": N}`, null when the index cannot be read), then one event whenever the '
+                "index's generation moves (bursts coalesce), a `: heartbeat` comment every 15 s; the stream "
+                "ends after 300 s (clients reconnect). 503 when too many streams are open or the server is "
+                "shutting down."
+            ),
+            "operationId": "events",
+            "parameters": [],
+            "responses": {
+                "200": {
+                    "description": "the event stream",
+                    "content": {
+                        "text/event-stream": {
+                            "schema": {
+                                "description": "one server-sent event (comments such as heartbeats carry none)",
+                                "type": "object",
+                                "properties": {
+                                    "event": {"const": "generation"},
+                                    "data": {"type": "string", "contentMediaType": "application/json", "description": '{"generation": integer | null}'},
+                                    "retry": {"type": "integer"},
+                                },
+                            }
+                        }
+                    },
+                },
+                "503": {"description": "too many event streams, or shutting down", "content": {"text/plain": {"schema": {"type": "string"}}}},
+            },
+        }
+    }
+    itself = {
+        "get": {
+            "summary": "This OpenAPI document",
+            "operationId": "openapi",
+            "parameters": [],
+            "responses": {"200": {"description": "the document", "content": {"application/json": {"schema": {"type": "object"}}}}},
+        }
+    }
+    return {"/api/session.html": html, "/api/events": events, "/api/openapi.json": itself}
 
 
 def openapi_document() -> dict[str, Any]:
@@ -174,6 +266,7 @@ def openapi_document() -> dict[str, Any]:
             for verb in ("get", "head")
         }
     }
+    paths.update(_extension_paths())
     responses = {
         "200": {"description": "the method's result, as `sessionq rpc` returns it", "content": {"application/json": {"schema": {}}}},
         "400": {"description": "invalid params or request", "content": {"application/json": {"schema": error}}},

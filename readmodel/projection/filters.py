@@ -45,7 +45,9 @@ DocumentPredicate = Callable[[SessionEventSearchDocument], bool]
 R = TypeVar("R")
 D = TypeVar("D")
 
-SESSION_FILTER_KINDS: Final = frozenset(("id", "cwd", "created-at", "parent", "availability"))
+SESSION_FILTER_KINDS: Final = frozenset(("id", "cwd", "created-at", "parent", "availability", "source"))
+SourceIds = Callable[[Sequence[str]], Iterable[str]]
+"""Resolves a ``source`` clause: the ids of the stored sessions of these sources."""
 EVENT_FILTER_KINDS: Final = frozenset(("seq", "time", "type", "surface", "text"))
 EVENT_METADATA_FILTER_KINDS: Final = frozenset(("seq", "time", "type", "surface"))
 AVAILABILITY_VALUES: Final = ("live", "persisted")
@@ -237,13 +239,15 @@ def materialize_session_filters(value: Any) -> list[Clause]:
     """``materializeSessionResultFilters``: validate and detach session filters.
 
     Accepts ``id``, ``cwd``, ``created-at``, ``parent`` and ``availability``
-    clauses; returns fresh clauses holding only the known fields.  Raises
+    clauses, and the sessionq extension ``source`` (``values``: an array of
+    source names, validated like ``id``); returns fresh clauses holding only
+    the known fields.  Raises
     ``SESSION_QUERY_INVALID_FILTER`` with the §3.4 message of the first failure.
     """
     result: list[Clause] = []
     for clause in _require_array(value):
         kind = _clause_kind(clause)
-        if kind == "id":
+        if kind == "id" or kind == "source":
             result.append({"kind": kind, "values": _copy_strings(kind, clause.get("values"))})
         elif kind == "cwd" or kind == "parent":
             result.append({"kind": kind, "values": _copy_nullable_strings(kind, clause.get("values"))})
@@ -366,13 +370,14 @@ _CASED_LIMIT: Final = 0x20000
 
 
 @cache
-def _fold_table() -> dict[int, str]:
-    """Translation table for literal query text: escape metacharacters, and turn
-    every code point with case variants into a class of its whole simple-fold
-    equivalence class (e.g. ``k`` → ``[kKK]``).
+def fold_classes() -> dict[str, frozenset[str]]:
+    """Every simple-fold equivalence class with more than one member, keyed by its
+    representative (the members' simple case folding: ``k`` for ``{k, K, K}``).
 
-    Built once, lazily (a few tens of milliseconds): the first text filter
-    pays, imports do not.
+    The one source of JS ``iu`` case equivalence: text-clause patterns spell each
+    class out, and the substring candidate index folds each member to the key.
+    Built once, lazily (a few tens of milliseconds): the first caller pays,
+    imports do not.
     """
     classes: dict[str, set[str]] = {}
     for code in range(_CASED_LIMIT):
@@ -386,12 +391,20 @@ def _fold_table() -> dict[int, str]:
             members = classes.setdefault(key, {key})
             members.add(other)
             members |= classes.pop(other, set())
+    return {key: frozenset(members) for key, members in classes.items() if len(members) > 1}
+
+
+@cache
+def _fold_table() -> dict[int, str]:
+    """Translation table for literal query text: escape metacharacters, and turn
+    every code point with case variants into a class of its whole simple-fold
+    equivalence class (e.g. ``k`` → ``[kKK]``).
+    """
     table: dict[int, str] = {}
-    for members in classes.values():
-        if len(members) > 1:
-            pattern = "[" + "".join(sorted(members)) + "]"
-            for member in members:
-                table[ord(member)] = pattern
+    for members in fold_classes().values():
+        pattern = "[" + "".join(sorted(members)) + "]"
+        for member in members:
+            table[ord(member)] = pattern
     # JS escapes exactly these; outside a class they are Python's only
     # metacharacters too (no VERBOSE flag), and none of them is cased.
     for char in ".*+?^${}()|[]\\":
@@ -441,16 +454,24 @@ def _list_values(kind: str, clause: Clause, nullable: bool) -> Sequence[Any]:
     return values
 
 
-def session_clause_predicate(clause: Clause) -> RecordPredicate:
+def session_clause_predicate(clause: Clause, source_ids: SourceIds | None = None) -> RecordPredicate:
     """Build the predicate of one materialised session clause (query-spec §3.1).
 
     Validates eagerly: range bounds, ``availability`` values and the kind.
     ``cwd`` and ``parent`` compare ``null`` for an absent header field.
+    A ``source`` clause (a sessionq extension) keeps the sessions whose id
+    ``source_ids`` gives for its values — stored sessions of those sources
+    (a live session too when it is stored by one); without ``source_ids``
+    (no index) no session has a source, so it keeps none.
     """
     kind = _clause_kind(clause)
     if kind == "id":
         ids = _ValueSet(_list_values(kind, clause, False))
         return lambda record: record.header.get("id") in ids
+    if kind == "source":
+        values = _list_values(kind, clause, False)
+        owned = _ValueSet(source_ids(values) if source_ids is not None and values else ())
+        return lambda record: record.header.get("id") in owned
     if kind == "cwd":
         cwds = _ValueSet(_list_values(kind, clause, True))
         return lambda record: record.header.get("cwd") in cwds
@@ -507,7 +528,7 @@ def _all_of(predicates: list[Callable[[Any], bool]]) -> Callable[[Any], bool]:
     return lambda item: all(predicate(item) for predicate in predicates)
 
 
-def session_predicate(filters: Sequence[Clause] = ()) -> RecordPredicate:
+def session_predicate(filters: Sequence[Clause] = (), source_ids: SourceIds | None = None) -> RecordPredicate:
     """The AND of every materialised session clause, built eagerly.
 
     Every clause is validated (ranges, closed value sets, kinds) before this
@@ -515,7 +536,7 @@ def session_predicate(filters: Sequence[Clause] = ()) -> RecordPredicate:
     values are ORed within a clause; ``values: []`` matches nothing; no clauses
     match everything.
     """
-    return _all_of([session_clause_predicate(clause) for clause in filters])
+    return _all_of([session_clause_predicate(clause, source_ids) for clause in filters])
 
 
 def event_predicate(filters: Sequence[Clause] = ()) -> DocumentPredicate:

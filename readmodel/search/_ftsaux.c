@@ -8,7 +8,11 @@
  *                              snippet can depend on: the text around the first
  *                              span, with markers (see below);
  *   sessionq_leaders(doc, n, k)  an aggregate that prunes a cross-session
- *                              ranking to the documents that can lead it.
+ *                              ranking to the documents that can lead it;
+ *   sessionq_tokens(text, spec)  the tokens FTS5's tokenizer ``spec`` (e.g.
+ *                              'unicode61') makes of a document, as FTS5's
+ *                              index stores them (at most 32,768 bytes each),
+ *                              joined by NUL bytes into one blob.
  *
  * Both follow highlight()'s own rule for grouping phrase instances: instances
  * come in position order, and one that starts at or before the last token of
@@ -392,6 +396,73 @@ static void leaders_final(sqlite3_context *ctx) {
     result_text(ctx, out);
 }
 
+/* ---- tokens --------------------------------------------------------------- */
+
+/* FTS5 stores at most this many bytes of a token (FTS5_MAX_TOKEN_SIZE); longer
+ * tokens are cut there, possibly inside a UTF-8 sequence, hence a blob. */
+#define MAX_TOKEN_BYTES 32768
+#define MAX_SPEC_WORDS 16
+
+static int token_callback(void *context, int flags, const char *token, int size, int start, int end) {
+    (void)start;
+    (void)end;
+    sqlite3_str *out = (sqlite3_str *)context;
+    if (flags & FTS5_TOKEN_COLOCATED) return SQLITE_OK; /* a synonym at the same position: not a new token */
+    if (size > MAX_TOKEN_BYTES) size = MAX_TOKEN_BYTES;
+    if (sqlite3_str_length(out) > 0 || sqlite3_str_errcode(out) != SQLITE_OK) sqlite3_str_appendchar(out, 1, 0);
+    sqlite3_str_append(out, token, size);
+    /* An empty token would be ambiguous in the joined blob; FTS5 never emits one. */
+    return sqlite3_str_errcode(out) == SQLITE_OK ? SQLITE_OK : SQLITE_NOMEM;
+}
+
+/* sessionq_tokens(text, spec): spec is the tokenize= option's words (name, then arguments). */
+static void tokens_function(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    fts5_api *api = (fts5_api *)sqlite3_user_data(ctx);
+    (void)argc;
+    if (sqlite3_value_type(argv[0]) == SQLITE_NULL) return;
+    const char *text = (const char *)sqlite3_value_text(argv[0]);
+    int size = sqlite3_value_bytes(argv[0]);
+    const char *spec = (const char *)sqlite3_value_text(argv[1]);
+    if (text == NULL || spec == NULL) {
+        sqlite3_result_error_nomem(ctx);
+        return;
+    }
+    char *words = sqlite3_mprintf("%s", spec);
+    const char *argv_spec[MAX_SPEC_WORDS];
+    int count = 0;
+    for (char *p = words, *save = NULL, *word; words != NULL && (word = strtok_r(p, " ", &save)) != NULL; p = NULL) {
+        if (count == MAX_SPEC_WORDS) break;
+        argv_spec[count++] = word;
+    }
+    if (count == 0) {
+        sqlite3_free(words);
+        sqlite3_result_error(ctx, "sessionq_tokens: an empty tokenizer spec", -1);
+        return;
+    }
+    void *user = NULL;
+    fts5_tokenizer tokenizer;
+    Fts5Tokenizer *instance = NULL;
+    int rc = api->xFindTokenizer(api, argv_spec[0], &user, &tokenizer);
+    if (rc == SQLITE_OK) rc = tokenizer.xCreate(user, argv_spec + 1, count - 1, &instance);
+    sqlite3_free(words);
+    if (rc != SQLITE_OK) {
+        sqlite3_result_error(ctx, "sessionq_tokens: no such tokenizer, or bad arguments", -1);
+        return;
+    }
+    sqlite3_str *out = sqlite3_str_new(NULL);
+    rc = tokenizer.xTokenize(instance, out, FTS5_TOKENIZE_DOCUMENT, text, size, token_callback);
+    tokenizer.xDelete(instance);
+    int length = sqlite3_str_length(out);
+    unsigned char *blob = (unsigned char *)sqlite3_str_finish(out);
+    if (rc != SQLITE_OK || (length > 0 && blob == NULL)) {
+        sqlite3_free(blob);
+        sqlite3_result_error_code(ctx, rc != SQLITE_OK ? rc : SQLITE_NOMEM);
+        return;
+    }
+    if (blob == NULL) sqlite3_result_zeroblob(ctx, 0);
+    else sqlite3_result_blob(ctx, blob, length, sqlite3_free);
+}
+
 /* ---- registration --------------------------------------------------------- */
 
 /* CPython's sqlite3.Connection starts with the object header, then sqlite3*. */
@@ -424,6 +495,8 @@ static PyObject *register_functions(PyObject *module, PyObject *connection) {
     }
     if (sqlite3_create_function_v2(db, "sessionq_leaders", 3, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, NULL, leaders_step,
                                    leaders_final, NULL) != SQLITE_OK ||
+        sqlite3_create_function_v2(db, "sessionq_tokens", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, api, tokens_function, NULL,
+                                   NULL, NULL) != SQLITE_OK ||
         api->xCreateFunction(api, "sessionq_spans", NULL, spans_function, NULL) != SQLITE_OK ||
         api->xCreateFunction(api, "sessionq_snippet_source", NULL, snippet_source_function, NULL) != SQLITE_OK) {
         PyErr_SetString(PyExc_RuntimeError, "registering the FTS5 functions failed");
@@ -440,7 +513,7 @@ static PyObject *library_version(PyObject *module, PyObject *unused) {
 
 static PyMethodDef methods[] = {
     {"register", register_functions, METH_O,
-     "register(connection): add sessionq_spans(), sessionq_snippet_source() and sessionq_leaders() to a sqlite3.Connection."},
+     "register(connection): add sessionq_spans(), sessionq_snippet_source(), sessionq_leaders() and sessionq_tokens() to a sqlite3.Connection."},
     {"library_version", library_version, METH_NOARGS,
      "The SQLITE_VERSION_NUMBER of the SQLite library this module is linked with."},
     {NULL, NULL, 0, NULL},

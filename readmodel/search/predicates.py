@@ -11,6 +11,7 @@ from typing import Any, Final
 
 
 from readmodel.core.errors import SessionQueryError
+from readmodel.store.sources import SOURCE_SUBQUERY
 
 
 OUTER_PREDICATE_LIMIT: Final = 14
@@ -89,6 +90,13 @@ def session_where(filters: Sequence[Mapping[str, Any]]) -> Where:
         kind = clause["kind"]
         if kind == "id":
             _plain_in(where, "session_id", clause["values"])
+        elif kind == "source":
+            # A sessionq extension: the sessions a source stored (a live session by its stored row).
+            values = clause["values"]
+            if not values:
+                where.add("0")
+            else:
+                where.add(f"session_id IN {SOURCE_SUBQUERY.format(marks=_placeholders(len(values)))}", values)
         elif kind in ("cwd", "parent"):
             _nullable_in(where, "cwd" if kind == "cwd" else "parent_session", clause["values"])
         elif kind == "created-at":

@@ -35,6 +35,7 @@ from readmodel.core.errors import SessionQueryError
 from readmodel.store.revisions import current_revision, head_revision, upgrade
 from readmodel.store.readonly import on_read_only_mount, reader_uri, size_or_none
 from readmodel.store.schema import APPLICATION_ID, KNOWN_TABLES, SCHEMA_REVISION
+from readmodel.projection.grams import scheme_fingerprint
 
 BUSY_TIMEOUT_MS: Final = 30_000
 
@@ -54,11 +55,21 @@ def sqlite_path(db: str) -> str | None:
     return db
 
 
+def refuse_postgres(db: str, what: str) -> None:
+    """:class:`IndexDatabaseError` for a PostgreSQL URL where only SQLite works so far."""
+    from readmodel.store.urls import is_postgres, not_supported_message
+
+    if is_postgres(db):
+        raise IndexDatabaseError(not_supported_message(db, what))
+
+
 def check_path(db: str) -> None:
     """Refuse a ``db`` path that cannot hold a database: a directory, a device, a FIFO.
 
-    A missing path passes (readers and writers each decide what that means).
+    A missing path passes (readers and writers each decide what that means);
+    a PostgreSQL URL is refused (readers and the indexer are SQLite only so far).
     """
+    refuse_postgres(db, "this part of sessionq (indexing, reads, search, status, servers)")
     path = sqlite_path(db)
     if path is None:
         return
@@ -251,15 +262,27 @@ def initialise(conn: Connection, root: str | None, compression: str | None) -> N
     upgrade(conn)
     conn.execute(
         text(
-            "INSERT INTO index_meta (singleton, identity, global_generation, root, compression, created_at, cursor_secret) "
-            "VALUES (1, :identity, 0, :root, :compression, :now, :secret)"
+            "INSERT INTO index_meta (singleton, identity, global_generation, root, compression, created_at, cursor_secret, grams) "
+            "VALUES (1, :identity, 0, :root, :compression, :now, :secret, :grams)"
         ),
-        {"identity": uuid.uuid4().hex, "root": root, "compression": compression, "now": time.time(), "secret": secrets.token_bytes(32)},
+        {
+            "identity": uuid.uuid4().hex,
+            "root": root,
+            "compression": compression,
+            "now": time.time(),
+            "secret": secrets.token_bytes(32),
+            "grams": scheme_fingerprint(),  # no documents: the gram index is complete
+        },
     )
 
 
-def open_writer(db: str, *, root: str | None = None, compression: str | None = None, allow_upgrade: bool = False) -> Engine:
+def open_writer(
+    db: str, *, root: str | None = None, compression: str | None = None, allow_upgrade: bool = False, source: str | None = None
+) -> Engine:
     """Open (creating if needed) the index for writing; refuses foreign and outdated files.
+
+    ``source`` is the source an upgrade from before sources labels existing
+    sessions with (default: this host's name, :mod:`readmodel.store.sources`).
 
     Raises :class:`IndexDatabaseError` when the path cannot be written (a
     directory, a read-only file system), the file belongs to something else,
@@ -280,7 +303,7 @@ def open_writer(db: str, *, root: str | None = None, compression: str | None = N
                     raise IndexDatabaseError(
                         f"{db} is at schema revision {current}, this sessionq needs {head}; run `sessionq db upgrade`"
                     )
-                upgrade(conn)
+                upgrade(conn, source=source)
             refuse_damaged(conn, db)
     except Exception:
         engine.dispose()

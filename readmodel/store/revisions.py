@@ -14,7 +14,7 @@ from sqlalchemy import Connection
 MIGRATIONS_DIR: Final = Path(__file__).resolve().parents[2] / "migrations"
 
 
-def alembic_config(conn: Connection | None = None) -> Any:
+def alembic_config(conn: Connection | None = None, *, source: str | None = None) -> Any:
     # Alembic is imported only where migrations run: readers never pay for it.
     from alembic.config import Config
 
@@ -22,6 +22,8 @@ def alembic_config(conn: Connection | None = None) -> Any:
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     if conn is not None:
         config.attributes["connection"] = conn
+    if source is not None:
+        config.attributes["source"] = source  # migration 0012 labels existing sessions with it
     return config
 
 
@@ -34,6 +36,12 @@ def head_revision() -> str:
 
 def current_revision(conn: Connection) -> str | None:
     """The schema revision stamped in the database (``None`` before any migration)."""
+    if conn.dialect.name != "sqlite":
+        from sqlalchemy import inspect
+
+        if not inspect(conn).has_table("alembic_version"):
+            return None
+        return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
     has_table = conn.exec_driver_sql(
         "SELECT 1 FROM sqlite_master WHERE type='table' AND name='alembic_version'"
     ).first()
@@ -42,8 +50,12 @@ def current_revision(conn: Connection) -> str | None:
     return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
 
 
-def upgrade(conn: Connection) -> None:
-    """Bring the schema to the head revision (inside the caller's transaction)."""
+def upgrade(conn: Connection, *, source: str | None = None) -> None:
+    """Bring the schema to the head revision (inside the caller's transaction).
+
+    ``source`` labels the sessions of an index from before sources (migration
+    0012); ``None``: this host's name.
+    """
     from alembic import command
 
-    command.upgrade(alembic_config(conn), "head")
+    command.upgrade(alembic_config(conn, source=source), "head")

@@ -12,7 +12,8 @@ The index is a projection of the logs, rebuilt from them at will.  Its tables:
     One row per transcript: the header (exact JSON plus typed columns for
     filters and ordering), where decoding stopped (byte offset, fingerprint and
     resumable walk states), the final surface order, the title event, the
-    session's own generation, and an error code for a log that cannot be read.
+    session's own generation, an error code for a log that cannot be read, and
+    its last activity (the last event's time, maintained with the events).
 ``events``
     One row per event (but see ``event_runs``): type, time, surface, replacement and provenance links,
     the surface order key (an appended node's seq; a replacement inherits the
@@ -34,9 +35,20 @@ The index is a projection of the logs, rebuilt from them at will.  Its tables:
 ``documents`` + ``documents_fts``
     Semantic documents (the text each event contributes) and an external-content
     FTS5 index (``unicode61``) over them; surface updates touch only the
-    plain table.
+    plain table.  ``documents_text_key`` (length and first 32 code points)
+    finds the copies of a text, for boilerplate demotion in search.
+``document_grams``
+    The substring candidate index (:mod:`readmodel.store.gramindex`): a
+    contentless ``detail=none`` FTS5 table of each document's character grams,
+    written with the documents' FTS5 rows; ``index_meta.grams`` says which
+    gram scheme built it.
 ``layout_problems``
-    Artifacts the layout rules excluded, reported by ``status``.
+    Artifacts the layout rules excluded, reported by ``status``, each with the
+    source whose daemon found it.
+``sources``
+    One row per indexer source (:mod:`readmodel.store.sources`): its root,
+    compression, last reconcile and generation counter.  ``sessions.source``
+    says which source indexed a session.
 
 FTS5 has no SQLAlchemy construct; its DDL is explicit in the migration and in
 :data:`FTS_DDL`.
@@ -47,6 +59,7 @@ from __future__ import annotations
 from typing import Final
 
 from sqlalchemy import (
+    func,
     BigInteger,
     Column,
     Float,
@@ -67,7 +80,7 @@ from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, SURFACE_NAMES,
 APPLICATION_ID: Final = 0x53515849  # "SQXI"
 """``PRAGMA application_id`` of a sessionq index; any other non-zero id is foreign."""
 
-SCHEMA_REVISION: Final = "0007"
+SCHEMA_REVISION: Final = "0012"
 """The Alembic head revision this code reads and writes."""
 
 
@@ -86,6 +99,8 @@ index_meta = Table(
     Column("last_reconcile_seconds", Float),
     Column("cursor_secret", LargeBinary, nullable=False),  # migration 0006
     Column("redaction", Text),  # migration 0007: the documents' redaction fingerprint (NULL: never stored)
+    Column("grams", Text),  # migration 0009: the gram scheme document_grams was built with (NULL: not built)
+    Column("next_sid", Integer),  # migration 0012: the next session sid not yet handed to a writer (NULL: max(sid) + 1)
 )
 
 sessions = Table(
@@ -113,11 +128,18 @@ sessions = Table(
     Column("error_message", Text),
     Column("generation", Integer, nullable=False),
     Column("indexed_at", Float, nullable=False),
+    # The time of the last event, written with the events (readmodel/store/activity.py).
+    Column("last_activity", Integer),
+    Column("source", Text),  # migration 0012: the indexer (host) that indexed it (readmodel.store.sources)
 )
 Index("sessions_listing", sessions.c.created_at.desc(), sessions.c.id_key, sessions.c.header_json)
 Index("sessions_parent", sessions.c.parent_session)
+# A daemon reads and deletes only its own source's rows (see migration 0012).
+Index("sessions_source", sessions.c.source, sessions.c.path)
 # Search's session filters read only these columns (see migration 0005).
 Index("sessions_filters", sessions.c.cwd, sessions.c.status, sessions.c.created_at, sessions.c.parent_session, sessions.c.id)
+# listWorkspaces groups sessions by workspace with their newest last activity from this index alone (see migration 0010).
+Index("sessions_activity", sessions.c.cwd, sessions.c.last_activity, sessions.c.id)
 
 events = Table(
     "events",
@@ -136,7 +158,7 @@ events = Table(
     PrimaryKeyConstraint("sid", "seq"),
     sqlite_with_rowid=False,
 )
-Index("events_surface", events.c.sid, events.c.surface_key, sqlite_where=events.c.surface == 1)
+Index("events_surface", events.c.sid, events.c.surface_key, sqlite_where=events.c.surface == 1, postgresql_where=events.c.surface == 1)
 
 event_blocks = Table(
     "event_blocks",
@@ -148,6 +170,15 @@ event_blocks = Table(
     Column("data", LargeBinary, nullable=False),
     PrimaryKeyConstraint("sid", "first_seq"),
     sqlite_with_rowid=False,
+)
+
+block_dictionaries = Table(
+    "block_dictionaries",
+    metadata,
+    # zstd dictionaries that raw blocks are compressed with, by zstd dictionary id
+    # (each block's frame header names its own); rows are only ever added.
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("data", LargeBinary, nullable=False),
 )
 
 event_runs = Table(
@@ -186,14 +217,31 @@ documents = Table(
     Column("length", Integer, nullable=False),
     Column("text", Text, nullable=False),
 )
+# Boilerplate lookups of the words and substring search modes (migration 0008): equal
+# texts share this key, which narrows an exact comparison to a few rows.
+Index("documents_text_key", documents.c.length, func.substr(documents.c.text, 1, 32))
 
 layout_problems = Table(
     "layout_problems",
     metadata,
-    Column("path", Text, primary_key=True),
+    Column("path", Text, nullable=False),
     Column("kind", Text, nullable=False),
     Column("message", Text, nullable=False),
     Column("observed_at", Float, nullable=False),
+    Column("source", Text, nullable=False),  # migration 0012: the source whose daemon found it
+    PrimaryKeyConstraint("source", "path"),  # migration 0012: two hosts may see problems at one path
+)
+
+sources = Table(
+    "sources",
+    metadata,
+    Column("source", Text, primary_key=True),
+    Column("root", Text),
+    Column("compression", Text),
+    Column("first_seen_at", Float, nullable=False),
+    Column("last_reconcile_at", Float),
+    Column("last_reconcile_seconds", Float),
+    Column("generation", Integer, nullable=False, server_default="0"),
 )
 
 FTS_DDL: Final = (
@@ -209,14 +257,23 @@ KNOWN_TABLES: Final = frozenset(
         "sessions",
         "events",
         "event_blocks",
+        "block_dictionaries",
         "event_runs",
         "event_links",
         "documents",
         "layout_problems",
+        "sources",
         "documents_fts",
         "documents_fts_data",
         "documents_fts_idx",
         "documents_fts_docsize",
         "documents_fts_config",
+        "document_grams",
+        "document_grams_data",
+        "document_grams_idx",
+        "document_grams_config",
     }
 )
+
+FTS_PREFIXES: Final = ("documents_fts", "document_grams")
+"""Names of the FTS5 tables and their shadow tables start with one of these (explicit DDL, not models)."""

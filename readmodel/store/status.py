@@ -11,13 +11,38 @@ daemon writes.  The JSON shape (camelCase, optional keys omitted)::
      "sessionsInError": [{"sessionId", "path", "status", "code", "message"}],
      "layoutProblems": [{"kind", "path", "message", "observedAt"}],
      "schemaProblems": [{"problem", "fatal"}], "repair"?,
-     "redaction"?: {"policy", "fingerprint", "stored", "pending"}}
+     "redaction"?: {"policy", "fingerprint", "stored", "pending"},
+     "substringIndex"?: {"scheme", "stored", "pending", "documents", "bytes"?},
+     "rawBlocks"?: {"bytes", "dictionary", "rebuildShrinks"},
+     "sources"?: [{"source", "root"?, "sessions", "events", "sessionsInError",
+                   "identityProblems", "layoutProblems", "lastReconcileAt"?, "lagMs"?, "writerPid"?}]}
+
+``sources`` (a sessionq extension; absent before schema 0012) reports each
+indexer source (:mod:`readmodel.store.sources`) that indexed into the index
+or still has sessions in it: its counts, when its daemon last reconciled and
+the pid of its running daemon; ``identityProblems`` counts the transcripts
+whose session id another source already holds (listed in ``layoutProblems``
+with kind ``identity``).  From schema 0012 on, entries of
+``sessionsInError`` and ``layoutProblems`` carry their ``source``.
 
 ``redaction`` (a sessionq extension; absent before schema 0007) compares the
 fingerprint of the secret redaction the documents were derived with
 (``stored``, ``null`` before the first complete pass) with the one the
 policy in ``$SESSIONQ_REDACT`` derives: ``pending`` means the indexer's next
 full pass re-derives every session's documents.
+
+``substringIndex`` (a sessionq extension; absent before schema 0009) describes
+the gram index substring search narrows its candidates with
+(:mod:`readmodel.store.gramindex`): the gram scheme this sessionq uses, the
+one the index was built with, ``pending`` when they differ (the indexer's next
+full pass rebuilds it; substring search verifies every document meanwhile),
+the documents it covers and its size on disk.
+
+``rawBlocks`` (a sessionq extension; schema 0011 on) gives the stored size of
+the raw event blocks and the id of the zstd dictionary they are compressed
+with (``null``: none).  A cold build of a large root trains one; an index built
+before schema 0011 has none, and ``rebuildShrinks`` then says that rebuilding
+it (a fresh database) would compress its blocks with one.
 
 ``schemaProblems`` lists objects of the head schema missing from the index
 (checked only at the head revision); ``fatal`` ones make queries refuse the
@@ -38,7 +63,7 @@ import sqlite3
 import time
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, inspect
 from sqlalchemy.exc import DBAPIError
 
 from readmodel.core.clipping import clip, clip_message, clip_path
@@ -54,6 +79,7 @@ from readmodel.core.errors import SessionQueryError
 from readmodel.projection.secrets import index_fingerprint, policy_from_env
 from readmodel.store.revisions import current_revision, head_revision
 from readmodel.store.schemacheck import SchemaProblem, damage_message, repair_hint, schema_problems
+from readmodel.store.blocks import DICTIONARY_MIN_BYTES
 
 
 def _ms(seconds: float | None) -> int | None:
@@ -83,6 +109,32 @@ def writer_lock_path(db: str) -> str | None:
     return None if path is None else os.path.abspath(path) + ".lock"
 
 
+def source_lock_path(db: str, source: str) -> str | None:
+    """The lock file ``<db>.source-<NAME>.lock`` of one source's daemon (``None`` for non-file databases)."""
+    path = writer_lock_path(db)
+    return None if path is None else f"{path[: -len('.lock')]}.source-{source}.lock"
+
+
+def source_writer_pids(db: str) -> dict[str, int]:
+    """``source -> pid`` of the live daemons writing ``db``, read from their lock files."""
+    path = writer_lock_path(db)
+    if path is None:
+        return {}
+    prefix = os.path.basename(path[: -len(".lock")]) + ".source-"
+    directory = os.path.dirname(path)
+    found: dict[str, int] = {}
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return {}
+    for name in names:
+        if name.startswith(prefix) and name.endswith(".lock"):
+            pid = _live_pid(os.path.join(directory, name))
+            if pid is not None:
+                found[name[len(prefix) : -len(".lock")]] = pid
+    return found
+
+
 def writer_pid(db: str) -> int | None:
     """The pid of the live indexer writing ``db``, if any.
 
@@ -93,6 +145,15 @@ def writer_pid(db: str) -> int | None:
     path = writer_lock_path(db)
     if path is None:
         return None
+    pid = _live_pid(path)
+    if pid is not None:
+        return pid
+    pids = sorted(source_writer_pids(db).values())
+    return pids[0] if pids else None
+
+
+def _live_pid(path: str) -> int | None:
+    """The pid written in a lock file, if that process exists."""
     try:
         with open(path, "rb") as fh:
             pid = int(fh.read(32).strip() or 0)
@@ -115,6 +176,12 @@ def collect_status(conn: Connection, db: str, *, now: float | None = None) -> di
     Raises :class:`IndexDatabaseError` when the index is empty, or so damaged
     that the report itself cannot be read (the message names the repair).
     """
+    if conn.dialect.name != "sqlite":
+        from readmodel.store.postgres import check_identity as check_postgres_identity
+
+        if check_postgres_identity(conn, db):
+            raise IndexDatabaseError(f"{_shown(db)} is empty; run `sessionq db upgrade` first")
+        return _report(conn, db, now)  # the schema checks are SQLite's (sqlite_master, FTS5)
     if check_identity(conn, db):
         raise IndexDatabaseError(f"{db} is empty; run `sessionq index` first")
     problems = schema_problems(conn) if current_revision(conn) == head_revision() else []
@@ -138,7 +205,7 @@ def _report(conn: Connection, db: str, now: float | None) -> dict[str, Any]:
     meta = conn.exec_driver_sql(
         'SELECT "identity", "global_generation", "root", "compression", "created_at", "last_reconcile_at" FROM "index_meta"'
     ).one()
-    out: dict[str, Any] = {"database": os.path.abspath(p) if (p := sqlite_path(db)) else db}
+    out: dict[str, Any] = {"database": os.path.abspath(p) if (p := sqlite_path(db)) else _shown(db)}
     size = file_size(db)
     if size is not None:
         out["fileSize"] = size
@@ -161,27 +228,113 @@ def _report(conn: Connection, db: str, now: float | None) -> dict[str, Any]:
     # cheap on large indexes (no scan of the events table).
     counts = conn.exec_driver_sql(
         'SELECT count(*), coalesce(sum(CASE WHEN "status" = \'ok\' THEN "event_count" END), 0), '
-        "coalesce(sum(\"tail_state\" = 'held'), 0), coalesce(sum(\"tail_state\" = 'settled'), 0) FROM \"sessions\""
+        "coalesce(sum(CASE WHEN \"tail_state\" = 'held' THEN 1 END), 0), "
+        "coalesce(sum(CASE WHEN \"tail_state\" = 'settled' THEN 1 END), 0) FROM \"sessions\""
     ).one()
     out["sessions"], out["events"], out["heldTails"], out["syntheticTails"] = (int(v) for v in counts)
     out["documents"] = int(conn.exec_driver_sql('SELECT count(*) FROM "documents"').scalar() or 0)
+    sourced = _has_table(conn, "sources")
+    source_column = ', "source"' if sourced else ""
     out["sessionsInError"] = [
-        {"sessionId": clip(row[0]), "path": clip_path(row[1]), "status": row[2], "code": row[3] or "", "message": clip_message(row[4] or "")}
+        {"sessionId": clip(row[0]), "path": clip_path(row[1]), "status": row[2], "code": row[3] or "", "message": clip_message(row[4] or ""), **_source_of(row, 5)}
         for row in conn.exec_driver_sql(
-            'SELECT "id", "path", "status", "error_code", "error_message" FROM "sessions" WHERE "status" <> \'ok\' ORDER BY "path"'
+            f'SELECT "id", "path", "status", "error_code", "error_message"{source_column} FROM "sessions" WHERE "status" <> \'ok\' ORDER BY "path"'
         )
     ]
     out["layoutProblems"] = [
-        {"kind": row[0], "path": clip_path(row[1]), "message": clip_message(row[2]), "observedAt": _ms(row[3])}
-        for row in conn.exec_driver_sql('SELECT "kind", "path", "message", "observed_at" FROM "layout_problems" ORDER BY "path"')
+        {"kind": row[0], "path": clip_path(row[1]), "message": clip_message(row[2]), "observedAt": _ms(row[3]), **_source_of(row, 4)}
+        for row in conn.exec_driver_sql(f'SELECT "kind", "path", "message", "observed_at"{source_column} FROM "layout_problems" ORDER BY "path"')
     ]
     _add_redaction(conn, out)
+    if conn.dialect.name == "sqlite":  # the FTS5 gram index and the block dictionaries are SQLite's
+        _add_substring_index(conn, out)
+        _add_raw_blocks(conn, out)
+    if sourced:
+        out["sources"] = _sources(conn, db, time.time() if now is None else now)
     return out
+
+
+def _add_substring_index(conn: Connection, out: dict[str, Any]) -> None:
+    """The ``substringIndex`` entry, when the index has one (schema 0009 on)."""
+    columns = {row[1] for row in conn.exec_driver_sql('PRAGMA table_info("index_meta")')}
+    if "grams" not in columns:
+        return
+    from readmodel.store import gramindex
+
+    stats = gramindex.statistics(conn.connection.driver_connection.cursor())
+    entry: dict[str, Any] = {"scheme": stats["scheme"], "stored": stats["stored"], "pending": stats["stored"] != stats["scheme"]}
+    entry["documents"] = 0 if entry["pending"] else out["documents"]
+    if stats["bytes"] is not None:
+        entry["bytes"] = stats["bytes"]
+    out["substringIndex"] = entry
+
+
+def _add_raw_blocks(conn: Connection, out: dict[str, Any]) -> None:
+    """The ``rawBlocks`` entry (schema 0011 on): block bytes, the dictionary, whether a rebuild shrinks them."""
+    if conn.exec_driver_sql("SELECT 1 FROM sqlite_master WHERE name = 'block_dictionaries'").first() is None:
+        return
+    dictionary = conn.exec_driver_sql('SELECT min("id") FROM "block_dictionaries"').scalar()
+    size = conn.exec_driver_sql('SELECT coalesce(sum(length("data")), 0) FROM "event_blocks"').scalar() or 0
+    out["rawBlocks"] = {"bytes": size, "dictionary": dictionary, "rebuildShrinks": dictionary is None and size >= DICTIONARY_MIN_BYTES}
+
+
+def _has_table(conn: Connection, name: str) -> bool:
+    if conn.dialect.name != "sqlite":
+        return inspect(conn).has_table(name)
+    return conn.exec_driver_sql("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).first() is not None
+
+
+def _shown(db: str) -> str:
+    """``db`` as reports show it: a URL's password masked."""
+    from readmodel.store.postgres import mask_url
+
+    return mask_url(db)
+
+
+def _source_of(row: Any, index: int) -> dict[str, Any]:
+    return {"source": row[index]} if len(row) > index else {}
+
+
+_SOURCE_COUNTS = (
+    'SELECT "source", count(*), coalesce(sum(CASE WHEN "status" = \'ok\' THEN "event_count" END), 0), '
+    'coalesce(sum(CASE WHEN "status" <> \'ok\' THEN 1 END), 0) FROM "sessions" GROUP BY "source"'
+)
+
+
+def _sources(conn: Connection, db: str, now: float) -> list[dict[str, Any]]:
+    """The per-source entries of the report, by source name."""
+    counts = {row[0]: row[1:] for row in conn.exec_driver_sql(_SOURCE_COUNTS)}
+    problems: dict[Any, list[int]] = {}
+    for source, kind, number in conn.exec_driver_sql('SELECT "source", "kind", count(*) FROM "layout_problems" GROUP BY "source", "kind"'):
+        entry = problems.setdefault(source, [0, 0])
+        entry[0] += number
+        entry[1] += number if kind == "identity" else 0
+    registered = {row[0]: row[1:] for row in conn.exec_driver_sql('SELECT "source", "root", "last_reconcile_at" FROM "sources"')}
+    pids = source_writer_pids(db)
+    entries = []
+    for source in sorted({*counts, *registered, *problems}, key=lambda name: (name is None, name or "")):
+        sessions, events, in_error = counts.get(source, (0, 0, 0))
+        root, last = registered.get(source, (None, None))
+        entry: dict[str, Any] = {"source": source}
+        if root is not None:
+            entry["root"] = root
+        layout, identity = problems.get(source, [0, 0])
+        entry.update(sessions=int(sessions), events=int(events), sessionsInError=int(in_error), identityProblems=identity, layoutProblems=layout)
+        if last is not None:
+            entry["lastReconcileAt"] = _ms(last)
+            entry["lagMs"] = max(0, _ms(now - last) or 0)
+        if source in pids:
+            entry["writerPid"] = pids[source]
+        entries.append(entry)
+    return entries
 
 
 def _add_redaction(conn: Connection, out: dict[str, Any]) -> None:
     """The ``redaction`` entry, when the index stores a fingerprint (schema 0007 on)."""
-    columns = {row[1] for row in conn.exec_driver_sql('PRAGMA table_info("index_meta")')}
+    if conn.dialect.name != "sqlite":
+        columns = {column["name"] for column in inspect(conn).get_columns("index_meta")}
+    else:
+        columns = {row[1] for row in conn.exec_driver_sql('PRAGMA table_info("index_meta")')}
     if "redaction" not in columns:
         return
     stored = conn.exec_driver_sql('SELECT "redaction" FROM "index_meta"').scalar()
@@ -201,6 +354,10 @@ def read_status(db: str) -> dict[str, Any]:
     a damaged schema is reported with its repair as long as the figures can
     still be read.
     """
+    from readmodel.store.postgres import is_postgres
+
+    if is_postgres(db):
+        return _postgres_status(db)
     try:
         engine = open_existing(db)
     except IndexDatabaseError as exc:
@@ -213,6 +370,29 @@ def read_status(db: str) -> dict[str, Any]:
     except (DBAPIError, sqlite3.Error) as exc:
         raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", unusable_message(db, exc), exc) from exc
     finally:
+        engine.dispose()
+
+
+def _postgres_status(db: str) -> dict[str, Any]:
+    """The report of a PostgreSQL index, from one ``REPEATABLE READ READ ONLY`` transaction."""
+    from readmodel.store.postgres import connect
+
+    try:
+        engine, conn = connect(db)
+    except IndexDatabaseError as exc:
+        raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", str(exc), exc) from exc
+    try:
+        with conn.begin():
+            conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            return collect_status(conn, db)
+    except IndexDatabaseError as exc:
+        raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", str(exc), exc) from exc
+    except DBAPIError as exc:
+        from readmodel.store.postgres import connect_message
+
+        raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", connect_message(db, exc), exc) from exc
+    finally:
+        conn.close()
         engine.dispose()
 
 
@@ -256,11 +436,36 @@ def format_status(status: dict[str, Any]) -> str:
         redaction = status["redaction"]
         pending = " (re-derivation pending: the indexer's next full pass re-derives every document)" if redaction["pending"] else ""
         lines.append(f"redaction   {redaction['policy']}{pending}")
+    if "substringIndex" in status:
+        grams = status["substringIndex"]
+        size = f", {_bytes(grams['bytes'])}" if "bytes" in grams else ""
+        if grams["pending"]:
+            lines.append(f"substrings  index pending (the indexer's next full pass builds it{size}); substring search scans meanwhile")
+        else:
+            lines.append(f"substrings  {grams['documents']:,} documents indexed ({grams['scheme']}{size})")
+    if "rawBlocks" in status:
+        raw = status["rawBlocks"]
+        if raw["dictionary"] is not None:
+            lines.append(f"raw blocks  {_bytes(raw['bytes'])}, zstd dictionary {raw['dictionary']}")
+        else:
+            shrink = " (built without one: a rebuild into a fresh database compresses them with one)" if raw["rebuildShrinks"] else ""
+            lines.append(f"raw blocks  {_bytes(raw['bytes'])}, no zstd dictionary{shrink}")
     if status.get("schemaProblems"):
         lines.append("schema problems:")
         lines += [f"  {row['problem']}" + (" (queries refuse the index)" if row["fatal"] else " (slower queries)") for row in status["schemaProblems"]]
         if "repair" in status:
             lines.append(f"  repair: {status['repair']}")
+    if len(status.get("sources", ())) > 1 or any(entry["identityProblems"] for entry in status.get("sources", ())):
+        lines.append("sources:")
+        for entry in status["sources"]:
+            running = f", indexer pid {entry['writerPid']}" if "writerPid" in entry else ""
+            reconciled = f"reconciled {_when(entry['lastReconcileAt'])}" if "lastReconcileAt" in entry else "never reconciled"
+            lines.append(
+                f"  {entry['source']}  {entry['sessions']:,} sessions, {entry['sessionsInError']} in error, "
+                f"{entry['identityProblems']} identity problems; {reconciled}{running}" + (f"\n    root: {entry['root']}" if "root" in entry else "")
+            )
+    elif status.get("sources"):
+        lines.append(f"source      {status['sources'][0]['source']}")
     if status["sessionsInError"]:
         lines.append("sessions in error:")
         lines += [f"  {row['sessionId']}  {row['code']}  {row['message']}\n    log: {row['path']}" for row in status["sessionsInError"]]

@@ -11,6 +11,7 @@ from click.testing import CliRunner, Result
 from indexer.cli import main
 from indexer.samples import build_sample_root
 from readmodel.store.revisions import head_revision
+from readmodel.store.sources import default_source
 from tests.daemon.support import Processes, new_session, query, write_corrupt_session
 from tests.logfactory import events_bytes, header, header_bytes, simple_turn, write_frames, write_log
 from tests.query.support import build_index
@@ -48,7 +49,7 @@ def test_status_reports_counts_errors_and_layout_problems(tmp_path: Path, proces
     assert status["sessions"] == 6
     assert status["sessionsInError"] == [
         {"sessionId": "broken", "path": str(root / "--work-demo--" / "broken" / "session.jsonl.zstd"), "status": "corrupt",
-         "code": "SESSION_QUERY_CORRUPT_SESSION", "message": status["sessionsInError"][0]["message"]}
+         "code": "SESSION_QUERY_CORRUPT_SESSION", "message": status["sessionsInError"][0]["message"], "source": default_source()}
     ]
     assert "broken" in status["sessionsInError"][0]["message"]
     assert [(p["kind"], p["path"]) for p in status["layoutProblems"]] == [("flat-file", str(flat))]
@@ -243,8 +244,8 @@ def test_status_bounds_long_messages_an_older_indexer_stored(tmp_path: Path) -> 
     db = sample_index(tmp_path)
     conn = sqlite3.connect(db)
     conn.execute(
-        'INSERT INTO "layout_problems" ("path", "kind", "message", "observed_at") VALUES (?, ?, ?, ?)',
-        ("/r/x/session.jsonl.zstd", "identity", "y" * HUGE, 1.0),
+        'INSERT INTO "layout_problems" ("path", "kind", "message", "observed_at", "source") VALUES (?, ?, ?, ?, ?)',
+        ("/r/x/session.jsonl.zstd", "identity", "y" * HUGE, 1.0, "old-indexer"),
     )
     conn.commit()
     conn.close()

@@ -345,8 +345,15 @@ def test_search_session_lineage_and_export_in_a_browser(
                 with zipfile.ZipFile(child_zip) as archive:
                     assert archive.namelist() == ["session.jsonl"]
                     assert archive.read("session.jsonl").decode() == log_text(paths[CHILD])
+                with page.expect_download() as info:
+                    page.click("button.export-html")  # the HTML export takes the token the same way
+                child_html = tmp_path / "child.html"
+                info.value.save_as(child_html)
+                assert info.value.suggested_filename == f"dsh-session-{CHILD}.html"
+                assert child_html.read_text(encoding="utf-8").startswith("<!doctype html>")
                 shot("token", full=False)
                 assert httpx.post(guarded + "/api/rpc/status").status_code == 401
+                page.goto("about:blank")  # leave before this server stops: the page would reconnect to it and be refused
             assert problems == []
 
             # 7. a long session is read in ranges (readEventRange); the limits are

@@ -207,7 +207,7 @@ def test_the_redacted_export_holds_no_piece_of_any_secret(streamed: tuple[Path, 
     exporter = Exporter(db, lambda: SessionQuery(IndexStore.open(db), None, None), str(root), AttachmentStore(str(tmp_path)))
     for index, planted in enumerate(SECRETS):
         for redacted in (False, True):
-            prepared = exporter.prepare(streamed_id(index))
+            prepared = exporter.prepare(streamed_id(index), redact=redacted)
             assert prepared is not None
             text = _zip_text(b"".join(exporter.stream(streamed_id(index), prepared[1], False, prepared[0].path, redact=redacted)), tmp_path / "x.zip")
             assert bool(leaks(text, planted.secret)) is not redacted, (planted.kind, redacted)
@@ -236,6 +236,30 @@ def test_http_export_and_reads_take_the_redact_option(streamed: tuple[Path, str]
     names = [parameter["name"] for parameter in document["paths"]["/api/session.export"]["get"]["parameters"]]
     assert "redact" in names
     assert document["paths"]["/api/rpc/readSession"]["post"]["requestBody"]["content"]["application/json"]["schema"]["properties"]["redact"]["enum"] == ["index", "all", "off"]
+
+
+def test_the_html_transcript_takes_the_redact_option_and_the_server_policy(streamed: tuple[Path, str], tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from readmodel.http.app import create_app
+
+    root, db = streamed
+    planted, me = SECRETS[2], streamed_id(2)
+    for server_policy in (None, "all"):
+        client = TestClient(
+            create_app(db, root=str(root), attachments=str(tmp_path), port=8765, redact=server_policy), base_url="http://127.0.0.1:8765"
+        )
+        for asked in (None, "off", "all"):
+            params = {"sessionId": me, "includeLogOnly": "true", **({"redact": asked} if asked else {})}
+            page = client.get("/api/session.html", params=params)
+            assert page.status_code == 200, page.text
+            redacted = server_policy == "all" or asked == "all"
+            assert bool(leaks(page.text, planted.secret)) is not redacted, (server_policy, asked)
+            assert (marker(planted.kind) in page.text) is redacted
+        bad = client.get("/api/session.html", params={"sessionId": me, "redact": "yes"})
+        assert bad.status_code == 400 and bad.json()["error"]["code"] == "INVALID_PARAMS"
+    document = client.get("/api/openapi.json").json()
+    assert "redact" in [parameter["name"] for parameter in document["paths"]["/api/session.html"]["get"]["parameters"]]
 
 
 def test_the_server_policy_all_redacts_reads_whatever_a_request_asks(streamed: tuple[Path, str], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,162 @@
+"""PostgreSQL index URLs, connections and schema (phase 1 of the PostgreSQL backend).
+
+``--db postgresql://user[:password]@host[:port]/dbname`` and
+``postgresql+psycopg://…`` name an index on a PostgreSQL server (driver:
+psycopg 3).  Credentials come from the URL, else libpq's own sources
+(``PGPASSWORD``, ``~/.pgpass``, ``PGHOST``/``PGUSER``…), which psycopg reads
+itself.  A password is never printed: every message names the index by
+:func:`mask_url`.
+
+What phase 1 does on PostgreSQL: ``sessionq db upgrade|current|check``
+create, upgrade and compare the schema through the same Alembic migrations
+as SQLite, and ``sessionq status`` reports on it (the FTS5 table exists only on SQLite; integer columns are BIGINT,
+see :func:`_bigint_column`).  Indexing, reads, search and the servers refuse a
+PostgreSQL URL with :func:`not_supported_message`.  docs/postgres.md has the
+design of the rest.
+
+A PostgreSQL index is recognised by its tables: an empty database is a new
+index; one holding any table sessionq does not know is refused untouched.
+Upgrades serialise on a transaction-scoped advisory lock.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+import uuid
+from typing import Any, Final
+
+from sqlalchemy import BigInteger, Connection, Engine, Integer, create_engine, text
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.pool import NullPool
+from sqlalchemy.schema import CreateColumn
+
+from readmodel.store.database import IndexDatabaseError
+from readmodel.store.urls import MalformedUrl, connect_message, is_postgres, mask_url, not_supported_message, parse, target  # noqa: F401
+
+UPGRADE_LOCK_KEY: Final = 0x5351_5849_0001
+"""``pg_advisory_xact_lock`` key that serialises schema upgrades ("SQXI" 1)."""
+CONNECT_TIMEOUT_SECONDS: Final = 10
+
+
+class PostgresError(IndexDatabaseError):
+    """A PostgreSQL index cannot be used; the message is one line, the password masked."""
+
+
+def create_postgres_engine(db: str) -> Engine:
+    """An engine for the PostgreSQL index ``db`` (no pool: commands connect once)."""
+    return create_engine(parse(db), poolclass=NullPool, connect_args={"connect_timeout": CONNECT_TIMEOUT_SECONDS})
+
+
+def connect(db: str) -> tuple[Engine, Connection]:
+    """An engine and an open connection, or :class:`PostgresError` with :func:`connect_message`."""
+    try:
+        engine = create_postgres_engine(db)
+    except MalformedUrl as exc:
+        raise PostgresError(str(exc)) from None
+    try:
+        return engine, engine.connect()
+    except Exception as exc:
+        engine.dispose()
+        raise PostgresError(connect_message(db, exc)) from None
+
+
+def tables(conn: Connection) -> set[str]:
+    """The tables of the connection's current schema."""
+    return {row[0] for row in conn.execute(text("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"))}
+
+
+def check_identity(conn: Connection, db: str) -> bool:
+    """Refuse a database holding tables sessionq does not know; return whether it is empty (new)."""
+    from readmodel.store.schema import KNOWN_TABLES
+
+    present = tables(conn)
+    unknown = sorted(present - KNOWN_TABLES)
+    if unknown:
+        shown = ", ".join(unknown[:5]) + (", …" if len(unknown) > 5 else "")
+        raise PostgresError(f"{mask_url(db)} holds tables sessionq does not know ({shown}); refusing to touch it")
+    return not present
+
+
+def upgrade(db: str, *, source: str | None = None) -> tuple[str | None, str]:
+    """Create or upgrade the schema of the PostgreSQL index ``db``; ``(revision before, head)``.
+
+    One transaction under an advisory lock: concurrent upgrades wait for
+    each other, and a failure leaves the schema as it was.
+    """
+    from readmodel.store.revisions import current_revision, head_revision
+    from readmodel.store.revisions import upgrade as run_migrations
+
+    engine, conn = connect(db)
+    try:
+        with conn.begin():
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": UPGRADE_LOCK_KEY})
+            check_identity(conn, db)
+            before = current_revision(conn)
+            run_migrations(conn, source=source)
+            if conn.execute(text('SELECT count(*) FROM "index_meta"')).scalar() == 0:
+                conn.execute(
+                    text(
+                        'INSERT INTO "index_meta" ("singleton", "identity", "global_generation", "created_at", "cursor_secret") '
+                        "VALUES (1, :identity, 0, :now, :secret)"
+                    ),
+                    {"identity": uuid.uuid4().hex, "now": time.time(), "secret": secrets.token_bytes(32)},
+                )
+        return before, head_revision()
+    finally:
+        conn.close()
+        engine.dispose()
+
+
+def open_existing(db: str) -> tuple[Engine, Connection]:
+    """A connection to an existing sessionq index on PostgreSQL; :class:`PostgresError` otherwise."""
+    engine, conn = connect(db)
+    try:
+        if check_identity(conn, db):
+            raise PostgresError(f"{mask_url(db)} is empty, not a sessionq index yet; run `sessionq db upgrade --db URL`")
+    except BaseException:
+        conn.close()
+        engine.dispose()
+        raise
+    return engine, conn
+
+
+def schema_drift(conn: Connection) -> list[str]:
+    """Differences between a PostgreSQL index and the models (empty = none)."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    from readmodel.store.revisions import current_revision, head_revision
+    from readmodel.store.schema import metadata
+    from readmodel.store.schemacheck import describe_diff, include_object
+
+    problems: list[str] = []
+    current, head = current_revision(conn), head_revision()
+    if current != head:
+        problems.append(f"schema revision is {current or '(none)'}, the code expects {head}")
+    context = MigrationContext.configure(conn, opts={"include_object": include_object, "compare_type": False})
+    problems += [describe_diff(diff) for diff in compare_metadata(context, metadata)]
+    if "index_meta" in tables(conn) and conn.execute(text('SELECT count(*) FROM "index_meta"')).scalar() != 1:
+        problems.append("index_meta must hold exactly one row")
+    return problems
+
+
+@compiles(CreateColumn, "postgresql")
+def _bigint_column(element: CreateColumn, compiler: Any, **kw: Any) -> str:
+    """Every integer column is BIGINT on PostgreSQL, and none is SERIAL.
+
+    The index keeps epoch-millisecond times and packed document ids
+    (``sid << 32 | seq``) in integer columns: SQLite's INTEGER is 64-bit,
+    PostgreSQL's is not.  sessionq assigns every key itself, so no column
+    needs a sequence.  Only DDL this process emits on PostgreSQL is affected.
+    """
+    column = element.element
+    if not isinstance(column.type, Integer) or isinstance(column.type, BigInteger):
+        return compiler.visit_create_column(element, **kw)
+    spec = f"{compiler.preparer.format_column(column)} BIGINT"
+    default = compiler.get_column_default_string(column)
+    if default is not None:
+        spec += f" DEFAULT {default}"
+    if not column.nullable:
+        spec += " NOT NULL"
+    return spec
