@@ -131,14 +131,18 @@ class Match:
     strength: int
     digest: bytes | None
     """Identifies the text (``None`` until settled: see :mod:`readmodel.search.sqlitemodes`)."""
+    base: tuple[Any, ...] = ()
+    """The ranking key without the boilerplate flag (strength, shorter, newer, higher seq)."""
+
+    def __post_init__(self) -> None:
+        self.base = (self.strength, -self.length, self.time if type(self.time) in (int, float) else _NO_TIME, self.seq)
 
     def row(self) -> tuple[Any, ...]:
         return (self.session_id, self.header_json, self.live, self.persisted, self.docid, self.seq, self.type, self.time, self.surface)
 
-    def key(self, boilerplate: set[bytes]) -> tuple[int, int, int, int, int]:
+    def key(self, boilerplate: set[bytes]) -> tuple[Any, ...]:
         """The ranking key, larger first (see the module docstring)."""
-        time = self.time if type(self.time) in (int, float) else _NO_TIME
-        return (0 if self.digest in boilerplate else 1, self.strength, -self.length, time, self.seq)
+        return (0 if self.digest in boilerplate else 1, *self.base)
 
 
 @dataclass
@@ -162,19 +166,20 @@ class Ranking:
             self.every.append(match)
         slot = (match.session_id, match.digest)
         held = self.best.get(slot)
-        if held is None or match.key(set()) > held.key(set()):
+        if held is None or match.base > held.base:
             self.best[slot] = match
         sessions = self.holders.setdefault(match.digest, set())
         if len(sessions) < BOILERPLATE_SESSIONS:
             sessions.add(match.session_id)
 
-    def rare_digests(self) -> list[bytes]:
-        """Texts held by fewer than :data:`BOILERPLATE_SESSIONS` sessions among the matches."""
-        return [digest for digest, sessions in self.holders.items() if len(sessions) < BOILERPLATE_SESSIONS]
-
-    def representative(self, digest: bytes) -> Match:
-        """One match holding ``digest`` (to look its text up)."""
-        return next(match for (_, held), match in self.best.items() if held == digest)
+    def rare(self) -> dict[bytes, Match]:
+        """Each text held by fewer than :data:`BOILERPLATE_SESSIONS` sessions among the matches,
+        with one match holding it (to look its text up)."""
+        found: dict[bytes, Match] = {}
+        for (_, digest), match in self.best.items():
+            if digest not in found and len(self.holders[digest]) < BOILERPLATE_SESSIONS:
+                found[digest] = match
+        return found
 
     def add_holders(self, digest: bytes, sessions: Iterable[str]) -> None:
         """Sessions outside the search's scope that hold the text ``digest`` (a scoped search's lookup)."""
@@ -190,20 +195,17 @@ class Ranking:
     def sessions(self) -> list[Match]:
         """Each session's best document, sessions in ranking order."""
         boilerplate = self.boilerplate()
-        leaders: dict[str, tuple[tuple[int, ...], Match]] = {}
+        leaders: dict[str, tuple[tuple[Any, ...], Match]] = {}
         for match in self.best.values():
             key = match.key(boilerplate)
             held = leaders.get(match.session_id)
             if held is None or key > held[0]:
                 leaders[match.session_id] = (key, match)
-        ordered = sorted(leaders.values(), key=lambda item: (_negated(item[0]), item[1].session_id))
-        return [match for _, match in ordered]
+        # Session ids ascending, then (a stable sort) keys descending: ties keep id order.
+        by_id = sorted(leaders.values(), key=lambda item: item[1].session_id)
+        return [match for _, match in sorted(by_id, key=lambda item: item[0], reverse=True)]
 
     def events(self) -> list[Match]:
         """Every kept document of a one-session search, in ranking order."""
         boilerplate = self.boilerplate()
-        return sorted(self.every, key=lambda match: _negated(match.key(boilerplate)))
-
-
-def _negated(key: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(-part for part in key)
+        return sorted(self.every, key=lambda match: match.key(boilerplate), reverse=True)

@@ -41,7 +41,7 @@ _PERSISTED: Final = """
          d."type" AS type, d."time" AS time,
          CASE d."surface" WHEN 1 THEN 'current' WHEN 2 THEN 'shadowed' ELSE 'log-only' END AS surface,
          d."length" AS document_length, {text} AS text, {strength} AS strength
-  FROM {source} JOIN "sessions" s ON s."sid" = d."sid"
+  FROM {source} JOIN "sessions" s ON s."sid" = d."sid"{range}
   WHERE s."status" = 'ok' AND NOT EXISTS (SELECT 1 FROM temp."live_sessions" l WHERE l."id" = s."id"){conditions}"""
 _LIVE: Final = """
   SELECT l."id" AS session_id, NULL AS header_json, l."created_at" AS created_at, l."cwd" AS cwd,
@@ -49,7 +49,17 @@ _LIVE: Final = """
          ld."type" AS type, ld."time" AS time, ld."surface" AS surface, ld."length" AS document_length, {text} AS text, {strength} AS strength
   FROM temp."live_docs" ld JOIN temp."live_sessions" l ON l."id" = ld."session_id"
   WHERE 1{conditions}"""
+# For each wanted docid, up to N ids of stored sessions holding exactly its text (found through
+# documents_text_key), joined by U+001F; one statement for every text a scoped search looks up.
 _HOLDERS: Final = f"""
+  SELECT w."value", (
+    SELECT group_concat("id", char(31)) FROM (
+      SELECT DISTINCT s."id" AS "id" FROM "documents" o JOIN "sessions" s ON s."sid" = o."sid"
+      WHERE o."length" = d."length" AND substr(o."text", 1, {TEXT_KEY_CHARS}) = substr(d."text", 1, {TEXT_KEY_CHARS})
+        AND o."text" = d."text" AND s."status" = 'ok' LIMIT ?))
+  FROM json_each(?) w JOIN "documents" d ON d."docid" = w."value"
+"""
+_STORED_HOLDERS: Final = f"""
   SELECT DISTINCT s."id" FROM "documents" d JOIN "sessions" s ON s."sid" = d."sid"
   WHERE d."length" = ? AND substr(d."text", 1, {TEXT_KEY_CHARS}) = ? AND d."text" = ? AND s."status" = 'ok' LIMIT ?"""
 _LENGTH_HOLDERS: Final = 'SELECT count(*) FROM (SELECT DISTINCT "docid" >> 32 FROM "documents" WHERE "length" = ? LIMIT ?)'
@@ -85,6 +95,7 @@ class _Mode:
                 text=text,
                 strength=strength,
                 source='"documents_fts" JOIN "documents" d ON d."docid" = "documents_fts"."rowid"',
+                range="",
                 conditions=' AND "documents_fts" MATCH ?' + range_sql,
             )
             return sql, [*marks, self.expression, *range_args]
@@ -93,7 +104,10 @@ class _Mode:
         if candidates is not None:
             conditions += f' AND d."docid" IN ({candidates[0]})'
             args = [*args, *candidates[1]]
-        return _PERSISTED.format(text='d."text"', strength="NULL", source='"documents" d', conditions=conditions), args
+        # The docid range of each session: with session filters SQLite reads the eligible
+        # sessions first, and documents has no index on sid.
+        session_range = ' AND d."docid" BETWEEN s."sid" << 32 AND (s."sid" << 32) | 4294967295'
+        return _PERSISTED.format(text='d."text"', strength="NULL", source='"documents" d', range=session_range, conditions=conditions), args
 
     def _words_columns(self, table: str) -> tuple[str, str, list[str]]:
         """``(text, strength, params)`` columns of a words match in ``table``."""
@@ -123,7 +137,7 @@ class _Mode:
         return self.substring.count(text)
 
     def mark(self, conn: sqlite3.Connection, docid: int) -> str:
-        """A substring match's document with its occurrences marked."""
+        """A substring match's document with its first occurrence (the snippet's) marked."""
         if docid >= 0:
             found = conn.execute('SELECT "text" FROM "documents" WHERE "docid" = ?', (docid,)).fetchone()
         else:
@@ -186,8 +200,7 @@ def _collect(backend: Any, conn: sqlite3.Connection, mode: _Mode, sql: str, args
     for match in matches:
         ranking.add(match)
     if scoped:
-        for digest in ranking.rare_digests():
-            ranking.add_holders(digest, _holders(conn, ranking.representative(digest).docid))
+        _add_holders(backend, conn, ranking)
     return ranking
 
 
@@ -245,18 +258,32 @@ def _suspect_lengths(backend: Any, conn: sqlite3.Connection, lengths: set[int]) 
     return {length for length in lengths if verdicts[length]}
 
 
-def _holders(conn: sqlite3.Connection, docid: int) -> list[str]:
-    """Up to :data:`BOILERPLATE_SESSIONS` ids of sessions (stored or live) holding the text of ``docid``."""
-    if docid >= 0:
-        found = conn.execute('SELECT "text" FROM "documents" WHERE "docid" = ?', (docid,)).fetchone()
-    else:
-        found = conn.execute('SELECT "text" FROM temp."live_docs" WHERE "rowid" = ?', (-docid,)).fetchone()
-    if found is None:
-        return []
-    text = found[0]
-    stored = conn.execute(_HOLDERS, (len(text), text[:TEXT_KEY_CHARS], text, BOILERPLATE_SESSIONS)).fetchall()
-    live = conn.execute(_LIVE_HOLDERS, (len(text), text, BOILERPLATE_SESSIONS)).fetchall()
-    return [row[0] for row in (*stored, *live)]
+def _add_holders(backend: Any, conn: sqlite3.Connection, ranking: Ranking) -> None:
+    """A scoped search: add the sessions outside its scope that hold the texts it saw in fewer
+    than :data:`BOILERPLATE_SESSIONS` sessions.
+
+    A stored text whose length fewer sessions of the index hold needs no lookup; the
+    others are looked up in one statement.  With a live overlay, every such text is also
+    looked up among the live documents, and a live match's text among the stored ones.
+    """
+    rare = ranking.rare()
+    suspect = _suspect_lengths(backend, conn, {match.length for match in rare.values()})
+    stored = {match.docid: digest for digest, match in rare.items() if match.docid >= 0 and match.length in suspect}
+    if stored:
+        for docid, ids in conn.execute(_HOLDERS, (BOILERPLATE_SESSIONS, json.dumps(list(stored)))):
+            ranking.add_holders(stored[docid], ids.split("\x1f") if ids else [])
+    if not backend._live_state.fingerprints:
+        return
+    for digest, match in rare.items():
+        if match.docid >= 0:
+            text = conn.execute('SELECT "text" FROM "documents" WHERE "docid" = ?', (match.docid,)).fetchone()[0]
+        else:
+            text = conn.execute('SELECT "text" FROM temp."live_docs" WHERE "rowid" = ?', (-match.docid,)).fetchone()[0]
+            if match.length in suspect:
+                found = conn.execute(_STORED_HOLDERS, (len(text), text[:TEXT_KEY_CHARS], text, BOILERPLATE_SESSIONS)).fetchall()
+                ranking.add_holders(digest, [row[0] for row in found])
+        found = conn.execute(_LIVE_HOLDERS, (len(text), text, BOILERPLATE_SESSIONS)).fetchall()
+        ranking.add_holders(digest, [row[0] for row in found])
 
 
 def _page(backend: Any, conn: sqlite3.Connection, mode: _Mode, rows: list[Row]) -> list[Row]:
