@@ -1,4 +1,5 @@
-"""The optional C extension (readmodel/search/_ftsaux.c: FTS5 auxiliary functions).
+"""The optional C extensions (readmodel/search/_ftsaux.c: FTS5 auxiliary functions;
+readmodel/projection/_grams.c: the substring index's gram words).
 
 Everything else about the package is in pyproject.toml; the extension is
 declared here because setuptools still calls ``[tool.setuptools.ext-modules]``
@@ -9,4 +10,10 @@ pure-SQL paths.
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("readmodel.search._ftsaux", sources=["readmodel/search/_ftsaux.c"], libraries=["sqlite3"], optional=True)])
+setup(
+    ext_modules=[
+        Extension("readmodel.search._ftsaux", sources=["readmodel/search/_ftsaux.c"], libraries=["sqlite3"], optional=True),
+        # Gram words of documents for the substring index (readmodel/projection/grams.py has the Python path).
+        Extension("readmodel.projection._grams", sources=["readmodel/projection/_grams.c"], optional=True),
+    ]
+)

@@ -7,7 +7,8 @@ initial pass (reported as ``initial_index_s``), then repeatedly appends one
 zstd frame holding a user message with a unique word, exactly as the harness
 appends, and measures the time until a within-session search from a separate
 read-only connection (as any client) finds that word.  Reported: p50, p95,
-p99 and max over ``--appends`` appends, and the daemon's peak RSS.
+p99 and max over ``--appends`` appends, and the daemon's peak RSS; with
+``--idle S``, the daemon's CPU seconds over S idle seconds after the appends.
 
 Usage::
 
@@ -50,7 +51,15 @@ def _indexed(search: SessionSearch, session_id: str) -> bool:
         return False
 
 
-def measure(megabytes: float, appends: int, corpus_dir: Path, workdir: Path, pause: float = 0.01) -> dict[str, Any]:
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU of process ``pid`` so far (``/proc/PID/stat``)."""
+    import os
+
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(megabytes: float, appends: int, corpus_dir: Path, workdir: Path, pause: float = 0.01, idle: float = 0.0) -> dict[str, Any]:
     info = ensure_single(corpus_dir / f"single-{megabytes:g}", megabytes)
     root = workdir / f"root-{megabytes:g}"
     if root.exists():
@@ -86,6 +95,12 @@ def measure(megabytes: float, appends: int, corpus_dir: Path, workdir: Path, pau
             latencies.append((time.perf_counter() - start) * 1000)
             seq += 1
             time.sleep(pause)
+        idle_cpu = None
+        if idle > 0:  # the daemon's CPU while nothing changes (timers, polling)
+            time.sleep(1.0)
+            before = _cpu_seconds(daemon.pid)
+            time.sleep(idle)
+            idle_cpu = _cpu_seconds(daemon.pid) - before
     finally:
         search.close()
         daemon_info = stop_daemon(daemon)
@@ -98,6 +113,7 @@ def measure(megabytes: float, appends: int, corpus_dir: Path, workdir: Path, pau
         initial_index_s=round(initial, 1),
         mean_ms=round(statistics.fmean(latencies), 1),
         **summary(latencies, 1),
+        **({"idle_s": idle, "idle_cpu_s": round(idle_cpu, 3)} if idle_cpu is not None else {}),
         **{k: v for k, v in daemon_info.items() if k != "daemon_stderr" or v},
     )
 
@@ -107,10 +123,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mb", type=float, action="append", default=None, help="log size (repeatable; default 1 and 100)")
     parser.add_argument("--appends", type=int, default=200)
     parser.add_argument("--dir", type=Path, default=REPO / "var" / "bench", help="where the single-log corpora are kept")
+    parser.add_argument("--idle", type=float, default=0.0, metavar="S", help="then measure the daemon's CPU over S idle seconds")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="sessionq-append-") as tmp:
         for megabytes in args.mb or [1.0, 100.0]:
-            emit(measure(megabytes, args.appends, args.dir, Path(tmp)))
+            emit(measure(megabytes, args.appends, args.dir, Path(tmp), idle=args.idle))
             shutil.rmtree(Path(tmp) / f"root-{megabytes:g}", ignore_errors=True)
     return 0
 

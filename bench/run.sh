@@ -11,7 +11,7 @@
 #                          window reads at 1 GB (about 30 more minutes)
 #   TINY=1 bench/run.sh    a few hundred KB of logs, every script once (the smoke test)
 #
-# Other knobs: APPENDS (default 200), READERS (8), READERS_SECONDS (60), the
+# Other knobs: APPENDS (default 200), LIVE_APPENDS (100), READERS (8), READERS_SECONDS (60), the
 # sizes below (ROOTS, SINGLES, APPEND_MB, WINDOW_MB, EXPORT_MB, LISTING_MB, ...),
 # PYTHON (default: .venv/bin/python, after scripts/bootstrap), BENCH_RUN_ID.
 # LISTING_MB must be one of ROOTS (its index is the one the build leaves), and
@@ -34,6 +34,7 @@ if [ "${TINY:-0}" = 1 ]; then
   : "${LISTING_MB:=0.6}" "${LISTING_MIN:=0}" "${READERS_BASE:=0.3}"
   : "${APPENDS:=10}" "${READERS:=2}" "${READERS_SECONDS:=3}"
   : "${SEARCH_REPEAT:=1}" "${WINDOW_REPEAT:=20}" "${LISTING_REPEAT:=5}"
+  : "${LIVE_APPENDS:=5}" "${LIVE_EVENTS:=50}" "${LIVE_SESSIONS:=5}"
 else
   if [ "${FULL:-0}" = 1 ]; then
     : "${ROOTS:=10 160 1000}" "${SINGLES:=100 1000}" "${APPEND_MB:=1 100 1000}" "${WINDOW_MB:=100 1000}"
@@ -42,6 +43,7 @@ else
   : "${LISTING_MB:=160}" "${LISTING_MIN:=10000}" "${READERS_BASE:=10}"
   : "${APPENDS:=200}" "${READERS:=8}" "${READERS_SECONDS:=60}"
   : "${SEARCH_REPEAT:=2}" "${WINDOW_REPEAT:=200}" "${LISTING_REPEAT:=50}"
+  : "${LIVE_APPENDS:=100}" "${LIVE_EVENTS:=500}" "${LIVE_SESSIONS:=50}"
 fi
 : "${SEARCH_ROOT:=$LISTING_MB}"   # search runs on the listing's index (>= 10,000 sessions)
 LONG=${SINGLES%% *}
@@ -58,6 +60,7 @@ run bench.common                                   # the machine
 run bench.build --dir "$DIR" --sizes $ROOTS --single-sizes $SINGLES
 run bench.decode "$DIR/corpus-$SEARCH_ROOT/root" --mode both --repeat 3   # best of 3: a noisy VM
 run bench.search "$DIR/corpus-$SEARCH_ROOT/index.db" --events-db "$DIR/single-$LONG/index.db" --repeat "$SEARCH_REPEAT"
+run bench.search_modes "$DIR/corpus-$SEARCH_ROOT/index.db" --repeat "$SEARCH_REPEAT"   # phrase/words/substring x scopes
 run bench.browse "$DIR/corpus-$SEARCH_ROOT/index.db"      # sessionq browse: per-keystroke latency in the app
 run bench.listing --dir "$DIR/corpus-$LISTING_MB" --mb "$LISTING_MB" --min-sessions "$LISTING_MIN" --repeat "$LISTING_REPEAT"
 for mb in $WINDOW_MB; do
@@ -66,6 +69,7 @@ done
 run bench.export --dir "$DIR" --mb "$EXPORT_MB"
 # shellcheck disable=SC2046
 run bench.append --dir "$DIR" $(for mb in $APPEND_MB; do printf -- '--mb %s ' "$mb"; done) --appends "$APPENDS"
+run bench.live --appends "$LIVE_APPENDS" --events "$LIVE_EVENTS" --sessions "$LIVE_SESSIONS"   # appended → visible in an open page (Chromium; skipped without it)
 run bench.readers --dir "$DIR" --base-mb "$READERS_BASE" --readers "$READERS" --duration "$READERS_SECONDS"
 "$PYTHON" -m bench.plots --results "$OUT" --out "$PLOTS" --run "$BENCH_RUN_ID"
 echo "results: $OUT (run $BENCH_RUN_ID); plots: $PLOTS" >&2

@@ -18,8 +18,8 @@ import click
 from readmodel.cli.support import CliContext, default_db, emit_json, handles_errors, root_option  # noqa: F401
 
 from .failures import as_query_error
-from .layout import Compression, LayoutError, detect_compression
-from .reader import inspect_session, inspect_view
+from .layout import Compression, LayoutError, detect_compression, locate, transcripts_with_prefix
+from .reader import inspect_session, inspect_view, read_listing_header
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -55,7 +55,7 @@ def inspect(session_id: str, root: str, compression: str, as_json: bool) -> None
     """Read one log straight from the root (no database): the non-mutating inspect view."""
     mode = resolve_compression(root, compression)
     try:
-        log = inspect_session(root, session_id, mode)
+        log = inspect_session(root, _log_id(root, session_id, mode), mode)
     except (LayoutError, ValueError, OSError) as exc:
         error = as_query_error(exc, session_id)
         if not as_json and error.code == "SESSION_QUERY_SESSION_NOT_FOUND":
@@ -69,6 +69,32 @@ def inspect(session_id: str, root: str, compression: str, as_json: bool) -> None
     from .presentation import print_inspect
 
     print_inspect(log, view)
+
+
+def _log_id(root: str, text: str, mode: Compression) -> str:
+    """The session id ``text`` names among the logs of ``root``: itself when a log has that id,
+    else the one log whose id starts with it (several: their ids are listed, exit 2)."""
+    from readmodel.cli.inputs import PREFIX_CANDIDATES_SHOWN, ambiguous_prefix
+
+    try:
+        locate(root, text, mode)
+        return text
+    except (LayoutError, ValueError):
+        pass  # not an id (or a broken layout the exact lookup reports): try it as a prefix
+    paths = transcripts_with_prefix(root, text, mode)
+    ids = []
+    for path in paths:
+        try:
+            header = read_listing_header(path, mode)
+        except Exception:  # noqa: BLE001 - a log that cannot be listed names no candidate
+            continue
+        if header is not None and type(header.get("id")) is str and header["id"].startswith(text):
+            ids.append(header["id"])
+            if len(ids) > PREFIX_CANDIDATES_SHOWN:
+                break
+    if len(ids) > 1:
+        raise ambiguous_prefix(text, sorted(ids))
+    return ids[0] if ids else text  # nothing matches: the exact lookup answers (not found)
 
 
 # The daemon and admin commands (index, status, db, demo-root) live in their own

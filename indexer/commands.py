@@ -83,7 +83,7 @@ def _root_has_transcripts(root: str) -> bool:
 @click.option("--poll", type=click.FloatRange(min=0.05), default=None, metavar="S", help="Poll the root every S seconds instead of inotify (network file systems).")
 @click.option("--rescan", type=click.FloatRange(min=0), default=300.0, show_default=True, metavar="S", help="Full rescan every S seconds as a safety net (0: never).")
 @click.option("--settle", type=click.FloatRange(min=0), default=None, metavar="S", help="Index a torn or open tail once the file has been still for S seconds.  [default: 1.0; 0 with --once]")
-@click.option("--debounce", type=click.FloatRange(min=0), default=0.025, show_default=True, metavar="S", help="Quiet period that merges a burst of writes to one log into one reconcile.")
+@click.option("--debounce", type=click.FloatRange(min=0), default=0.01, show_default=True, metavar="S", help="Writes to one log closer than this are one burst: its first is reconciled at once, the rest together once it is quiet.")
 @click.option("--upgrade", is_flag=True, help="Migrate an index with an older schema instead of refusing it.")
 @click.option("--compression", type=click.Choice(["auto", "zstd", "none"]), default="auto", show_default=True, help="Transcript encoding of the root (auto: detect from the files).")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True)

@@ -8,10 +8,12 @@ Threads and their jobs:
   queue and runs every reconcile — the :class:`~indexer.reconcile.Reconciler`
   is not thread-safe and SQLite has one writer anyway.
 
-Work is debounced per transcript path: a burst of writes to one file within
-the quiet period becomes one targeted reconcile, but no path waits longer than
-``max_delay`` while it keeps changing, so an appended frame is searchable
-within a fraction of a second.  Full passes run at start, on notifications that
+Work is debounced per transcript path on the leading edge: the first
+notification of a burst is due at once (an append is searchable after one
+reconcile, not after a quiet period); later notifications of the same burst
+(each within the quiet period of the one before) become one trailing
+reconcile once the burst has been quiet, but no path waits longer than
+``max_delay`` while it keeps changing.  Full passes run at start, on notifications that
 can change the layout, every ``rescan`` seconds as a safety net against missed
 notifications, and after a failed reconcile (with back-off).  A held tail (a
 torn or open last frame that has not settled) gets a re-check scheduled for
@@ -58,8 +60,9 @@ from .storage import disk_full_message, free_bytes, is_disk_full
 log = logging.getLogger("sessionq.daemon")
 
 DEFAULT_RESCAN_SECONDS: Final = 300.0
-DEFAULT_QUIET_SECONDS: Final = 0.025
-"""Debounce quiet period per path: long enough to merge one write burst."""
+DEFAULT_QUIET_SECONDS: Final = 0.01
+"""Debounce quiet period per path: notifications closer than this are one burst.
+The first of a burst is reconciled at once; the rest once the burst has been quiet this long."""
 DEFAULT_MAX_DELAY_SECONDS: Final = 0.1
 """A path that keeps changing is still reconciled at least this often."""
 _RETRY_MIN_SECONDS: Final = 1.0
@@ -220,18 +223,44 @@ class WorkQueue:
         self.clock = clock
         self._cond = threading.Condition(threading.RLock())
         self._paths: dict[str, tuple[float, float, bool]] = {}  # path -> (first seen, due, timed re-check only)
+        self._last_touch: dict[str, float] = {}  # path -> its last notification (bursts in progress; pruned)
         self._full_due: float | None = None
         self._full_reason = ""
         self._stopped = False
 
     def touch(self, path: str) -> None:
-        """A notification for ``path``: due after a quiet period, capped by ``max_delay``."""
+        """A notification for ``path``.
+
+        The first of a burst is due at once (leading edge).  One within the
+        quiet period of the path's previous notification continues the burst:
+        due after a quiet period (trailing edge), capped by ``max_delay`` from
+        the first notification waiting; one that finds the path already due
+        leaves it due.
+        """
         with self._cond:
             now = self.clock()
-            first = self._paths[path][0] if path in self._paths else now
-            due = min(now + self.quiet, first + self.max_delay)
-            self._paths[path] = (first, due, False)
+            last = self._last_touch.get(path)
+            self._last_touch[path] = now
+            if len(self._last_touch) > 4096:
+                self._prune(now)
+            pending = self._paths.get(path)
+            if pending is not None and not pending[2]:
+                if pending[1] <= now:
+                    return  # already due: the reconcile that takes it reads this change too
+                first = pending[0]
+            elif last is None or now - last >= self.quiet:
+                self._paths[path] = (now, now, False)  # a new burst (a timed re-check, if any, is absorbed)
+                self._cond.notify()
+                return
+            else:
+                first = now
+            self._paths[path] = (first, min(now + self.quiet, first + self.max_delay), False)
             self._cond.notify()
+
+    def _prune(self, now: float) -> None:
+        """Forget the last notification of paths whose burst is over."""
+        for path in [p for p, at in self._last_touch.items() if now - at >= self.quiet]:
+            del self._last_touch[path]
 
     def schedule(self, path: str, delay: float) -> None:
         """A timed re-check of ``path`` (held tails); an earlier due time wins."""

@@ -249,6 +249,27 @@ def locate(root: str | os.PathLike[str], session_id: str, compression: Compressi
     return hits[0]
 
 
+def transcripts_with_prefix(root: str | os.PathLike[str], prefix: str, compression: Compression) -> list[str]:
+    """The transcripts whose session directory name starts with the encoded ``prefix`` (sorted):
+    the logs whose id may start with ``prefix`` (an encoded id's prefix is the encoded prefix's
+    extension, so none is missed; the caller checks each header's id)."""
+    if not prefix or prefix in (".", ".."):
+        return []
+    start = encode_segment(prefix)
+    found = []
+    for project in _real_dirs(os.fspath(root)):
+        try:
+            entries = sorted(os.scandir(project.path), key=lambda e: os.fsencode(e.name))
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
+        for entry in entries:
+            if entry.name.startswith(start) and entry.is_dir(follow_symlinks=False):
+                candidate = os.path.join(entry.path, compression.transcript_name)
+                if os.path.isfile(candidate):
+                    found.append(candidate)
+    return found
+
+
 def same_file(found: str, expected: str) -> bool:
     """Path identity (format-spec §1.8 step 4): equal strings, or equal real paths."""
     if found == expected:

@@ -53,6 +53,7 @@ from .failures import as_query_error
 from .ingest import LogOutcome, ingest_log, session_columns
 from .layout import Compression
 from .records import LogFormatError
+from readmodel.store.blocks import active_dictionary, use_dictionary
 
 log = logging.getLogger("sessionq.indexer")
 
@@ -319,13 +320,26 @@ STREAM_CHUNK_ROWS: Final = 8_192
 """Rows per message of a streamed log (a few MB of pickled rows)."""
 
 
-def stream_session(task: PrepTask, compression: str, root: str, connection: Any, chunk_rows: int) -> None:
+def _adopt(dictionary: tuple[int, bytes] | None) -> None:
+    """Compress raw blocks as the writer does: with its dictionary, or without one."""
+    current = active_dictionary()
+    if dictionary is None:
+        if current is not None:
+            use_dictionary(0, b"")
+    elif current is None or current[0] != dictionary[0]:
+        use_dictionary(*dictionary)
+
+
+def stream_session(
+    task: PrepTask, compression: str, root: str, connection: Any, chunk_rows: int, dictionary: tuple[int, bytes] | None = None
+) -> None:
     """A worker task for one long log: send its recording in chunks, then how it ended.
 
     Messages: ``("calls", calls)`` any number of times, then exactly one of
     ``("done", outcome, warnings, (cpu_seconds, peak_rss_kib))``, ``("failed", (status, code,
     message))`` or ``("crashed", description)``.
     """
+    _adopt(dictionary)
     cursor = StreamingCursor(connection, chunk_rows)
     started = time.process_time()
     if _capture is not None:
@@ -359,7 +373,7 @@ class SessionStream:
         self.task = task
         self._receive, send = _context().Pipe(duplex=False)
         self._send = send  # kept open until the end: the pool pickles it after submit returns
-        self._future = pool.submit(stream_session, task, compression.value, root, send, STREAM_CHUNK_ROWS)
+        self._future = pool.submit(stream_session, task, compression.value, root, send, STREAM_CHUNK_ROWS, active_dictionary())
 
     def messages(self) -> Any:
         """The worker's messages in order; raises :class:`StreamBroken` if it died without a last word."""
@@ -386,8 +400,10 @@ class StreamBroken(Exception):
     """A streamed log's worker ended without its last message."""
 
 
-def prepare_chunk(tasks: list[PrepTask], compression: str, root: str) -> ChunkResult:
-    """A worker task: prepare ``tasks`` in order (module-level so it pickles by name)."""
+def prepare_chunk(tasks: list[PrepTask], compression: str, root: str, dictionary: tuple[int, bytes] | None = None) -> ChunkResult:
+    """A worker task: prepare ``tasks`` in order (module-level so it pickles by name);
+    raw blocks are compressed with ``dictionary``, the writer's (see :mod:`readmodel.store.blocks`)."""
+    _adopt(dictionary)
     mode = Compression(compression)
     started = time.process_time()
     sessions = [_prepare_one(task, mode, root) for task in tasks]
@@ -423,7 +439,7 @@ class Preparer:
     def _fill(self) -> None:
         while self._chunks and (not self._inflight or self._inflight_bytes < WINDOW_BYTES):
             chunk = self._chunks.popleft()
-            future = self._pool.submit(prepare_chunk, chunk, self.compression, self.root)
+            future = self._pool.submit(prepare_chunk, chunk, self.compression, self.root, active_dictionary())
             self._inflight.append((chunk, future))
             self._inflight_bytes += sum(task.size for task in chunk)
 

@@ -41,8 +41,10 @@ from readmodel.store.blocks import (
     unpack_run_types,
 )
 from readmodel.projection.extraction import TEXT_EVENT_TYPES, extract_event_text
+from readmodel.projection.grams import document_tokens
 from readmodel.projection.secrets import redact
 from readmodel.core.jsvalues import MAX_SAFE_INTEGER
+from readmodel.store import gramindex
 from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, docid
 from readmodel.projection.surface import SURFACE_EVENT_TYPES, tool_result_fingerprint
 
@@ -95,8 +97,31 @@ FTS_BUFFER_CHARS: Final = 8_000_000
 """Text the FTS5 buffer holds before it writes early (memory stays bounded by it)."""
 
 
+FtsRow = tuple[int, str, str]
+"""``(docid, text, grams)``: a document's FTS5 row and its substring-index words."""
+
+
+def fts_rows_of(docs: Iterable[Sequence[Any]]) -> list[FtsRow]:
+    """The FTS5 rows of ``documents`` rows (docid first, text last), grams computed here.
+
+    Called where the documents are shaped — in a preparation worker for a
+    prepared session — so the writer only inserts the words.
+    """
+    return [(doc[0], doc[-1], document_tokens(doc[-1])) for doc in docs]
+
+
+def write_fts_rows(cur: sqlite3.Cursor, rows: list[FtsRow]) -> None:
+    """Insert documents' rows into ``documents_fts`` and ``document_grams`` (same docids)."""
+    cur.executemany('INSERT INTO "documents_fts" ("rowid", "text") VALUES (?, ?)', [row[:2] for row in rows])
+    gramindex.insert(cur, [(row[0], row[2]) for row in rows])
+
+
+def _size(rows: Iterable[FtsRow]) -> int:
+    return sum(len(row[1]) + len(row[2]) for row in rows)
+
+
 class DeferredFts:
-    """FTS5 rows held back until the end of the caller's transaction.
+    """FTS5 rows (documents_fts and document_grams) held back until the end of the caller's transaction.
 
     FTS5 flushes its pending terms to a new segment at every ``SAVEPOINT`` and
     ``RELEASE`` once it has been written in a transaction, and the reconciler
@@ -105,13 +130,13 @@ class DeferredFts:
     inserting them with :meth:`write` just before ``COMMIT`` builds one segment
     per transaction.
 
-    Memory stays bounded by :data:`FTS_BUFFER_CHARS` of text: :meth:`relieve`
+    Memory stays bounded by :data:`FTS_BUFFER_CHARS` of text and grams: :meth:`relieve`
     (called between sessions, outside any savepoint) writes an oversized
     buffer, and :meth:`add` writes the current session's own rows early when
     one session alone outgrows it — inside the session's savepoint, so a
     ``ROLLBACK TO`` undoes them together with the session's other rows.
 
-    Contract: rows are ``(docid, text)`` of documents already inserted into
+    Contract: rows are :data:`FtsRow` of documents already inserted into
     ``documents`` in the same transaction; :meth:`mark` is taken right after a
     session's ``SAVEPOINT`` and :meth:`rollback` must accompany every
     ``ROLLBACK TO`` of it, so the buffer never indexes a document the rollback
@@ -121,7 +146,7 @@ class DeferredFts:
     __slots__ = ("rows", "chars", "base")
 
     def __init__(self) -> None:
-        self.rows: list[tuple[int, str]] = []
+        self.rows: list[FtsRow] = []
         self.chars = 0
         self.base = 0  # rows before this index belong to sessions whose savepoints are released
 
@@ -133,19 +158,19 @@ class DeferredFts:
     def rollback(self, mark: int) -> None:
         """Forget the rows added since ``mark`` (rows written early were undone by the rollback)."""
         del self.rows[mark:]
-        self.chars = sum(len(text) for _, text in self.rows)
+        self.chars = _size(self.rows)
         self.base = min(self.base, mark)
 
-    def add(self, cur: sqlite3.Cursor, rows: list[tuple[int, str]]) -> None:
+    def add(self, cur: sqlite3.Cursor, rows: list[FtsRow]) -> None:
         """Buffer rows of the current session, writing that session's rows early when too large."""
         self.rows.extend(rows)
-        self.chars += sum(len(text) for _, text in rows)
+        self.chars += _size(rows)
         if self.chars > FTS_BUFFER_CHARS and len(self.rows) > self.base:
             own = self.rows[self.base :]
             del self.rows[self.base :]
-            self.chars -= sum(len(text) for _, text in own)
+            self.chars -= _size(own)
             own.sort()
-            cur.executemany('INSERT INTO "documents_fts" ("rowid", "text") VALUES (?, ?)', own)
+            write_fts_rows(cur, own)
 
     def relieve(self, cur: sqlite3.Cursor) -> None:
         """Between sessions (no savepoint open): write the buffer now if it outgrew its bound."""
@@ -156,7 +181,7 @@ class DeferredFts:
         """Index the buffered rows (in docid order, which FTS5 appends fastest) and empty the buffer."""
         if self.rows:
             self.rows.sort()
-            cur.executemany('INSERT INTO "documents_fts" ("rowid", "text") VALUES (?, ?)', self.rows)
+            write_fts_rows(cur, self.rows)
             self.rows = []
         self.chars = 0
         self.base = 0
@@ -454,11 +479,11 @@ class SessionProjector:
                 'INSERT INTO "documents" ("docid", "sid", "seq", "type", "time", "surface", "length", "text") VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
                 self.docs,
             )
-            fts_rows = [(d[0], d[7]) for d in self.docs]
+            fts_rows = fts_rows_of(self.docs)
             if self.fts is not None:
                 self.fts.add(cur, fts_rows)
             else:
-                cur.executemany('INSERT INTO "documents_fts" ("rowid", "text") VALUES (?, ?)', fts_rows)
+                write_fts_rows(cur, fts_rows)
         if self.pending_shadow:
             cur.executemany(
                 'UPDATE "events" SET "surface" = ?, "replaced_by" = ? WHERE "sid" = ? AND "seq" = ?',
@@ -558,6 +583,7 @@ def delete_session_rows(cur: sqlite3.Cursor, sid: int, from_seq: int = 0, synthe
         'SELECT \'delete\', "docid", "text" FROM "documents" WHERE "docid" BETWEEN ? AND ?',
         (low, high),
     )
+    gramindex.delete_range(cur, low, high)
     cur.execute('DELETE FROM "documents" WHERE "docid" BETWEEN ? AND ?', (low, high))
     cur.execute('DELETE FROM "events" WHERE "sid" = ? AND "seq" >= ?', (sid, from_seq))
     if from_seq > 0:

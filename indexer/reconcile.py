@@ -27,8 +27,11 @@ from sqlalchemy import Engine
 
 from readmodel.core.clipping import clip_path, clip_repr
 from readmodel.projection.secrets import Policy, index_fingerprint, policy_from_env, redacts_index
+from readmodel.store import gramindex
+from readmodel.store.activity import store_last_activity
 from readmodel.store.sources import check_source, default_source
 
+from . import dictionary as block_dictionary
 from .ingest import LogOutcome, ingest_log, session_columns
 from .layout import Compression, LayoutProblem, discover, expected_transcript_path, revision_token, same_file
 from .preparation import (
@@ -153,7 +156,8 @@ class Reconciler:
 
     def _full_pass(self, started: float) -> ReconcileReport:
         report = ReconcileReport()
-        if self.workers > 0 and self._index_is_empty():
+        cold = self._index_is_empty()
+        if self.workers > 0 and cold:
             # A cold build: start the workers while the root is walked (~0.4 s).
             pool = self._worker_pool()
             threading.Thread(target=_warm_up, args=(pool,), name="pool-warm-up", daemon=True).start()
@@ -177,6 +181,8 @@ class Reconciler:
                 problems.append(_owned_elsewhere(items[0].path, session_id, *owners[session_id]))
             else:
                 usable.append(items[0])
+        if cold:
+            self._train_dictionary(usable)
         self._run(usable, problems, full=True, report=report)
         report.problems = len(problems)
         report.seconds = time.perf_counter() - started
@@ -200,8 +206,8 @@ class Reconciler:
         items: list[_Observed] = []
         with self.engine.connect() as conn:
             cur = conn.connection.driver_connection.cursor()
-            if _stored_fingerprint(cur) != self.fingerprint:
-                return self.reconcile()  # documents of other rules: re-derive them all first
+            if _stored_fingerprint(cur) != self.fingerprint or not gramindex.is_current(cur):
+                return self.reconcile()  # documents of other rules, or grams of another scheme: a full pass first
             for path in sorted({os.path.abspath(p) for p in paths}):
                 item = self._observe(path)
                 if item.problem is not None or _clashes(cur, item, self.source) or _has_problem(cur, path, self.source) or _beside_opposite(path, self.compression):
@@ -231,6 +237,25 @@ class Reconciler:
                 log.warning("listing in worker processes failed (%s: %s); listing here", type(exc).__name__, exc)
         return [self._observe(path) for path in paths]
 
+    def _train_dictionary(self, usable: list[_Observed]) -> None:
+        """A cold build trains the index's block dictionary before preparing anything."""
+        with self.engine.connect() as conn:
+            dbapi = conn.connection.driver_connection
+            if dbapi.execute('SELECT 1 FROM "block_dictionaries" LIMIT 1').fetchone() is not None:
+                return
+            paths = sorted(item.path for item in usable)
+            total = sum(item.stat.st_size for item in usable if item.stat is not None)
+            trained = block_dictionary.train_for(paths, total, self.compression)
+            if trained is None:
+                return
+            dbapi.execute("BEGIN IMMEDIATE")
+            try:
+                block_dictionary.store(dbapi.cursor(), trained)
+            except BaseException:
+                dbapi.execute("ROLLBACK")
+                raise
+            dbapi.execute("COMMIT")
+
     def _index_is_empty(self) -> bool:
         with self.engine.connect() as conn:
             return conn.connection.driver_connection.execute('SELECT 1 FROM "sessions" LIMIT 1').fetchone() is None
@@ -253,7 +278,9 @@ class Reconciler:
         with self.engine.connect() as conn:
             dbapi = conn.connection.driver_connection
             cur = dbapi.cursor()
+            block_dictionary.load(cur)  # blocks are written, and tail blocks reopened, with the index's dictionary
             if full:
+                self._rebuild_grams(cur)
                 stored = {row[1]: row for row in cur.execute(_SELECT_SESSIONS + ' WHERE "source" = ?', (self.source,))}
                 self._rederive = bool(stored) and _stored_fingerprint(cur) != self.fingerprint
                 if self._rederive:
@@ -346,6 +373,24 @@ class Reconciler:
                 self._abandon_transaction(cur, exc)
                 raise
 
+    def _rebuild_grams(self, cur: sqlite3.Cursor) -> None:
+        """Rebuild ``document_grams`` from the stored documents when another gram scheme built it.
+
+        The scheme folds case with this Python's Unicode database; grams of
+        another one would be removed with the wrong words.  One transaction:
+        readers keep verifying every document until it commits.
+        """
+        if gramindex.is_current(cur):
+            return
+        log.info("rebuilding the substring index (gram scheme %s)", gramindex.scheme_fingerprint())
+        cur.execute("BEGIN IMMEDIATE")
+        try:
+            gramindex.rebuild(cur)
+            cur.execute("COMMIT")
+        except BaseException as exc:
+            self._abandon_transaction(cur, exc)
+            raise
+
     def _store_fingerprint(self, cur: sqlite3.Cursor) -> None:
         """After a complete full pass every document is derived with this reconciler's fingerprint."""
         if _stored_fingerprint(cur) != self.fingerprint:
@@ -380,6 +425,9 @@ class Reconciler:
 
         Their sids are assigned now, in ``todo`` order; logs over
         :data:`~indexer.preparation.PREPARE_MAX_BYTES` stay with the writer.
+        A re-derivation (the redaction fingerprint changed) prepares every
+        session this way, each under the sid it already has: the writer then
+        swaps its old rows for the prepared ones (:meth:`_index_one`).
         """
         if self.workers <= 0:
             return None
@@ -387,14 +435,23 @@ class Reconciler:
         tasks: list[PrepTask] = []
         for item in todo:
             assert item.header is not None and item.stat is not None
-            if item.path in stored or item.stat.st_size > PREPARE_MAX_BYTES:
+            row = stored.get(item.path)
+            if (row is not None and not self._rederive) or item.stat.st_size > PREPARE_MAX_BYTES:
                 continue
             settled = now - item.stat.st_mtime >= self.settle_seconds
-            tasks.append(PrepTask(item.path, self._allocate_sid(cur), item.header, settled, item.stat.st_size, self.redact_documents))
+            sid = self._kept_sid(row, item.header)
+            if sid is None:
+                sid = self._allocate_sid(cur)
+            tasks.append(PrepTask(item.path, sid, item.header, settled, item.stat.st_size, self.redact_documents))
         if not tasks or sum(task.size for task in tasks) < self.parallel_min_bytes:
             self._next_sid, self._sid_limit = reserved  # nothing handed out: the sids are free again
             return None
         return Preparer(tasks, self.compression, self.root, self._worker_pool())
+
+    @staticmethod
+    def _kept_sid(row: tuple[Any, ...] | None, header: dict[str, Any]) -> int | None:
+        """The sid a stored session keeps when it is indexed again (``None``: it gets a new one)."""
+        return row[0] if row is not None and row[6] == header["id"] else None
 
     def _allocate_sid(self, cur: sqlite3.Cursor) -> int:
         if self._next_sid >= self._sid_limit:
@@ -443,8 +500,12 @@ class Reconciler:
         assert item.header is not None and item.stat is not None
         header = item.header
         settled = now - item.stat.st_mtime >= self.settle_seconds
-        sid = row[0] if row is not None and row[6] == header["id"] else None
-        prepared = self._preparer.take(item.path) if self._preparer is not None and row is None else None
+        sid = kept = self._kept_sid(row, header)
+        prepared = self._preparer.take(item.path) if self._preparer is not None and (row is None or self._rederive) else None
+        if self._rederive:
+            # A re-derivation (a worker's when there are workers): the session is indexed as if
+            # new, under the sid it had, once its old rows are gone (just below).
+            sid = None
         resume: ResumePoint | None = None
         # Re-derivation reloads the log from the start (rows of the old documents are deleted below).
         if sid is not None and row is not None and row[3] is not None and row[5] == "ok" and not self._rederive:
@@ -470,12 +531,12 @@ class Reconciler:
                 return 0
         fresh = sid is None
         if fresh:
-            sid = prepared.sid if prepared is not None else self._allocate_sid(cur)
+            sid = prepared.sid if prepared is not None else kept if kept is not None and self._rederive else self._allocate_sid(cur)
             if prepared is not None and prepared.outcome is not None:
                 _insert_indexed_session(cur, sid, item, header, prepared, generation, now, self.source)
             else:
                 _insert_session(cur, sid, item, header, generation, now, self.source)
-        stream = self._open_stream(item, sid, settled) if row is None and prepared is None else None
+        stream = self._open_stream(item, sid, settled) if (row is None or self._rederive) and prepared is None else None
         # One name for every session's savepoint (they never nest): its statements stay
         # in the statement cache instead of being compiled per session.
         savepoint = "session"
@@ -524,6 +585,8 @@ class Reconciler:
         finally:
             if stream is not None:
                 stream.close()
+        # With the events, in their savepoint: incremental passes keep what a cold build computes.
+        store_last_activity(cur, sid)
         cur.execute(f'RELEASE "{savepoint}"')
         report.events += written
         report.held += self._held
@@ -730,7 +793,7 @@ def _update_failed(cur: sqlite3.Cursor, sid: int, item: _Observed, generation: i
     cur.execute(
         'UPDATE "sessions" SET "revision" = ?, "size" = ?, "resume" = NULL, "event_count" = 0, "stored_count" = 0, '
         '"synthetic_from" = NULL, "tail_state" = \'clean\', "surface_nodes" = NULL, "title_seq" = NULL, "status" = ?, '
-        '"error_code" = ?, "error_message" = ?, "generation" = ?, "indexed_at" = ? WHERE "sid" = ?',
+        '"error_code" = ?, "error_message" = ?, "generation" = ?, "indexed_at" = ?, "last_activity" = NULL WHERE "sid" = ?',
         (revision_token(item.stat), item.stat.st_size, status, code, message, generation, now, sid),
     )
 

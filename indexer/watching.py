@@ -8,7 +8,7 @@ which debounces and feeds the single writer thread.
 Classification (relative to the root, ``<project>/<session>/<transcript>``):
 
 * a file named like this root's transcript at depth 3 → that transcript path
-  (created, modified, closed after writing, deleted, renamed onto or away);
+  (created, modified, deleted, renamed onto or away);
 * a session directory created or renamed in at depth 2 → the transcript path
   inside it (the file may already be there when the watch is added);
 * anything that can change which artifacts the layout rules accept — a flat
@@ -28,7 +28,6 @@ from watchdog.events import (
     DirCreatedEvent,
     DirDeletedEvent,
     DirMovedEvent,
-    FileClosedEvent,
     FileCreatedEvent,
     FileDeletedEvent,
     FileModifiedEvent,
@@ -46,10 +45,12 @@ log = logging.getLogger("sessionq.watch")
 
 # Only the notifications that can change what the index holds; opened/closed
 # without writing and attribute changes are dropped in the emitter already.
+# "Closed after writing" is dropped too: every write already raised a
+# modification, and a close right after an append (the harness opens, writes,
+# closes) would only extend that append's burst and delay the next append.
 WATCHED_EVENTS: Final = [
     FileCreatedEvent,
     FileModifiedEvent,
-    FileClosedEvent,
     FileDeletedEvent,
     FileMovedEvent,
     DirCreatedEvent,

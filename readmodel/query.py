@@ -30,6 +30,7 @@ Python equivalents of the reference's asynchronous behaviour:
 from __future__ import annotations
 
 import heapq
+from functools import partial
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
@@ -44,8 +45,9 @@ from readmodel.store.database import failure_reason, snapshot, sqlite_path
 from readmodel.core.errors import SessionQueryError
 from readmodel.projection.eventtrace import assemble_trace, build_event_records, event_not_found, target_index
 from readmodel.projection.eventtrace import trace_event as trace_live_event
-from readmodel.projection.extraction import build_documents, extract_event_text
-from readmodel.projection.secrets import REDACTED_MARK, redact
+from readmodel.projection.extraction import build_documents
+from readmodel.projection.redaction import list_reader, read_window, redact_events, redact_titles, restored_documents
+from readmodel.projection.secrets import Policy, policy_from_env, redacts_index, redacts_raw
 from readmodel.projection.filters import (
     event_predicate,
     materialize_event_filters,
@@ -69,7 +71,7 @@ from readmodel.store.schema import SURFACE_NAMES, id_sort_key
 from readmodel.search.config import search_config
 from readmodel.search.engine import SessionSearch, search_disabled
 from readmodel.search.sqlite import sqlite_search
-from readmodel.search.summaries import SessionSummary, SessionSummaryPage, WorkspaceSummary, summaries_for, summary_page, summary_request, workspaces
+from readmodel.search.summaries import SessionSummary, SessionSummaryPage, TitleCache, WorkspaceSummary, summaries_for, summary_page, summary_request, workspaces
 from readmodel.search.vocabulary import SessionEventSearchPage, SessionSearchPage
 from readmodel.store.interface import IndexReader, IndexSource, StoredSession
 from readmodel.store.sqlite import IndexStore
@@ -213,26 +215,33 @@ class SessionQuery:
         store: IndexSource | None = None,
         live: LiveSource | None = None,
         config: Mapping[str, Any] | QueryConfig | None = None,
+        redact: Policy | None = None,
     ) -> None:
         # Validated first: an invalid config means no engine (T-EX-22).
         self.config = validate_config(config)
+        # Live sessions' documents (search, snippets, filterEvents) are redacted as the indexer
+        # redacts stored ones, unless the policy (``$SESSIONQ_REDACT`` when not given) is ``off``;
+        # raw reads are redacted by default under ``all`` (a call's ``redact`` decides otherwise).
+        policy = policy_from_env(redact)
+        self.redact_documents, self.redact_reads = redacts_index(policy), redacts_raw(policy)
         self.search_config = search_config(_search_settings(config))
         self.store = store
         self.live = live
         self._search: SessionSearch | None = None
         self._search_lock = threading.Lock()
+        self._titles = TitleCache()
         if self.search_config.open_at == "startup":
             self._searcher().open()
 
     @classmethod
     def open(
-        cls, db: str, live: LiveSource | None = None, config: Mapping[str, Any] | QueryConfig | None = None
+        cls, db: str, live: LiveSource | None = None, config: Mapping[str, Any] | QueryConfig | None = None, redact: Policy | None = None
     ) -> SessionQuery:
         """Open the index at ``db`` read-only (``SESSION_QUERY_INDEX_FAILED`` if
         it cannot be used); ``config`` is validated before the database is touched."""
         validate_config(config)
         search_config(_search_settings(config))
-        return cls(IndexStore.open(db), live, config)
+        return cls(IndexStore.open(db), live, config, redact)
 
     def close(self) -> None:
         """Release the database connections (live sessions are not touched)."""
@@ -249,7 +258,7 @@ class SessionQuery:
         with self._search_lock:
             if self._search is None:
                 db_path = sqlite_path(self.store.db) if self.store is not None else None
-                self._search = sqlite_search(db_path, live=self.live, config=self.search_config)
+                self._search = sqlite_search(db_path, live=self.live, config=self.search_config, redact=self.redact_documents)
             return self._search
 
     def search_sessions(self, request: Any, signal: AbortSignal | None = None) -> SessionSearchPage:
@@ -422,7 +431,7 @@ class SessionQuery:
         """``listSessionSummaries`` (sessionq extension, :mod:`readmodel.search.summaries`):
         a page of titles, workspaces, times and counts in listing order."""
         normalised = summary_request(request)
-        return self._in_snapshot(lambda txn: summary_page(txn, normalised, self._live_list()))
+        return self._in_snapshot(lambda txn: summary_page(txn, normalised, self._live_list(), self._titles, self.redact_documents))
 
     def list_workspaces(self) -> list[WorkspaceSummary]:
         """``listWorkspaces`` (sessionq extension): sessions per ``cwd``, newest activity first."""
@@ -430,7 +439,7 @@ class SessionQuery:
 
     def session_summaries(self, session_ids: Sequence[str]) -> dict[str, SessionSummary]:
         """The summaries of the listed sessions among ``session_ids``, by id (unknown ids are absent)."""
-        return self._in_snapshot(lambda txn: summaries_for(txn, list(session_ids), self._live_list()))
+        return self._in_snapshot(lambda txn: summaries_for(txn, list(session_ids), self._live_list(), self._titles, self.redact_documents))
 
     def _live_list(self) -> list[Any]:
         return list(self.live.list()) if self.live is not None else []
@@ -464,19 +473,23 @@ class SessionQuery:
 
     # ------------------------------------------------------------------ exact reads
 
-    def read_session(self, session_id: str) -> SessionLogSnapshot:
+    def read_session(self, session_id: str, *, redact: bool | None = None) -> SessionLogSnapshot:
         """``readSession``: the header and the complete raw log.
 
         A live log is replay-validated first (a plain
         :class:`readmodel.projection.replay.ReplayError` on failure); events are
-        frozen-message snapshots.
+        frozen-message snapshots.  ``redact`` (a sessionq extension; ``None``: the engine's policy)
+        replaces every detected secret by its marker, streamed chunks included
+        (:mod:`readmodel.projection.redaction`), as in every raw read.
         """
+        redact = self.redact_reads if redact is None else redact
         observed = self._observe(session_id, None, lambda txn, row: txn.raw_all(row.sid))
         if isinstance(observed, LiveSnapshot):
             validate_replay(session_id, observed.header, observed.events)
-            events = [snapshot_event(event) for event in observed.events]
+            events = [snapshot_event(event) for event in (redact_events(observed.events) if redact else observed.events)]
             return SessionLogSnapshot(session=observed.header, events=events)
-        events = [snapshot_event(event, copy=False, check=False) for event in observed.payload]
+        raw = redact_events(observed.payload) if redact else observed.payload
+        events = [snapshot_event(event, copy=False, check=False) for event in raw]
         return SessionLogSnapshot(session=observed.row.header(), events=events)
 
     def list_events(self, session_id: str) -> list[SessionEventRecord]:
@@ -502,7 +515,7 @@ class SessionQuery:
         observed = self._observe(session_id, None, self._stored_documents)
         if isinstance(observed, LiveSnapshot):
             fold = fold_session_surface(observed.events)
-            documents = build_documents(session_id, observed.events, fold.surfaces)
+            documents = build_documents(session_id, observed.events, fold.surfaces, self.redact_documents)
         else:
             documents = [
                 SessionEventSearchDocument(
@@ -515,39 +528,27 @@ class SessionQuery:
 
     @staticmethod
     def _stored_documents(txn: IndexReader, row: StoredSession) -> list[tuple[int, str, Any, int, str]]:
-        """The stored documents, with the exact extracted text restored where the
-        index had to substitute U+FFFD (NUL, highlight markers, lone surrogates)."""
-        documents = txn.documents(row.sid)
-        damaged = [index for index, document in enumerate(documents) if "\ufffd" in document[4]]
-        if not damaged:
-            return documents
-        raw = txn.raw_at(row.sid, [documents[index][0] for index in damaged])
-        for index in damaged:
-            seq, etype, time, surface, stored = documents[index]
-            text = extract_event_text(raw[seq])
-            # The restored text must not bring back a secret the indexer redacted: a stored
-            # marker means redaction ran, and redacting the restored text again is exact
-            # (it changes nothing but the detected spans).
-            documents[index] = (seq, etype, time, surface, redact(text) if REDACTED_MARK in stored else text)
-        return documents
+        return restored_documents(txn.documents(row.sid), partial(txn.raw_at, row.sid))
 
-    def read_surface(self, session_id: str) -> SessionSurfaceSnapshot:
+    def read_surface(self, session_id: str, *, redact: bool | None = None) -> SessionSurfaceSnapshot:
         """``readSurface``: the current model surface in model-history order.
 
         ``capturedThroughSeq`` is the last event's seq of the same observation
         (``None`` for an empty log).
         """
+        redact = self.redact_reads if redact is None else redact
 
         def inspect(txn: IndexReader, row: StoredSession) -> list[Event]:
             nodes = txn.surface(row.sid)
             raw = txn.raw_at(row.sid, nodes)
-            return [raw[seq] for seq in nodes]
+            return redact_events([raw[seq] for seq in nodes]) if redact else [raw[seq] for seq in nodes]
 
         observed = self._observe(session_id, None, inspect)
         if isinstance(observed, LiveSnapshot):
             events = observed.events
             fold = fold_session_surface(events)
-            surface = [snapshot_event(events[seq]) for seq in fold.nodes]
+            nodes = [events[seq] for seq in fold.nodes]
+            surface = [snapshot_event(event) for event in (redact_events(nodes) if redact else nodes)]
             captured = events[-1].get("seq") if events else None
             return SessionSurfaceSnapshot(session=observed.header, captured_through_seq=captured, events=surface)
         row = observed.row
@@ -555,7 +556,7 @@ class SessionQuery:
         captured = row.event_count - 1 if row.event_count else None
         return SessionSurfaceSnapshot(session=row.header(), captured_through_seq=captured, events=surface)
 
-    def read_event_range(self, session_id: str, start_seq: Any, limit: Any) -> SessionEventRange:
+    def read_event_range(self, session_id: str, start_seq: Any, limit: Any, *, redact: bool | None = None) -> SessionEventRange:
         """``readEventRange`` (a sessionq extension, for paged views of long logs):
         events ``startSeq .. startSeq + limit - 1`` (fewer at the end of the log)
         with their surface, the replacement that shadowed each and the nodes each
@@ -571,17 +572,19 @@ class SessionQuery:
             raise SessionQueryError("SESSION_QUERY_INVALID_WINDOW", f"limit must be an integer between 1 and {EVENT_RANGE_MAX}")
         first = int(start_seq)
         last = first + int(limit) - 1
+        redact = self.redact_reads if redact is None else redact
 
         def inspect(txn: IndexReader, row: StoredSession) -> tuple[int, list[Event], list[tuple[int, int, int | None, list[int]]]]:
             end = min(last, row.event_count - 1)
-            return row.event_count, txn.raw_range(row.sid, first, end), txn.event_range_records(row.sid, first, end)
+            raw = read_window(partial(txn.raw_range, row.sid), first, end, row.event_count, redact)
+            return row.event_count, raw, txn.event_range_records(row.sid, first, end)
 
         observed = self._observe(session_id, None, inspect)
         if isinstance(observed, LiveSnapshot):
             fold = fold_session_surface(observed.events)
             replaced_by = fold.replaced_by()
             replaces = dict(fold.replaced_event_seqs())
-            events = observed.events[first : last + 1]
+            events = read_window(list_reader(observed.events), first, min(last, len(observed.events) - 1), len(observed.events), redact)
             records = [
                 SessionEventRangeRecord(
                     seq=event["seq"],
@@ -611,7 +614,7 @@ class SessionQuery:
         )
 
     def read_event(
-        self, request: SessionEventReadRequest | Mapping[str, Any], signal: AbortSignal | None = None
+        self, request: SessionEventReadRequest | Mapping[str, Any], signal: AbortSignal | None = None, *, redact: bool | None = None
     ) -> SessionEventWindow:
         """``readEvent``: one event with up to ``before``/``after`` neighbours (§6).
 
@@ -624,13 +627,14 @@ class SessionQuery:
         before = _window_bound("before", req.before, maximum)
         after = _window_bound("after", req.after, maximum)
         session_id, seq = req.session_id, req.seq
+        redact = self.redact_reads if redact is None else redact
 
         def inspect(txn: IndexReader, row: StoredSession) -> tuple[int, list[Event]] | None:
             index = _persisted_index(seq, row.event_count)
             if index is None:
                 return None
             start = max(0, index - before)
-            return start, txn.raw_range(row.sid, start, min(row.event_count - 1, index + after))
+            return start, read_window(partial(txn.raw_range, row.sid), start, min(row.event_count - 1, index + after), row.event_count, redact)
 
         observed = self._observe(session_id, signal, inspect)
         throw_if_aborted(signal)
@@ -640,7 +644,7 @@ class SessionQuery:
                 raise event_not_found(session_id, seq)
             start = max(0, index - before)
             end = min(len(observed.events) - 1, index + after)
-            window = [snapshot_event(event) for event in observed.events[start : end + 1]]
+            window = [snapshot_event(event) for event in read_window(list_reader(observed.events), start, end, len(observed.events), redact)]
             header = observed.header
         else:
             if observed.payload is None:
@@ -709,7 +713,8 @@ class SessionQuery:
         if unresolved:
             self._resolve_persisted_titles(unresolved, results, signal)
         throw_if_aborted(signal)
-        return [results[session_id] for session_id in unique]
+        # Titles are shown where snippets are (lists, results, headings): redacted as the index is.
+        return redact_titles([results[session_id] for session_id in unique]) if self.redact_documents else [results[session_id] for session_id in unique]
 
     def _project_live_title(self, session_id: str, session: Any, signal: AbortSignal | None) -> SessionTitleObservationResult:
         """Project a live source (borrowing its header and events; the projection copies)."""

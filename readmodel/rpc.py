@@ -41,6 +41,7 @@ from readmodel.projection.eventmodel import EventShapeError
 from readmodel.core.jsonout import encode_json
 from readmodel.projection.lineage import encode_lineage_trace
 from readmodel.projection.replay import ReplayError
+from readmodel.projection.secrets import POLICIES
 from readmodel.core.requests import error_to_builtins, title_result_to_builtins
 
 PARSE_ERROR: Final = -32700
@@ -180,6 +181,22 @@ def _session_ids(params: Mapping[str, Any]) -> list[str]:
     return value
 
 
+def _redaction(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``redact`` param of a raw read (a sessionq extension) as the engine's keyword.
+
+    ``"all"`` asks for the events with every detected secret replaced by its
+    marker (streamed chunks included); ``"index"``, ``"off"`` or none leave the
+    server's policy, so a request can add redaction but never lift the
+    server's ``all``.
+    """
+    value = params.get("redact")
+    if value is None:
+        return {}
+    if value not in POLICIES:
+        raise invalid_params(f"redact must be one of {', '.join(POLICIES)}")
+    return {"redact": True} if value == "all" else {}
+
+
 # --------------------------------------------------------------------------- methods
 
 Handler = Callable[[Any, dict[str, Any]], bytes]
@@ -195,7 +212,7 @@ def _filter_sessions(engine: Any, params: dict[str, Any]) -> bytes:
 
 
 def _read_session(engine: Any, params: dict[str, Any]) -> bytes:
-    return _encode(engine.read_session(_session_id(params)))
+    return _encode(engine.read_session(_session_id(params), **_redaction(params)))
 
 
 def _list_events(engine: Any, params: dict[str, Any]) -> bytes:
@@ -207,15 +224,16 @@ def _filter_events(engine: Any, params: dict[str, Any]) -> bytes:
 
 
 def _read_surface(engine: Any, params: dict[str, Any]) -> bytes:
-    return _encode(engine.read_surface(_session_id(params)))
+    return _encode(engine.read_surface(_session_id(params), **_redaction(params)))
 
 
 def _read_event(engine: Any, params: dict[str, Any]) -> bytes:
-    return _encode(engine.read_event(_event_request(params)))
+    return _encode(engine.read_event(_event_request(params), **_redaction(params)))
 
 
 def _read_event_range(engine: Any, params: dict[str, Any]) -> bytes:
-    return _encode(engine.read_event_range(_session_id(params), params.get("startSeq", 0), params.get("limit", 1000)))
+    session_id, options = _session_id(params), _redaction(params)
+    return _encode(engine.read_event_range(session_id, params.get("startSeq", 0), params.get("limit", 1000), **options))
 
 
 def _trace_session(engine: Any, params: dict[str, Any]) -> bytes:

@@ -19,6 +19,12 @@ built them.  Left out, because they legitimately depend on history:
 FTS5 is compared through queries: for each probe term, the matching documents
 as ``(session id, seq)`` with their bm25 rank (rounded), which also proves the
 FTS statistics agree.
+
+The substring gram index (``document_grams``, contentless) is compared whole:
+each document's words as FTS5 lists them (``fts5vocab`` instances, deletions
+applied), and checked against the words its stored text gives
+(:func:`readmodel.projection.grams.document_tokens`) — a stale or missing word
+is a ``consistency`` problem.
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
-from readmodel.store.blocks import decompress_block, unpack_run_times, unpack_run_types
+from readmodel.projection.grams import document_tokens
+from readmodel.store.blocks import decompress_block, register_dictionary, unpack_run_times, unpack_run_types
 
 SESSION_SKIP = frozenset({"sid", "generation", "indexed_at"})
 DEFAULT_PROBES = ("reconcile", "deploy", "parser", "tokenizer", "alpha", "omega", "session", "error")
@@ -79,6 +86,10 @@ def index_state(db_path: str, probes: Iterable[str] = DEFAULT_PROBES) -> dict[st
                 events[(key(sid), first + offset)] = tuple(member.get(c) for c in event_columns)
         events = dict(sorted(events.items()))
 
+        # Blocks are compared decoded: with the index's zstd dictionary (schema 0011) or without one.
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'block_dictionaries'").fetchone():
+            for dict_id, dict_data in conn.execute('SELECT "id", "data" FROM "block_dictionaries"'):
+                register_dictionary(dict_id, dict_data)
         raw: dict[str, list[tuple[int, int, bytes]]] = {}  # session -> [(seq, synthetic, line)]
         for sid, first, count, synthetic, data in conn.execute(
             'SELECT "sid", "first_seq", "count", "synthetic", "data" FROM "event_blocks" ORDER BY "sid", "first_seq"'
@@ -123,6 +134,7 @@ def index_state(db_path: str, probes: Iterable[str] = DEFAULT_PROBES) -> dict[st
             ).fetchall()
             fts[term] = sorted((round(rank, 9), key(rowid >> 32), rowid & 0xFFFFFFFF) for rowid, rank in hits)
         fts_rows = conn.execute('SELECT count(*) FROM "documents_fts"').fetchone()[0]
+        grams = _gram_words(conn, key, block_problems)
         conn.execute("COMMIT")
     finally:
         conn.close()
@@ -135,8 +147,25 @@ def index_state(db_path: str, probes: Iterable[str] = DEFAULT_PROBES) -> dict[st
         "layout_problems": problems,
         "fts": fts,
         "fts_rows": fts_rows,
+        "grams": grams,
         "consistency": block_problems,
     }
+
+
+def _gram_words(conn: sqlite3.Connection, key: Any, problems: list[str]) -> dict[tuple[str, int], tuple[str, ...]]:
+    """Each document's words in ``document_grams``; a word its stored text does not give is a problem."""
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.\"gram_instances\" USING fts5vocab(main, \"document_grams\", 'instance')")
+    words: dict[int, set[str]] = {}
+    for term, rowid in conn.execute('SELECT "term", "doc" FROM temp."gram_instances"'):
+        words.setdefault(rowid, set()).add(term)
+    for rowid, text in conn.execute('SELECT "docid", "text" FROM "documents"'):
+        expected = set(document_tokens(text).split())
+        found = words.get(rowid, set())
+        if found != expected:
+            problems.append(f"document {rowid}: grams {len(found - expected)} stale, {len(expected - found)} missing")
+    known = {row[0] for row in conn.execute('SELECT "docid" FROM "documents"')}
+    problems += [f"grams of a deleted document {rowid}" for rowid in sorted(set(words) - known)]
+    return {(key(rowid >> 32), rowid & 0xFFFFFFFF): tuple(sorted(terms)) for rowid, terms in sorted(words.items())}
 
 
 def diff_states(left: dict[str, Any], right: dict[str, Any], limit: int = 20) -> list[str]:

@@ -25,7 +25,7 @@ from alembic import context, op
 from readmodel.store.sources import check_source, default_source
 
 revision = "0012"
-down_revision = "0007"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 

@@ -144,7 +144,8 @@ class PeopleCommand(click.Command):
         return super().parse_args(ctx, args)
 
 
-def _ambiguous(prefix: str, candidates: Sequence[str]) -> SessionQueryError:
+def ambiguous_prefix(prefix: str, candidates: Sequence[str]) -> SessionQueryError:
+    """The error of an id prefix several sessions share: ``SESSION_NOT_FOUND`` listing the candidates."""
     shown = ", ".join(candidates[:PREFIX_CANDIDATES_SHOWN])
     tail = " and more" if len(candidates) > PREFIX_CANDIDATES_SHOWN else ""
     return SessionQueryError(
@@ -177,5 +178,5 @@ def resolve_id(query: Any, text: str) -> str:
     if len(candidates) == 1:
         return candidates[0]
     if len(candidates) > 1:
-        raise _ambiguous(text, candidates)
+        raise ambiguous_prefix(text, candidates)
     return text

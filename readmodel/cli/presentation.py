@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
@@ -243,8 +244,17 @@ def highlighted(snippet: str, query: str) -> Text:
     return text
 
 
+SNIPPET_MIN_WIDTH = 48
+"""Below this many columns for the snippet, search hits are printed as records (the snippet on
+lines of its own, as wide as the terminal) instead of a table with a squeezed snippet column."""
+
+
 def print_search_page(page: dict[str, Any], *, within_session: bool, query: str = "", page_number: int = 1, first_rank: int = 1) -> None:
-    """Search hits as a table: rank, where, which event, and the snippet with the matches marked."""
+    """Search hits, best first: rank, where, which event, and the snippet with the matches marked.
+
+    A table when the snippet column gets at least :data:`SNIPPET_MIN_WIDTH` columns, else one
+    record per hit (its place on one line, the snippet below it); ids are never wrapped.
+    """
     console = _console()
     if within_session:
         console.print(_header_line(page["session"]))
@@ -252,19 +262,55 @@ def print_search_page(page: dict[str, Any], *, within_session: bool, query: str 
     if not hits:
         console.print("[dim]no matches[/dim]")
     else:
-        table = Table(show_edge=False, pad_edge=False)
-        table.add_column("#", justify="right")
-        if not within_session:
-            id_column(table, "session", [hit["header"]["id"] for hit in hits])
-        table.add_column("seq", justify="right")
-        table.add_column("type")
-        table.add_column("surface")
-        table.add_column("time")
-        table.add_column("snippet", overflow="fold")
+        rows = []
         for rank, hit in enumerate(hits, first_rank):
             event = hit if within_session else hit["bestMatch"]
             where = [] if within_session else [hit["header"]["id"]]
-            table.add_row(str(rank), *where, str(event["seq"]), event["type"], event["surface"], when(event["time"]), highlighted(event["snippet"], query))
-        console.print(table)
+            rows.append([str(rank), *where, str(event["seq"]), event["type"], event["surface"], when(event["time"]), highlighted(event["snippet"], query)])
+        # The place columns' widths and the table's separators (" │ " between columns).
+        place = sum(max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)) + 3 * (len(rows[0]) - 1)
+        if console.width - place >= SNIPPET_MIN_WIDTH:
+            console.print(_search_table(rows, within_session))
+        else:
+            _print_search_records(console, rows)
     if "nextCursor" in page:
-        console.print(f"[dim]more: --page {page_number + 1}, or --cursor {page['nextCursor']}[/dim]")
+        # Soft-wrapped: a cursor is one token to copy, never cut by an inserted newline.
+        console.print(f"[dim]more: --page {page_number + 1}, or --cursor {page['nextCursor']}[/dim]", soft_wrap=True)
+
+
+def _search_table(rows: list[list[Any]], within_session: bool) -> Table:
+    table = Table(show_edge=False, pad_edge=False)
+    table.add_column("#", justify="right")
+    if not within_session:
+        id_column(table, "session", [row[1] for row in rows])
+    table.add_column("seq", justify="right")
+    table.add_column("type")
+    table.add_column("surface")
+    table.add_column("time", no_wrap=True)
+    table.add_column("snippet", overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def _print_search_records(console: Console, rows: list[list[Any]]) -> None:
+    """One hit per record: ``rank  [id]  #seq  type  surface  time`` (broken between fields only,
+    so an id or a time is never cut), then the snippet indented, as wide as the terminal allows."""
+    indent = len(rows[-1][0]) + 2
+    for number, row in enumerate(rows):
+        rank, *place, seq, etype, surface, at, snippet = row
+        line = Text(rank.rjust(indent - 2), style="bold")
+        column = indent - 2
+        for text, style in [*((part, "cyan") for part in place), (f"#{seq}", ""), (etype, ""), (surface, "dim"), (at, "dim")]:
+            if column + 2 + len(text) > console.width and column > indent:
+                line.append("\n" + " " * indent)
+                column = indent
+            else:
+                line.append("  ")
+                column += 2
+            line.append(text, style=style)
+            column += len(text)
+        if number:
+            console.print()
+        console.print(line, overflow="ignore", crop=False)
+        console.print(Padding(snippet, (0, 0, 0, indent), expand=False))

@@ -14,7 +14,7 @@ Wherever a session id is taken, a unique prefix of it works
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import click
@@ -42,7 +42,7 @@ from readmodel.cli.support import (
     handles_errors,
     json_option,
     redact_option,
-    redact_result,
+    redacts_reads,
     refuse_impossible_db,
 )
 
@@ -66,7 +66,7 @@ def _examples(*lines: str) -> str:
 def read_command(session_id: str, db: str, as_json: bool, redact: str = "index") -> None:
     """Print a session's header and every event of its log, one line each (`show` reads better)."""
     engine, session_id = open_session(db, session_id)
-    show(redact_result(engine.read_session(session_id), redact), as_json, "print_log")
+    show(engine.read_session(session_id, redact=redacts_reads(redact)), as_json, "print_log")
 
 
 @click.command("events", cls=PeopleCommand, epilog=_examples("sessionq events 6f31f323"))
@@ -129,7 +129,7 @@ def event_command(
         request["before"] = before
     if after is not None:
         request["after"] = after
-    window = redact_result(engine.read_event(request), redact)
+    window = engine.read_event(request, redact=redacts_reads(redact))
     if as_json:
         emit_json(window)
         return
@@ -182,16 +182,12 @@ def trace_event_command(session_id: str, seq: int, db: str, as_json: bool) -> No
 @handles_errors
 def title_command(session_ids: tuple[str, ...], db: str, as_json: bool) -> None:
     """Show the title of each session (a session that cannot be read is reported, not fatal)."""
-    from readmodel.core.errors import SessionQueryError
     from readmodel.core.requests import title_result_to_builtins
 
     engine = open_engine(db)
-    resolved = []
-    for text in session_ids:
-        try:
-            resolved.append(resolve_id(engine, text))
-        except SessionQueryError:
-            resolved.append(text)  # an ambiguous prefix: answered per id as not found
+    # An ambiguous prefix lists its candidates and exits 2, as every command does; an unknown
+    # id is answered in its row (not found), as the reference's readTitleSnapshots answers it.
+    resolved = [resolve_id(engine, text) for text in session_ids]
     results = [title_result_to_builtins(result) for result in engine.read_title_snapshots(resolved)]
     if as_json:
         emit_json(results)
@@ -209,9 +205,18 @@ def title_command(session_ids: tuple[str, ...], db: str, as_json: bool) -> None:
         "sessionq search 'frame scanner' --page 2",
         "sessionq search zstd --cwd ~/work/app --created-from 2026-08-01",
         "sessionq search 'disk full' --session 6f31f323 --type tool/result",
+        "sessionq search '\"exact phrase\"'            # quoted: the reference's phrase search",
+        "sessionq search 数据库 --match substring",
     ),
 )
 @click.argument("query")
+@click.option(
+    "--match",
+    type=click.Choice(["phrase", "words", "substring"]),
+    help="phrase: the exact phrase (the reference's search); words: every word in any order, the last one "
+    "also as a prefix (the default; a query wholly in double quotes is a phrase); substring: literal text, "
+    "case-insensitive, any script (e.g. CJK, OutcomeUnknown, ->).",
+)
 @click.option("--session", "session_id", help="Search within this one session (an id or a unique prefix).")
 @click.option("--limit", type=int, help="Matches per page (default 20, at most 100).")
 @click.option("--page", type=click.IntRange(min=1), help="Show page N (follows the cursors from page 1).")
@@ -225,6 +230,7 @@ def title_command(session_ids: tuple[str, ...], db: str, as_json: bool) -> None:
 @handles_errors
 def search_command(
     query: str,
+    match: str | None,
     session_id: str | None,
     limit: int | None,
     page: int | None,
@@ -240,7 +246,10 @@ def search_command(
         raise click.UsageError("give --page or --cursor, not both")
     event_filters = combine(filters_json_value(event_filters_json), event_clauses(options))
     session_filters = combine(filters_json_value(session_filters_json), session_clauses(options))
-    request: dict[str, Any] = {"query": query}
+    from readmodel.search.modes import people_match
+
+    mode, text = (match, query) if match is not None else people_match(query)
+    request: dict[str, Any] = {"query": text, "match": mode}
     if limit is not None:
         request["limit"] = limit
     if cursor is not None:
@@ -336,6 +345,7 @@ COMMANDS.append(mcp_command)
     help="Seconds to receive a request head, and its body, before the connection is closed.",
 )
 @click.option("--max-connections", default=100, show_default=True, type=click.IntRange(min=1), help="Concurrent connections (503 beyond).")
+@redact_option  # secret redaction (issue 22): under `all` every raw read and export is scrubbed
 def serve_command(
     host: str,
     port: int,
@@ -346,6 +356,7 @@ def serve_command(
     max_body: int,
     read_timeout: float,
     max_connections: int,
+    redact: str = "index",
 ) -> None:
     """HTTP API (/api/rpc/<method>, /api/session.export) and the web page."""
     from readmodel.http.app import LOOPBACK_NAMES, Limits, StartupError, bind_listener, check_index, create_app, is_loopback, server_config
@@ -367,7 +378,7 @@ def serve_command(
         listening = bind_listener(host, port)
     except StartupError as exc:
         raise click.ClickException(str(exc)) from None
-    app = create_app(db, root=root, attachments=attachments, token=token, allowed_hosts=hosts, port=port, limits=limits)
+    app = create_app(db, root=root, attachments=attachments, token=token, allowed_hosts=hosts, port=port, limits=limits, redact=redact.lower())  # type: ignore[arg-type]
     server = http_server(server_config(app, host, port, limits))
     shown = f"[{host}]" if ":" in host else host
     click.echo(f"sessionq: serving http://{shown}:{port}/ (Ctrl+C stops)", err=True)  # uvicorn names no URL for a given socket
@@ -382,21 +393,40 @@ def serve_command(
 COMMANDS.append(serve_command)
 
 
-@click.command("export")
+@click.command(
+    "export",
+    epilog=_examples(
+        "sessionq export 6f31f323                      the session's logs as a ZIP",
+        "sessionq export 6f31f323 --html -o notes.html  a transcript to read offline (one file)",
+        "sessionq export 6f31f323 --html --all          log-only events too",
+    ),
+)
 @click.argument("session_id")
 @click.option("--include-descendants", is_flag=True, help="Also export every descendant (subagent) log.")
-@click.option("-o", "--output", "output", default=None, help="ZIP file to write (default: dsh-session-<id>.zip).")
+@click.option(
+    "-o", "--output", "output", default=None,
+    help="File to write (default: dsh-session-<id>.zip, or .html with --html; - for standard output with --html).",
+)
+@click.option("--html", "html", is_flag=True, help="A self-contained HTML transcript instead of the ZIP (a sessionq extension).")
+@click.option("--all", "log_only", is_flag=True, help="With --html: also the log-only events (turn/step markers, streamed chunks).")
 @db_option
 @click.option("--root", "root", default=None, help="Session log root (relative index paths resolve against it).")
 @click.option("--attachments", default=None, help="Attachment store for export media.")
 @redact_option  # secret redaction (issue 22): `--redact all` scrubs the logs in the archive
+@handles_errors
 def export_command(
     session_id: str, include_descendants: bool, output: str | None, db: str, root: str | None, attachments: str | None,
-    redact: str = "index",
+    redact: str = "index", html: bool = False, log_only: bool = False,
 ) -> None:
-    """Write the ZIP the HTTP export endpoint serves."""
-    import os
-
+    """Write the ZIP the HTTP export endpoint serves, or (--html) the session's
+    transcript as one self-contained HTML file."""
+    if html:
+        if include_descendants:
+            raise click.UsageError("--include-descendants applies to the ZIP export, not to --html")
+        _export_html(session_id, output, db, redact, log_only)
+        return
+    if log_only:
+        raise click.UsageError("--all applies to --html")
     from readmodel.core.errors import SessionQueryError
     from readmodel.export.archive import Exporter, safe_id
     from readmodel.export.artifacts import AttachmentStore
@@ -412,9 +442,7 @@ def export_command(
             engines.append(open_engine(db))
         return engines[0]
 
-    from readmodel.projection.secrets import parse_policy, redacts_raw
-
-    exporter = Exporter(db, engine, root, AttachmentStore(attachments), redact=redacts_raw(parse_policy(redact)))
+    exporter = Exporter(db, engine, root, AttachmentStore(attachments), redact=redacts_reads(redact))
     try:
         session_id = resolve_id(engine(), session_id)  # a unique id prefix names its session
     except SessionQueryError as error:
@@ -426,18 +454,58 @@ def export_command(
     if prepared is None:
         raise click.ClickException("session not found")
     target = output or f"dsh-session-{safe_id(session_id)}.zip"
-    partial = target + ".partial"
     try:
-        with open(partial, "wb") as fh:
-            fh.writelines(exporter.stream(session_id, prepared[1], include_descendants, prepared[0].path))
-        os.replace(partial, target)
-    except Exception as error:  # noqa: BLE001 - never leave a truncated archive behind
-        if os.path.exists(partial):
-            os.unlink(partial)
-        raise click.ClickException(f"export failed: {error}") from None
+        _write_whole(target, exporter.stream(session_id, prepared[1], include_descendants, prepared[0].path))
     finally:
         for opened in engines:
             opened.close()
+    click.echo(target)
+
+
+def _write_whole(target: str, chunks: Iterable[bytes]) -> None:
+    """``chunks`` into the file ``target``, whole or not at all: written to
+    ``TARGET.partial`` and renamed; on a failure nothing truncated is left behind.
+    A target that exists and is not a regular file (``/dev/null``, ``/dev/stdout``,
+    a FIFO) is written in place: renaming over it would replace the device."""
+    import os
+
+    if os.path.exists(target) and not os.path.isfile(target):
+        try:
+            with open(target, "wb") as fh:
+                fh.writelines(chunks)
+        except OSError as error:
+            raise click.ClickException(f"export failed: {error}") from None
+        return
+    partial = target + ".partial"
+    try:
+        with open(partial, "wb") as fh:
+            fh.writelines(chunks)
+        os.replace(partial, target)
+    except Exception as error:  # noqa: BLE001
+        if os.path.exists(partial):
+            os.unlink(partial)
+        raise click.ClickException(f"export failed: {error}") from None
+
+
+def _export_html(session_id: str, output: str | None, db: str, redact: str, log_only: bool) -> None:
+    """``export --html``: the transcript file (or standard output with ``-o -``)."""
+    from readmodel.export.archive import safe_id
+    from readmodel.export.transcript import TranscriptOptions, prepare_transcript, session_title
+    from readmodel.projection.secrets import parse_policy, redacts_raw
+
+    options = TranscriptOptions(include_log_only=log_only, redact=redacts_raw(parse_policy(redact)))
+    engine = open_engine(db)  # query errors exit as every read's do (handles_errors): 2, or 1 for the index
+    try:
+        session_id = resolve_id(engine, session_id)
+        transcript = prepare_transcript(engine, session_id, title=session_title(engine, session_id), options=options)
+        if output == "-":
+            sys.stdout.buffer.writelines(transcript.chunks())
+            sys.stdout.buffer.flush()
+            return
+        target = output or f"dsh-session-{safe_id(session_id)}.html"
+        _write_whole(target, transcript.chunks())
+    finally:
+        engine.close()
     click.echo(target)
 
 

@@ -205,19 +205,12 @@ def redact_option(func: F) -> F:
     )(func)
 
 
-def redact_result(value: Any, redact: str) -> Any:
-    """``value`` (a read's result) with detected secrets replaced by markers when ``redact`` is ``all``.
+def redacts_reads(redact: str) -> bool:
+    """Whether raw reads and exports are redacted under the policy named ``redact`` (only ``all``).
 
-    The value is encoded to JSON, redacted as JSON text (the rules keep JSON
-    valid) and decoded back to its own type, so every printer takes it as
-    before; under ``index`` and ``off`` it is returned as it is.
+    The engine then redacts the events it reads, streamed chunks with their
+    runs as context (:mod:`readmodel.projection.redaction`).
     """
-    from readmodel.projection.secrets import parse_policy, redact as redact_text, redacts_raw
+    from readmodel.projection.secrets import parse_policy, redacts_raw
 
-    if not redacts_raw(parse_policy(redact)):
-        return value
-    import msgspec
-
-    encoded = msgspec.json.encode(value).decode("utf-8")
-    redacted = redact_text(encoded)
-    return value if redacted is encoded else msgspec.json.decode(redacted.encode("utf-8"), type=type(value))
+    return redacts_raw(parse_policy(redact))

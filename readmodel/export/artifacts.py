@@ -29,7 +29,7 @@ from typing import Any, BinaryIO, Final
 from readmodel.store.database import sqlite_path
 from readmodel.core.jsvalues import js_string
 from readmodel.store.readonly import reader_uri
-from readmodel.export.frames import FrameSpan, ZstdFrameError, iter_frame, scan_frames
+from readmodel.export.frames import FrameSpan, ZstdFrameError, iter_frames, scan_frames
 
 READ_CHUNK: Final = 1 << 16
 TEXT_SLICE: Final = 65_536
@@ -76,8 +76,7 @@ def _zstd_bytes(fh: BinaryIO) -> Iterator[bytes]:
         spans = [item for item in scan_frames(fh, 0, size) if isinstance(item, FrameSpan)]
         if not spans:
             raise ArtifactError("zstd session log holds no complete frame")
-        for span in spans:
-            yield from iter_frame(fh, span)
+        yield from iter_frames(fh, spans)
     except ZstdFrameError as exc:
         raise ArtifactError(exc.message) from None
 
@@ -149,6 +148,83 @@ class RawArtifact:
             self.close()
 
 
+    def utf8_pieces(self) -> Iterator[bytes]:
+        """The artifact text's UTF-8 encoding, in pieces of the decoder's size.
+
+        The same text as :meth:`text_slices` (header validated first, invalid
+        UTF-8 replaced).  While the stored bytes are valid UTF-8 they are
+        handed on as they are, without building text from them (ASCII needs
+        no check at all); from the first invalid byte on, the rest is decoded
+        with replacement and encoded again.
+        """
+        decoder: Any = None  # the replacing decoder, once the bytes stopped being valid UTF-8
+        carry = b""  # an incomplete character at the end of the last piece
+        header: bytearray | None = bytearray()  # the first line, until it is complete
+        try:
+            for chunk in self._bytes():
+                if carry:
+                    chunk, carry = carry + chunk, b""
+                if decoder is None and not chunk.isascii():
+                    used = _valid_utf8_prefix(chunk)
+                    if used is None:
+                        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+                    elif used < len(chunk):
+                        chunk, carry = chunk[:used], chunk[used:]
+                if decoder is not None:
+                    chunk = decoder.decode(chunk).encode("utf-8")
+                if header is not None:
+                    header += chunk
+                    newline = header.find(b"\n")
+                    if newline < 0:
+                        if len(header) > (64 << 20):
+                            raise ArtifactError("session log header line is too long")
+                        continue
+                    _check_header(header[:newline].decode("utf-8"), self.session_id)
+                    chunk, header = bytes(header), None
+                if chunk:
+                    yield chunk
+            tail = carry.decode("utf-8", "replace") if decoder is None else decoder.decode(b"", final=True)
+            data = tail.encode("utf-8")
+            if header is not None:
+                data = bytes(header) + data
+                _check_header(data.split(b"\n", 1)[0].decode("utf-8"), self.session_id)
+            if data:
+                yield data
+        finally:
+            self.close()
+
+
+_CHECK_WINDOW: Final = 1 << 16
+
+
+def _valid_utf8_prefix(data: bytes) -> int | None:
+    """How much of ``data`` is valid UTF-8 but for an incomplete last character; ``None`` if invalid.
+
+    Checked window by window so that ASCII windows (most of a log, usually)
+    need no decoding at all.
+    """
+    pos = 0
+    size = len(data)
+    while pos < size:
+        window = data[pos : pos + _CHECK_WINDOW]
+        if window.isascii():
+            pos += len(window)
+            continue
+        try:
+            _text, used = codecs.utf_8_decode(window, "strict", False)
+        except UnicodeDecodeError:
+            return None
+        if used < len(window) and pos + len(window) < size:
+            if used == 0:  # cannot happen: an incomplete character is at most 3 bytes of a window
+                return None
+            pos += used  # the cut character continues in the next window
+            continue
+        pos += used
+        if used < len(window):
+            break
+    return pos
+
+
 def _slices(text: str, size: int) -> Iterator[str]:
     for start in range(0, len(text), size):
         yield text[start : start + size]
@@ -176,16 +252,17 @@ def read_raw_text(path: Path | None, session_id: str) -> str | None:
 
 
 class _LinePass:
-    """One pass over an artifact's text: scans every kept line into ``found``.
+    """One pass over an artifact's UTF-8 bytes: scans every kept line into ``found``.
 
-    A line is kept whole when it is at most ``cap`` characters, when it
-    mentions ``image`` within its first ``cap`` characters, or when its
-    ordinal is in ``whole``.  Otherwise it is dropped as soon as it passes the
-    cap (only a short tail is kept to spot ``image`` across pieces); dropped
-    lines that do mention ``image`` later are recorded in :attr:`missed`.
+    A line is kept whole when it is at most ``cap`` bytes, when it mentions
+    ``image`` within its first ``cap`` bytes, or when its ordinal is in
+    ``whole``.  Otherwise it is dropped as soon as it passes the cap (only a
+    short tail is kept to spot ``image`` across pieces); dropped lines that do
+    mention ``image`` later are recorded in :attr:`missed`.  Lines that never
+    mention ``image`` cannot hold an image reference and are only counted.
     """
 
-    WORD: Final = "image"
+    WORD: Final = b"image"
 
     def __init__(self, cap: int, found: dict[str, dict[str, Any]], whole: frozenset[int] = frozenset()) -> None:
         self.cap = cap
@@ -193,19 +270,37 @@ class _LinePass:
         self.whole = whole
         self.missed: list[int] = []
         self.ordinal = 0
-        self._line: list[str] = []
+        self._line: list[bytes] = []
         self._size = 0
         self._dropped = False
-        self._tail = ""
+        self._tail = b""
 
-    def feed(self, text: str) -> None:
-        parts = text.split("\n")
-        self._extend(parts[0])
-        for part in parts[1:]:
+    def feed(self, data: bytes) -> None:
+        first_end = data.find(b"\n")
+        if first_end < 0:
+            self._extend(data)
+            return
+        self._extend(data[:first_end])
+        self.finish_line()
+        last_end = data.rfind(b"\n")
+        pos = first_end + 1
+        word = self.WORD
+        # The whole lines between the first and the last line break: only those
+        # mentioning the word are scanned; the others are counted.
+        while pos <= last_end:
+            hit = data.find(word, pos, last_end)
+            if hit < 0:
+                self.ordinal += data.count(b"\n", pos, last_end + 1)
+                break
+            start = data.rfind(b"\n", pos, hit) + 1 or pos
+            self.ordinal += data.count(b"\n", pos, start)
+            end = data.find(b"\n", hit)
+            self._extend(data[start:end])
             self.finish_line()
-            self._extend(part)
+            pos = end + 1
+        self._extend(data[last_end + 1 :])
 
-    def _extend(self, piece: str) -> None:
+    def _extend(self, piece: bytes) -> None:
         if not piece:
             return
         if self._dropped:
@@ -216,7 +311,7 @@ class _LinePass:
         self._line.append(piece)
         self._size += len(piece)
         if self._size > self.cap and self.ordinal not in self.whole:
-            joined = "".join(self._line)
+            joined = b"".join(self._line)
             if self.WORD in joined:
                 self._line = [joined]
                 self._size = len(joined)
@@ -228,12 +323,12 @@ class _LinePass:
 
     def finish_line(self) -> None:
         if not self._dropped:
-            _scan_line("".join(self._line), self.found)
+            _scan_line(b"".join(self._line), self.found)
         self.ordinal += 1
         self._line = []
         self._size = 0
         self._dropped = False
-        self._tail = ""
+        self._tail = b""
 
 
 class ImageScanner:
@@ -243,8 +338,9 @@ class ImageScanner:
     overwrites the ref but keeps the position (a ``dict`` does exactly that),
     so merging per-artifact results in export order equals one sequential scan.
 
-    Memory stays bounded by ``line_cap`` for lines that do not mention
-    ``image``.  When a long line mentions it only past the cap, the artifact
+    It is fed the entries' UTF-8 bytes (text is encoded).  Memory stays
+    bounded by ``line_cap`` bytes for lines that do not mention ``image``.
+    When a long line mentions it only past the cap, the artifact
     :attr:`needs_rescan`: the caller streams it again through :meth:`rescan`,
     which keeps those lines whole (they must be parsed).
     """
@@ -256,8 +352,8 @@ class ImageScanner:
         self._missed: frozenset[int] = frozenset()
         self._pass = _LinePass(line_cap, {})
 
-    def feed(self, text: str) -> None:
-        self._pass.feed(text)
+    def feed(self, data: bytes | str) -> None:
+        self._pass.feed(data.encode("utf-8") if type(data) is str else data)  # type: ignore[union-attr]
 
     def end_artifact(self) -> None:
         """Close the current artifact; its refs join :attr:`refs` unless a rescan is due."""
@@ -274,7 +370,7 @@ class ImageScanner:
         """Scan the artifact flagged by :attr:`needs_rescan` again, in full."""
         second = _LinePass(self.line_cap, {}, self._missed)
         for text in slices:
-            second.feed(text)
+            second.feed(text.encode("utf-8"))
         second.finish_line()
         self._merge(second.found)
         self.needs_rescan = False
@@ -285,11 +381,11 @@ class ImageScanner:
             self.refs[key] = ref
 
 
-def _scan_line(line: str, found: dict[str, dict[str, Any]]) -> None:
-    if not line or "image" not in line:
+def _scan_line(line: bytes, found: dict[str, dict[str, Any]]) -> None:
+    if not line or b"image" not in line:
         return
     try:
-        event = json.loads(line)
+        event = json.loads(line.decode("utf-8", "replace"))
     except ValueError:
         return
     if type(event) is not dict:

@@ -276,6 +276,80 @@ def iter_frame(fh: BinaryIO, span: FrameSpan, max_plaintext: int = DEFAULT_MAX_F
         raise _failed(span, "incomplete frame")
 
 
+GROUP_PLAINTEXT: Final = 4 << 20
+"""Plaintext :func:`iter_frames` decodes in one call at most (a run of small frames)."""
+
+
+def frame_content_size(head: bytes) -> int | None:
+    """The content size a frame header declares (``None`` when absent or the header is cut).
+
+    ``head`` starts at the frame's magic number.  libzstd refuses a frame whose
+    plaintext differs from its declared size, so a declared size bounds it.
+    """
+    if len(head) < 5:
+        return None
+    descriptor = head[4]
+    fcs_flag = descriptor >> 6
+    single_segment = (descriptor >> 5) & 1
+    if fcs_flag == 0 and not single_segment:
+        return None
+    width = 1 if fcs_flag == 0 else (2, 4, 8)[fcs_flag - 1]
+    at = 5 + (0 if single_segment else 1) + (0, 1, 2, 4)[descriptor & 3]
+    if len(head) < at + width:
+        return None
+    size = int.from_bytes(head[at : at + width], "little")
+    return size + 256 if width == 2 else size
+
+
+def iter_frames(
+    fh: BinaryIO,
+    spans: list[FrameSpan],
+    max_plaintext: int = DEFAULT_MAX_FRAME_PLAINTEXT,
+    group_plaintext: int = GROUP_PLAINTEXT,
+) -> Iterator[bytes]:
+    """The plaintext of ``spans`` in order: :func:`iter_frame` over each, faster.
+
+    A run of consecutive frames that each declare a content size, together at
+    most ``group_plaintext`` bytes, is read in one call and decoded in one
+    call (per-frame Python costs more than decoding a small frame).  Anything
+    else, and any run whose decode fails, goes through :func:`iter_frame`
+    frame by frame, so failures are the same errors at the same frames, after
+    the same plaintext.  Memory: one run (bounded by the declared sizes, which
+    libzstd enforces) or one piece.
+    """
+    index = 0
+    count = len(spans)
+    while index < count:
+        first = index
+        declared = 0
+        while index < count:
+            span = spans[index]
+            fh.seek(span.start)
+            size = frame_content_size(fh.read(18))
+            if size is None or size > max_plaintext or declared + size > group_plaintext:
+                break
+            declared += size
+            index += 1
+        if index == first:  # a large frame or one without a declared size: streamed
+            yield from iter_frame(fh, spans[index], max_plaintext)
+            index += 1
+            continue
+        run = spans[first:index]
+        fh.seek(run[0].start)
+        data = fh.read(run[-1].end - run[0].start)
+        plaintext = None
+        if len(data) == run[-1].end - run[0].start:
+            try:
+                plaintext = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True).decompress(data)
+            except zstandard.ZstdError:
+                plaintext = None
+        if plaintext is None or len(plaintext) != declared:
+            for span in run:  # the slow path finds and words the failure exactly
+                yield from iter_frame(fh, span, max_plaintext)
+            continue
+        yield plaintext
+
+
 def decoder_error(exc: zstandard.ZstdError) -> str:
     """libzstd's failure in the words the reader has always reported
     (``zstandard``'s streaming APIs word the same failure differently)."""

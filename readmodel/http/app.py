@@ -3,6 +3,9 @@
 ``create_app`` builds a Starlette app over one index database:
 
 * ``GET``/``HEAD /api/session.export`` — the streaming ZIP of export-spec §9;
+* ``GET``/``HEAD /api/session.html?sessionId=…[&includeLogOnly=true]`` — the
+  session's transcript as one self-contained HTML file
+  (:mod:`readmodel.export.transcript`, a sessionq extension);
 * ``POST /api/rpc/<method>`` — every method of :data:`readmodel.rpc.METHODS`
   with the params object as body; the result JSON is byte-identical to
   ``sessionq rpc``'s ``result``; a query error answers
@@ -16,7 +19,7 @@
 
 Safety: a Host-header allow-list (DNS-rebinding defence) and an optional
 bearer token, which ``sessionq serve`` requires when binding off loopback
-(``?access_token=`` is accepted on the export download only, and the access
+(``?access_token=`` is accepted on the two export downloads only, and the access
 log never shows its value).
 
 Resource bounds (:class:`Limits`): a request body larger than ``max_body``
@@ -58,9 +61,11 @@ from readmodel.export.archive import DEFAULT_LEVEL, Exporter, safe_id
 from readmodel.export.artifacts import (
     AttachmentStore,
 )
+from readmodel.export.transcript import TRANSCRIPT_CSS, TranscriptOptions, prepare_transcript, session_title
 from readmodel.core.errors import SessionQueryError
 from readmodel.http.events import EVENTS_PATH, FeedLimits, GenerationFeed
 from readmodel.http.openapi import openapi_document, query_params
+from readmodel.projection.secrets import POLICIES, Policy, policy_from_env, redacts_raw
 from readmodel.rpc import METHODS, JsonTextError, RpcError, _as_rpc_error, decode_json_text
 
 if TYPE_CHECKING:
@@ -70,10 +75,19 @@ LOOPBACK_NAMES: Final = ("localhost", "127.0.0.1", "[::1]")
 STATIC_DIR: Final = Path(__file__).with_name("static")
 
 BAD_EXPORT_PARAMS: Final = "missing or invalid sessionId query parameter"
+BAD_REDACT_PARAM: Final = "invalid redact query parameter (index, all or off)"
 NOT_FOUND: Final = "session not found"
 PREPARE_FAILED: Final = "session log export failed to prepare the stored artifact"
 UNAVAILABLE: Final = "session log export is unavailable: missing session-query, session-persistence, or attachments service"
 EXPORT_PATH: Final = "/api/session.export"
+HTML_EXPORT_PATH: Final = "/api/session.html"
+DOWNLOAD_PATHS: Final = frozenset({EXPORT_PATH, HTML_EXPORT_PATH})
+"""Routes a link downloads: they alone accept ``?access_token=``."""
+HTML_EXPORT_HEADERS: Final = {
+    # The file runs no script and loads nothing; if a browser renders it from here, it still cannot.
+    "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox allow-popups allow-popups-to-escape-sandbox",
+    "x-content-type-options": "nosniff",
+}
 
 
 @dataclass(frozen=True)
@@ -183,6 +197,7 @@ def create_app(
     engine: Any = None,
     limits: Limits = Limits(),
     feed_limits: FeedLimits = FeedLimits(),
+    redact: Policy | None = None,
 ) -> Starlette:
     """The sessionq HTTP app over the index ``db``.
 
@@ -192,8 +207,12 @@ def create_app(
     ``Authorization: Bearer <token>``; the export download alone also accepts
     ``?access_token=`` (a link cannot carry a header).  ``limits`` bounds
     request bodies (size and read time); ``feed_limits`` the event stream
-    (poll interval, heartbeat, subscribers).
+    (poll interval, heartbeat, subscribers).  ``redact`` is the secret-redaction
+    policy (``$SESSIONQ_REDACT`` when not given): under ``all`` raw reads and
+    exports are redacted whatever a request asks; a request's ``redact=all``
+    asks for it under the other policies.
     """
+    policy = policy_from_env(redact)
     hosts = frozenset(h.lower() for h in (LOOPBACK_NAMES if allowed_hosts is None else allowed_hosts))
     lock = threading.Lock()
     state: dict[str, Any] = {"engine": engine}
@@ -203,12 +222,12 @@ def create_app(
             if state["engine"] is None:
                 from readmodel.query import SessionQuery
 
-                state["engine"] = SessionQuery.open(db)
+                state["engine"] = SessionQuery.open(db, redact=policy)
             return state["engine"]
 
     feed = GenerationFeed(get_engine, feed_limits)
     store = AttachmentStore(attachments) if attachments is not None else None
-    exporter = Exporter(db, get_engine, root, store, compression_level)
+    exporter = Exporter(db, get_engine, root, store, compression_level, redact=redacts_raw(policy))
 
     def host_allowed(header: str) -> bool:
         header = header.strip().lower()
@@ -233,7 +252,7 @@ def create_app(
         supplied = request.headers.get("authorization", "")
         if supplied.startswith("Bearer ") and hmac.compare_digest(supplied[7:].encode(), token.encode()):
             return True
-        if request.scope["path"] != EXPORT_PATH:
+        if request.scope["path"] not in DOWNLOAD_PATHS:
             return False  # a token in a URL ends up in logs and histories: downloads only
         query_token = request.query_params.get("access_token")
         return query_token is not None and hmac.compare_digest(query_token.encode(), token.encode())
@@ -242,13 +261,15 @@ def create_app(
         params = dict(request.query_params)  # last value wins for repeated names
         session_id = params.get("sessionId")
         include = params.get("includeDescendants")
-        if not session_id or include not in (None, "true", "false"):
-            return PlainTextResponse(BAD_EXPORT_PARAMS, status_code=400)
+        redact = params.get("redact")  # a sessionq extension: ``all`` scrubs every log in the archive
+        if not session_id or include not in (None, "true", "false") or redact not in (None, *POLICIES):
+            message = BAD_EXPORT_PARAMS if redact in (None, *POLICIES) else BAD_REDACT_PARAM
+            return PlainTextResponse(message, status_code=400)
         head = request.method == "HEAD"
         if exporter.attachments is None:
             return _plain(UNAVAILABLE, 500, head)
         try:
-            prepared = await run_in_threadpool(exporter.prepare, session_id)
+            prepared = await run_in_threadpool(lambda: exporter.prepare(session_id, redact=True if redact == "all" else None))
         except Exception:  # noqa: BLE001 - private-safe: never echo host paths
             return _plain(PREPARE_FAILED, 500, head)
         if prepared is None:
@@ -258,8 +279,40 @@ def create_app(
         if head:
             artifact.close()
             return Response(None, status_code=200, media_type="application/zip", headers=headers)
-        body = exporter.stream(session_id, slices, include == "true", artifact.path)
+        body = exporter.stream(session_id, slices, include == "true", artifact.path, redact=True if redact == "all" else None)
         return StreamingResponse(body, media_type="application/zip", headers=headers)
+
+    async def export_html(request: Request) -> Response:
+        params = dict(request.query_params)  # last value wins for repeated names
+        session_id = params.get("sessionId")
+        log_only = params.get("includeLogOnly")
+        redact = params.get("redact")  # as on the ZIP export: ``all`` scrubs detected secrets
+        head = request.method == "HEAD"
+        if not session_id or log_only not in (None, "true", "false") or redact not in (None, *POLICIES):
+            message = "sessionId is required; includeLogOnly must be true or false"
+            message = message if redact in (None, *POLICIES) else BAD_REDACT_PARAM
+            return _json_error(400, "INVALID_PARAMS", message) if not head else _head_error(400)
+        # A request can add redaction, never lift the server's ``all`` policy.
+        options = TranscriptOptions(include_log_only=log_only == "true", redact=redact == "all" or redacts_raw(policy))
+
+        def prepare() -> Any:
+            engine = get_engine()
+            if head:  # the status of the GET without the reading
+                engine.read_event_range(session_id, 0, 1)
+                return None
+            return prepare_transcript(engine, session_id, title=session_title(engine, session_id), options=options)
+
+        try:
+            transcript = await run_in_threadpool(prepare)
+        except SessionQueryError as error:
+            status = error_status(error.code)
+            return _head_error(status) if head else _json_error(status, error.code, error.message)
+        except Exception as error:  # noqa: BLE001 - one JSON answer, never a traceback
+            return _head_error(500) if head else _json_error(500, "INTERNAL_ERROR", _as_rpc_error(error).message)
+        headers = {"content-disposition": f'attachment; filename="dsh-session-{safe_id(session_id)}.html"', **HTML_EXPORT_HEADERS}
+        if head:
+            return Response(None, status_code=200, media_type="text/html; charset=utf-8", headers=headers)
+        return StreamingResponse(transcript.chunks(), media_type="text/html; charset=utf-8", headers=headers)
 
     async def rpc(request: Request) -> Response:
         method = request.path_params["method"]
@@ -308,7 +361,7 @@ def create_app(
 
     async def static(request: Request) -> Response:
         name = request.path_params["name"]
-        path = STATIC_DIR / name
+        path = TRANSCRIPT_CSS if name == TRANSCRIPT_CSS.name else STATIC_DIR / name  # shared with the HTML export
         if "/" in name or name.startswith(".") or not path.is_file():
             return PlainTextResponse("not found", status_code=404)
         return FileResponse(path)
@@ -317,6 +370,7 @@ def create_app(
         Route("/", index, methods=["GET"]),
         Route("/static/{name}", static, methods=["GET"]),
         Route(EXPORT_PATH, export, methods=["GET", "HEAD"]),
+        Route(HTML_EXPORT_PATH, export_html, methods=["GET", "HEAD"]),
         Route("/api/rpc/{method}", rpc, methods=["GET", "POST"]),
         Route("/api/openapi.json", openapi, methods=["GET"]),
         Route(EVENTS_PATH, feed.endpoint, methods=["GET"]),
@@ -491,6 +545,11 @@ def server(config: uvicorn.Config) -> uvicorn.Server:
             await super().shutdown(sockets)
 
     return Server(config)
+
+
+def _head_error(status: int) -> Response:
+    """The head of a JSON error answer (HEAD carries no body)."""
+    return Response(None, status_code=status, media_type="application/json")
 
 
 def _plain(text: str, status: int, head: bool) -> Response:

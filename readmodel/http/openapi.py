@@ -56,6 +56,24 @@ _WINDOW: Final = {"type": "integer", "minimum": 0, "maximum": 50}
 _LIMIT: Final = {"type": ["integer", "null"], "minimum": 1}
 _CURSOR: Final = {"type": ["string", "null"]}
 _OPTIONAL_FILTERS: Final = {**_FILTERS, "type": ["array", "null"]}  # null means absent, as in the reference
+_MATCH: Final = {
+    "type": ["string", "null"],
+    "enum": ["phrase", "words", "substring", None],
+    "description": (
+        "Search mode (sessionq extension). phrase (default when absent or null): the reference's exact FTS5 phrase; "
+        "words: every token in any order, the last one also as a prefix unless the query ends in whitespace, "
+        '"quoted parts" as phrases; substring: the documents that filterEvents\' text clause selects (literal, '
+        "case-insensitive, whitespace-flexible). words and substring demote text shared verbatim by many sessions. "
+        "A cursor is valid only in the mode it came from."
+    ),
+}
+_REDACT: Final = {
+    "type": "string",
+    "enum": ["index", "all", "off"],
+    "description": "sessionq extension: `all` returns the events with every detected secret replaced by a marker "
+    "such as [REDACTED:aws-access-key], pieces of streamed chunks included; `index`, `off` or none: the server's "
+    "policy (a request cannot lift the server's `all`)",
+}
 
 
 def _params(required: list[str], **properties: Any) -> dict[str, Any]:
@@ -67,20 +85,20 @@ def _params(required: list[str], **properties: Any) -> dict[str, Any]:
 _METHOD_DOCS: Final[dict[str, tuple[str, dict[str, Any]]]] = {
     "listSessions": ("listSessions(): every session record", _params([])),
     "filterSessions": ("filterSessions({filters})", _params(["filters"], filters=_FILTERS)),
-    "readSession": ("readSession({sessionId}): header and events", _params(["sessionId"], sessionId=_STR)),
+    "readSession": ("readSession({sessionId, redact?}): header and events", _params(["sessionId"], sessionId=_STR, redact=_REDACT)),
     "listEvents": ("listEvents({sessionId}): event records with their surface", _params(["sessionId"], sessionId=_STR)),
     "filterEvents": (
         "filterEvents({sessionId, filters})",
         _params(["sessionId", "filters"], sessionId=_STR, filters=_FILTERS),
     ),
-    "readSurface": ("readSurface({sessionId}): the folded surface", _params(["sessionId"], sessionId=_STR)),
+    "readSurface": ("readSurface({sessionId, redact?}): the folded surface", _params(["sessionId"], sessionId=_STR, redact=_REDACT)),
     "readEvent": (
-        "readEvent({sessionId, seq, before?, after?})",
-        _params(["sessionId", "seq"], sessionId=_STR, seq=_SEQ, before=_WINDOW, after=_WINDOW),
+        "readEvent({sessionId, seq, before?, after?, redact?})",
+        _params(["sessionId", "seq"], sessionId=_STR, seq=_SEQ, before=_WINDOW, after=_WINDOW, redact=_REDACT),
     ),
     "readEventRange": (
-        "readEventRange({sessionId, startSeq?, limit?}): a run of events with their surface (sessionq extension)",
-        _params(["sessionId"], sessionId=_STR, startSeq=_SEQ, limit={"type": "integer", "minimum": 1, "maximum": 5000}),
+        "readEventRange({sessionId, startSeq?, limit?, redact?}): a run of events with their surface (sessionq extension)",
+        _params(["sessionId"], sessionId=_STR, startSeq=_SEQ, limit={"type": "integer", "minimum": 1, "maximum": 5000}, redact=_REDACT),
     ),
     "traceSession": ("traceSession({sessionId}): ancestors and descendants", _params(["sessionId"], sessionId=_STR)),
     "traceEvent": ("traceEvent({sessionId, seq})", _params(["sessionId", "seq"], sessionId=_STR, seq=_SEQ)),
@@ -90,7 +108,7 @@ _METHOD_DOCS: Final[dict[str, tuple[str, dict[str, Any]]]] = {
     ),
     "readTitle": ("readTitle({sessionId})", _params(["sessionId"], sessionId=_STR)),
     "searchSessions": (
-        "searchSessions({query, sessionFilters?, eventFilters?, limit?, cursor?})",
+        "searchSessions({query, sessionFilters?, eventFilters?, limit?, cursor?, match?})",
         _params(
             ["query"],
             query=_STR,
@@ -98,10 +116,11 @@ _METHOD_DOCS: Final[dict[str, tuple[str, dict[str, Any]]]] = {
             eventFilters=_OPTIONAL_FILTERS,
             limit=_LIMIT,
             cursor=_CURSOR,
+            match=_MATCH,
         ),
     ),
     "searchEvents": (
-        "searchEvents({sessionId, query, filters?, limit?, cursor?})",
+        "searchEvents({sessionId, query, filters?, limit?, cursor?, match?})",
         _params(
             ["sessionId", "query"],
             sessionId=_STR,
@@ -109,6 +128,7 @@ _METHOD_DOCS: Final[dict[str, tuple[str, dict[str, Any]]]] = {
             filters=_OPTIONAL_FILTERS,
             limit=_LIMIT,
             cursor=_CURSOR,
+            match=_MATCH,
         ),
     ),
     "status": ("status(): index status", _params([])),
@@ -133,8 +153,83 @@ _METHOD_DOCS: Final[dict[str, tuple[str, dict[str, Any]]]] = {
 
 def _query_parameter(name: str, schema: dict[str, Any], required: bool) -> dict[str, Any]:
     if _is_text(schema):
-        return {"name": name, "in": "query", "required": required, "schema": {"type": "string"}}
+        enum = {"enum": [value for value in schema["enum"] if type(value) is str]} if "enum" in schema else {}  # null stays out of a query string
+        return {"name": name, "in": "query", "required": required, "schema": {"type": "string", **enum}}
     return {"name": name, "in": "query", "required": required, "content": {"application/json": {"schema": schema}}}
+
+
+def _extension_paths() -> dict[str, Any]:
+    """The routes beside the RPC methods and the ZIP export: the HTML
+    transcript export and the event stream (sessionq extensions), and this
+    document itself."""
+    error = {"$ref": "#/components/schemas/Error"}
+    json_error = {"content": {"application/json": {"schema": error}}}
+    html = {
+        verb: {
+            "summary": "A session's transcript as one self-contained HTML file (sessionq extension)",
+            "description": (
+                "One file with no external resource and no script: messages as sanitised markdown, tool calls "
+                "paired with their results, reasoning and long outputs collapsed, log-only events left out unless "
+                "includeLogOnly=true; light and dark from prefers-color-scheme. Downloaded as an attachment; "
+                "with a server token, ?access_token= is accepted here as on the ZIP export."
+            ),
+            "operationId": f"sessionHtml{verb.title()}",
+            "parameters": [
+                {"name": "sessionId", "in": "query", "required": True, "schema": {"type": "string", "minLength": 1}},
+                {"name": "includeLogOnly", "in": "query", "required": False, "schema": {"type": "string", "enum": ["true", "false"]}},
+                {"name": "redact", "in": "query", "required": False, "schema": _REDACT},
+            ],
+            "responses": {
+                "200": {"description": "the HTML document", "content": {"text/html": {"schema": {"type": "string"}}}},
+                "400": {"description": "missing sessionId, invalid includeLogOnly or redact", **json_error},
+                "404": {"description": "session not found", **json_error},
+                "500": {"description": "the session could not be read", **json_error},
+            },
+        }
+        for verb in ("get", "head")
+    }
+    events = {
+        "get": {
+            "summary": "Index generations as server-sent events (sessionq extension)",
+            "description": (
+                "A text/event-stream: at once `retry: 2000` and one `generation` event "
+                '(`data: {"generation": N}`, null when the index cannot be read), then one event whenever the '
+                "index's generation moves (bursts coalesce), a `: heartbeat` comment every 15 s; the stream "
+                "ends after 300 s (clients reconnect). 503 when too many streams are open or the server is "
+                "shutting down."
+            ),
+            "operationId": "events",
+            "parameters": [],
+            "responses": {
+                "200": {
+                    "description": "the event stream",
+                    "content": {
+                        "text/event-stream": {
+                            "schema": {
+                                "description": "one server-sent event (comments such as heartbeats carry none)",
+                                "type": "object",
+                                "properties": {
+                                    "event": {"const": "generation"},
+                                    "data": {"type": "string", "contentMediaType": "application/json", "description": '{"generation": integer | null}'},
+                                    "retry": {"type": "integer"},
+                                },
+                            }
+                        }
+                    },
+                },
+                "503": {"description": "too many event streams, or shutting down", "content": {"text/plain": {"schema": {"type": "string"}}}},
+            },
+        }
+    }
+    itself = {
+        "get": {
+            "summary": "This OpenAPI document",
+            "operationId": "openapi",
+            "parameters": [],
+            "responses": {"200": {"description": "the document", "content": {"application/json": {"schema": {"type": "object"}}}}},
+        }
+    }
+    return {"/api/session.html": html, "/api/events": events, "/api/openapi.json": itself}
 
 
 def openapi_document() -> dict[str, Any]:
@@ -152,6 +247,14 @@ def openapi_document() -> dict[str, Any]:
                         "required": False,
                         "schema": {"type": "string", "enum": ["true", "false"]},
                     },
+                    {
+                        "name": "redact",
+                        "in": "query",
+                        "required": False,
+                        "description": "sessionq extension: `all` writes every log with detected secrets replaced by markers "
+                        "(pieces of streamed chunks included); `index`, `off` or none: the server's policy",
+                        "schema": {"type": "string", "enum": ["index", "all", "off"]},
+                    },
                 ],
                 "responses": {
                     "200": {"description": "ZIP archive", "content": {"application/zip": {"schema": {"type": "string", "format": "binary"}}}},
@@ -163,6 +266,7 @@ def openapi_document() -> dict[str, Any]:
             for verb in ("get", "head")
         }
     }
+    paths.update(_extension_paths())
     responses = {
         "200": {"description": "the method's result, as `sessionq rpc` returns it", "content": {"application/json": {"schema": {}}}},
         "400": {"description": "invalid params or request", "content": {"application/json": {"schema": error}}},

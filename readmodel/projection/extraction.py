@@ -37,6 +37,7 @@ from typing import Any, Final
 
 from readmodel.core.jsvalues import JS_WHITESPACE
 from readmodel.core.vocabulary import Event, SessionEventSearchDocument, Surface
+from readmodel.projection.secrets import redact as redact_secrets
 
 _W: Final = JS_WHITESPACE
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
@@ -299,6 +300,7 @@ def build_documents(
     session_id: str,
     events: Sequence[Event],
     surfaces: Sequence[Surface],
+    redact: bool = False,
 ) -> list[SessionEventSearchDocument]:
     """``buildSessionEventSearchDocuments`` given an already computed surface list.
 
@@ -309,6 +311,8 @@ def build_documents(
     non-empty, in input order, which for a fold-validated log is ascending
     ``seq``.  Raises :class:`ValueError` when the two sequences differ in length
     and :class:`TypeError` for payloads the reference cannot extract.
+    With ``redact`` (a sessionq extension) every detected secret in a text is
+    replaced by its marker, as the indexer stores documents.
     """
     if len(events) != len(surfaces):
         raise ValueError(f"{len(events)} events but {len(surfaces)} surfaces")
@@ -316,6 +320,8 @@ def build_documents(
     append = documents.append
     for event, surface in zip(events, surfaces):
         text = extract_event_text(event)
+        if text and redact:
+            text = redact_secrets(text)
         if text:
             append(
                 SessionEventSearchDocument(

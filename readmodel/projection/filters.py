@@ -370,13 +370,14 @@ _CASED_LIMIT: Final = 0x20000
 
 
 @cache
-def _fold_table() -> dict[int, str]:
-    """Translation table for literal query text: escape metacharacters, and turn
-    every code point with case variants into a class of its whole simple-fold
-    equivalence class (e.g. ``k`` → ``[kKK]``).
+def fold_classes() -> dict[str, frozenset[str]]:
+    """Every simple-fold equivalence class with more than one member, keyed by its
+    representative (the members' simple case folding: ``k`` for ``{k, K, K}``).
 
-    Built once, lazily (a few tens of milliseconds): the first text filter
-    pays, imports do not.
+    The one source of JS ``iu`` case equivalence: text-clause patterns spell each
+    class out, and the substring candidate index folds each member to the key.
+    Built once, lazily (a few tens of milliseconds): the first caller pays,
+    imports do not.
     """
     classes: dict[str, set[str]] = {}
     for code in range(_CASED_LIMIT):
@@ -390,12 +391,20 @@ def _fold_table() -> dict[int, str]:
             members = classes.setdefault(key, {key})
             members.add(other)
             members |= classes.pop(other, set())
+    return {key: frozenset(members) for key, members in classes.items() if len(members) > 1}
+
+
+@cache
+def _fold_table() -> dict[int, str]:
+    """Translation table for literal query text: escape metacharacters, and turn
+    every code point with case variants into a class of its whole simple-fold
+    equivalence class (e.g. ``k`` → ``[kKK]``).
+    """
     table: dict[int, str] = {}
-    for members in classes.values():
-        if len(members) > 1:
-            pattern = "[" + "".join(sorted(members)) + "]"
-            for member in members:
-                table[ord(member)] = pattern
+    for members in fold_classes().values():
+        pattern = "[" + "".join(sorted(members)) + "]"
+        for member in members:
+            table[ord(member)] = pattern
     # JS escapes exactly these; outside a class they are Python's only
     # metacharacters too (no VERBOSE flag), and none of them is cased.
     for char in ".*+?^${}()|[]\\":

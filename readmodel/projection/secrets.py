@@ -160,6 +160,11 @@ _KINDS: Final = frozenset(rule.kind for rule in RULES)
 # speed: ~0.4 ms per gate and MB of text; one alternation of all gates, which the engine
 # tries at every position, was ten times slower (measured on the shared corpus).
 _GATES: Final = tuple((source, re.compile(source)) for source in dict.fromkeys(gate for rule in RULES for gate in rule.gates))
+# Gates that are plain literals are tested with ``in`` (no method call, no match object):
+# about a tenth of the gates' cost on the shared corpus; the others stay regular expressions.
+_LITERAL: Final = re.compile(r"(?:[A-Za-z0-9 _/-]|\\[./])+")
+_LITERAL_GATES: Final = tuple((source, re.sub(r"\\(.)", r"\1", source)) for source, _ in _GATES if _LITERAL.fullmatch(source))
+_PATTERN_GATES: Final = tuple((source, gate.search) for source, gate in _GATES if not _LITERAL.fullmatch(source))
 
 
 REDACTED_MARK: Final = "[REDACTED:"
@@ -177,7 +182,8 @@ def find_secrets(text: str) -> list[SecretSpan]:
     Overlapping matches (a JWT that is also a bearer value) merge into one
     span with the kind of the one starting first (the earlier rule on a tie).
     """
-    gated = {source for source, gate in _GATES if gate.search(text) is not None}
+    gated = {source for source, literal in _LITERAL_GATES if literal in text}
+    gated.update(source for source, search in _PATTERN_GATES if search(text) is not None)
     if not gated:
         return []
     found: list[tuple[int, int, int, str]] = []

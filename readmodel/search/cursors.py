@@ -48,7 +48,7 @@ def _canon(filters: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def request_fingerprint(request: SessionsRequest | EventsRequest) -> str:
-    """A digest of the normalised request; clause and value order do not matter."""
+    """A digest of the normalised request, its search mode included; clause and value order do not matter."""
     if isinstance(request, SessionsRequest):
         identity: dict[str, Any] = {
             "scope": "sessions",
@@ -59,6 +59,11 @@ def request_fingerprint(request: SessionsRequest | EventsRequest) -> str:
         }
     else:
         identity = {"scope": "events", "sessionId": request.session_id, "query": request.query, "filters": _canon(request.filters), "limit": request.limit}
+    if request.match != "phrase":
+        # Extension: a cursor is bound to its mode (and a words query's prefix flag);
+        # phrase requests keep the reference-era identity.
+        identity["match"] = request.match
+        identity["prefix"] = request.prefix
     return hashlib.sha256(msgspec.json.encode(identity)).hexdigest()[:32]
 
 

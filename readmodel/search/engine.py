@@ -19,6 +19,12 @@ The semantics follow the reference's SQLite FTS5 provider (search-tools-export-s
 
 Ranking and the live overlay are the backend's (:mod:`readmodel.search.sqlite`).
 
+Extension (search modes): a request's optional ``match`` selects ``"phrase"``
+(the default, everything above), ``"words"`` or ``"substring"``
+(:mod:`readmodel.search.modes`; ``docs/search-modes.md``).  The mode is part of
+the normalised request, so of the cursor's fingerprint: a cursor of one mode is
+invalid in another.
+
 Deliberate difference: a session whose log is corrupt or unsupported never
 enters the search corpus (the reference fails every search while one persisted
 log cannot be read); searching within such a session raises its stored error.

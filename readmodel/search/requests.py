@@ -3,6 +3,12 @@
 The query is trimmed and whitespace-collapsed with the JavaScript whitespace set,
 then becomes exactly one FTS5 phrase bound as a parameter, so FTS5 syntax in a
 query is always data.
+
+Extension (search modes): an optional ``match`` field selects how the query
+matches — ``"phrase"`` (the default when absent or ``null``: the reference's
+behaviour), ``"words"`` or ``"substring"`` (:mod:`readmodel.search.modes`).
+Any other value is ``SESSION_QUERY_INVALID_QUERY``, checked after every
+reference rule so a reference request fails exactly as in the reference.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from typing import Any, Final
 from readmodel.core.errors import SessionQueryError
 from readmodel.projection.filters import materialize_event_metadata_filters, materialize_session_filters
 from readmodel.core.jsvalues import (
+    JS_WHITESPACE,
     is_safe_integer,
     js_collapse_whitespace,
     js_trim,
@@ -23,6 +30,7 @@ from readmodel.core.jsvalues import (
 from msgspec import UNSET
 from readmodel.search.config import MAX_PAGE_LIMIT, SearchConfig
 from readmodel.search.snippets import sanitize_text
+from readmodel.search.substring import check_substring_query
 
 MAX_QUERY_CHARS: Final = 16_384
 """Longest normalised query, in code points (a sessionq extension: the reference has no limit).
@@ -39,6 +47,10 @@ tokens × documents: over 1.1 million events (the benchmark's 160 MB root),
 (:data:`readmodel.search.sqlite.PROBE_TOKENS`) cannot rule the phrase out."""
 
 
+MATCH_MODES: Final = ("phrase", "words", "substring")
+"""The values of a request's ``match`` field (a sessionq extension); the first is the default."""
+
+
 @dataclass(frozen=True)
 class SessionsRequest:
     query: str
@@ -46,6 +58,9 @@ class SessionsRequest:
     event_filters: list[dict[str, Any]]
     limit: int
     cursor: str | None
+    match: str = "phrase"
+    prefix: bool = False
+    """``words`` mode: the last token also matches as a prefix (the raw query did not end in whitespace)."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +70,8 @@ class EventsRequest:
     filters: list[dict[str, Any]]
     limit: int
     cursor: str | None
+    match: str = "phrase"
+    prefix: bool = False
 
 
 def _field(request: Any, name: str, attribute: str) -> Any:
@@ -85,6 +102,22 @@ def normalize_query(query: Any) -> str:
     return sanitize_text(text)
 
 
+def normalize_match(request: Any, query: str) -> tuple[str, bool]:
+    """``(mode, prefix)`` of a request: its ``match`` field (absent or ``None``: ``"phrase"``)
+    and, in ``words`` mode, whether the last token is a prefix (the raw query
+    does not end in JS whitespace).  Refuses unknown modes and, in
+    ``substring`` mode, a lone ASCII letter or digit."""
+    mode = _field(request, "match", "match")
+    if mode is None:
+        return "phrase", False
+    if type(mode) is not str or mode not in MATCH_MODES:
+        raise SessionQueryError("SESSION_QUERY_INVALID_QUERY", 'session-search match must be "phrase", "words" or "substring"')
+    if mode == "substring":
+        check_substring_query(query)
+    raw = _field(request, "query", "query")
+    return mode, mode == "words" and not raw.endswith(tuple(JS_WHITESPACE))
+
+
 def normalize_limit(limit: Any, config: SearchConfig) -> int:
     if limit is None:
         return config.default_limit
@@ -111,7 +144,8 @@ def normalize_sessions_request(request: Any, config: SearchConfig) -> SessionsRe
     cursor = _normalize_cursor(_field(request, "cursor", "cursor"))
     query = normalize_query(_field(request, "query", "query"))
     limit = normalize_limit(_field(request, "limit", "limit"), config)
-    return SessionsRequest(query, materialized_sessions, materialized_events, limit, cursor)
+    mode, prefix = normalize_match(request, query)
+    return SessionsRequest(query, materialized_sessions, materialized_events, limit, cursor, mode, prefix)
 
 
 def normalize_events_request(request: Any, config: SearchConfig) -> EventsRequest:
@@ -124,7 +158,8 @@ def normalize_events_request(request: Any, config: SearchConfig) -> EventsReques
     cursor = _normalize_cursor(_field(request, "cursor", "cursor"))
     query = normalize_query(_field(request, "query", "query"))
     limit = normalize_limit(_field(request, "limit", "limit"), config)
-    return EventsRequest(session_id, query, materialized, limit, cursor)
+    mode, prefix = normalize_match(request, query)
+    return EventsRequest(session_id, query, materialized, limit, cursor, mode, prefix)
 
 
 def match_expression(query: str) -> str:

@@ -42,6 +42,7 @@ from readmodel.search.predicates import (
     event_where,
     session_where,
 )
+from readmodel.search import sqlitemodes
 from readmodel.search.requests import EventsRequest, SessionsRequest, bounded_terms, match_expression
 from readmodel.search.snippets import END_MARK, START_MARK, prefix_decides_snippet, sanitize_text, snippet_source_decides
 from readmodel.store.readonly import reader_uri
@@ -215,10 +216,12 @@ class SqliteSearchBackend:
     Thread-safe: calls are serialised.
     """
 
-    def __init__(self, db_path: str | None, *, live: Any = None, config: SearchConfig | None = None) -> None:
-        """``db_path`` is the index file (opened read-only), or ``None`` for live sessions only."""
+    def __init__(self, db_path: str | None, *, live: Any = None, config: SearchConfig | None = None, redact: bool = True) -> None:
+        """``db_path`` is the index file (opened read-only), or ``None`` for live sessions only;
+        with ``redact`` live sessions' documents hold secret markers, as the indexer stores them."""
         self.config = config or SearchConfig()
         self.live = live
+        self.redact = redact
         self._lock = threading.Lock()
         self._live_state = _LiveState()
         self._conn: sqlite3.Connection | None = None
@@ -226,6 +229,8 @@ class SqliteSearchBackend:
         self._codec: CursorCodec | None = None
         self._accelerated = False  # whether the connection has readmodel.search.accelerator's functions
         self._ranked_rows: OrderedDict[tuple[str, ...], tuple[list[tuple[Any, ...]], bool]] = OrderedDict()
+        # Per generation: whether documents of a length are held by enough sessions to be boilerplate (sqlitemodes).
+        self._length_verdicts: tuple[str, dict[int, bool]] = ("", {})
 
     # -- connection -----------------------------------------------------------
 
@@ -357,7 +362,7 @@ class SqliteSearchBackend:
                 surfaces = classify_events(events)
             except SurfaceFoldError as error:
                 raise invalid_surface_error(error) from error
-            documents = build_documents(session_id, events, surfaces)
+            documents = build_documents(session_id, events, surfaces, self.redact)
             conn.execute('DELETE FROM temp."live_docs" WHERE "session_id" = ?', (session_id,))
             conn.execute('DELETE FROM temp."live_sessions" WHERE "id" = ?', (session_id,))
             state.next_generation += 1
@@ -549,6 +554,8 @@ class SqliteSearchBackend:
         filters = sessions.params + events.params
         if FIXED_BINDINGS + len(filters) + 2 > BINDING_LIMIT:
             raise binding_error()
+        if request.match != "phrase":
+            return sqlitemodes.query_sessions(self, conn, request, sessions, events, offset, cache_key)
         phrase = match_expression(request.query)
         terms = bounded_terms(self._terms(conn, request.query))
         if not terms:
@@ -588,6 +595,8 @@ class SqliteSearchBackend:
             raise budget_error()
         if FIXED_BINDINGS + len(events.params) + 1 + 2 > BINDING_LIMIT:
             raise binding_error()
+        if request.match != "phrase":
+            return sqlitemodes.query_events(self, conn, request, events, sid, offset, cache_key)
         phrase = match_expression(request.query)
         terms = bounded_terms(self._terms(conn, request.query))
         if not terms:
@@ -669,12 +678,13 @@ class SqliteSearchBackend:
         whole = conn.execute(sql, (START_MARK, END_MARK, phrase, docid)).fetchone()
         return whole[0] if whole else ""
 
-    def _highlight(self, conn: sqlite3.Connection, rows: list[Row], phrase: str) -> list[Row]:
+    def _highlight(self, conn: sqlite3.Connection, rows: list[Row], phrase: str, marker: Callable[[Row], str] | None = None) -> list[Row]:
         """Headers and highlighted text of the page's rows only.
 
         Ranking carries just the session's rowid; the header JSON and the
         highlighted document (for the snippet) are fetched for the few rows of
-        the page, not for every match.
+        the page, not for every match.  ``marker`` (the substring mode) marks
+        a row's text instead of FTS5's ``highlight()`` of ``phrase``.
         """
         for row in rows:
             if row.live:
@@ -682,7 +692,9 @@ class SqliteSearchBackend:
             else:
                 found_header = conn.execute('SELECT "header_json" FROM "sessions" WHERE "sid" = ?', (row.header_json,)).fetchone()
             row.header_json = found_header[0]
-            if row.docid >= 0:
+            if marker is not None:
+                row.marked_text = marker(row)
+            elif row.docid >= 0:
                 row.marked_text = self._marked_document(conn, row.docid, phrase)
             else:
                 sql = 'SELECT highlight("live_docs", 0, ?, ?) FROM temp."live_docs" WHERE "live_docs" MATCH ? AND "rowid" = ?'
@@ -712,10 +724,10 @@ class _Snapshot:
         return self.backend._query_events(self.conn, request, handle, offset, cache_key)
 
 
-def sqlite_search(db_path: str | None, *, live: Any = None, config: SearchConfig | None = None) -> SessionSearch:
+def sqlite_search(db_path: str | None, *, live: Any = None, config: SearchConfig | None = None, redact: bool = True) -> SessionSearch:
     """A :class:`SessionSearch` over the SQLite index at ``db_path`` (``None``: live sessions only)."""
     config = config or SearchConfig()
-    return SessionSearch(SqliteSearchBackend(db_path, live=live, config=config), config)
+    return SessionSearch(SqliteSearchBackend(db_path, live=live, config=config, redact=redact), config)
 
 
 def _empty_index() -> sqlite3.Connection:

@@ -7,12 +7,13 @@ workspace, created, last activity and event count.  Filters are a workspace
 ``createdAt`` bounds.  Pages are cut by offset under a signed cursor bound to
 the index, the request and the generation (stale when the corpus moved),
 exactly like search cursors.  ``listWorkspaces`` counts sessions per
-workspace, newest activity first.
+workspace, newest activity first.  Last activity is the index's maintained
+``sessions.last_activity`` (:mod:`readmodel.store.activity`).
 
 Live sessions are merged as ``listSessions`` merges them: a live session wins
 over its persisted row, live-only ones take their place in listing order.
-A page reads only its own rows (typed columns, one seek per last event and one
-title event each); no header is decoded.
+A page reads only its own rows (typed columns and one title event each); no
+header is decoded.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from __future__ import annotations
 import hashlib
 import heapq
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
@@ -29,6 +32,7 @@ from msgspec import UNSET, UnsetType
 from readmodel.core.errors import SessionQueryError
 from readmodel.core.jsvalues import is_integer, is_number
 from readmodel.core.vocabulary import Event, Struct
+from readmodel.projection.secrets import redact as redact_secrets
 from readmodel.projection.titles import latest_title_event, title_snapshot
 from readmodel.search.cursors import CursorCodec
 from readmodel.store.interface import IndexReader, SummaryRow, SummaryWhere
@@ -116,28 +120,33 @@ def _last_time(events: Sequence[Event]) -> Any:
     return events[-1].get("time") if events else None
 
 
-def _title_text(event: Event | None) -> str | None:
-    """The title text of a ``session/title`` event; ``None`` when absent or malformed."""
+def _title_text(event: Event | None, redact: bool) -> str | None:
+    """The title text of a ``session/title`` event; ``None`` when absent or malformed.
+
+    With ``redact`` detected secrets become markers, as in the index's documents.
+    """
     if event is None:
         return None
     try:
         title = title_snapshot(event).title
     except (TypeError, AttributeError):
         return None
-    return title if type(title) is str else None
+    if type(title) is not str:
+        return None
+    return redact_secrets(title) if redact else title
 
 
 def _text_or_none(value: Any) -> str | None:
     return value if type(value) is str else None
 
 
-def _live_summary(session: Any) -> SessionSummary:
+def _live_summary(session: Any, redact: bool) -> SessionSummary:
     header = session.header
     events = list(session.events)
     created = header.get("createdAt")
     return SessionSummary(
         id=str(header.get("id")),
-        title=_title_text(latest_title_event(events)),
+        title=_title_text(latest_title_event(events), redact),
         cwd=_text_or_none(header.get("cwd")),
         created_at=created if is_number(created) else None,
         last_activity=_last_time(events),
@@ -164,16 +173,66 @@ def _listing_key(created_at: Any, id_key: bytes) -> tuple[float, bytes]:
 # --------------------------------------------------------------------------- pages
 
 
-def _title(reader: IndexReader, row: SummaryRow) -> str | None:
-    if row.title_seq is None or row.status != "ok":
-        return None
-    return _title_text(reader.raw_at(row.sid, [row.title_seq]).get(row.title_seq))
+class TitleCache:
+    """Titles already read, so a page or a search that shows the same sessions again does not
+    decompress their title events again (a title costs one block decompression).
+
+    Keyed by the index identity, the session's sid, its generation and its title event's seq:
+    any re-indexing of the session gives it a new generation, so a cached title is never stale.
+    Bounded (least recently used out); thread-safe.
+    """
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self.capacity = capacity
+        self._titles: OrderedDict[tuple[Any, ...], str | None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...]) -> tuple[bool, str | None]:
+        """``(found, title)``."""
+        with self._lock:
+            if key not in self._titles:
+                return False, None
+            self._titles.move_to_end(key)
+            return True, self._titles[key]
+
+    def put(self, key: tuple[Any, ...], title: str | None) -> None:
+        with self._lock:
+            self._titles[key] = title
+            self._titles.move_to_end(key)
+            while len(self._titles) > self.capacity:
+                self._titles.popitem(last=False)
 
 
-def _stored_summary(reader: IndexReader, row: SummaryRow) -> SessionSummary:
+class _Titles:
+    """The titles of one read snapshot: from the cache, else read from the index (and cached)."""
+
+    def __init__(self, reader: IndexReader, cache: TitleCache | None, redact: bool = False) -> None:
+        self.reader = reader
+        self.cache = cache
+        self.redact = redact
+        self.identity = reader.generation()[0] if cache is not None else None
+
+    def of(self, row: SummaryRow) -> str | None:
+        if row.title_seq is None or row.status != "ok":
+            return None
+        if self.cache is None:
+            return self._read(row)
+        key = (self.identity, row.sid, row.generation, row.title_seq, self.redact)
+        found, title = self.cache.get(key)
+        if not found:
+            title = self._read(row)
+            self.cache.put(key, title)
+        return title
+
+    def _read(self, row: SummaryRow) -> str | None:
+        assert row.title_seq is not None
+        return _title_text(self.reader.raw_at(row.sid, [row.title_seq]).get(row.title_seq), self.redact)
+
+
+def _stored_summary(titles: _Titles, row: SummaryRow) -> SessionSummary:
     return SessionSummary(
         id=row.id,
-        title=_title(reader, row),
+        title=titles.of(row),
         cwd=row.cwd,
         created_at=row.created_at,
         last_activity=row.last_activity,
@@ -206,10 +265,14 @@ def _page_ids(reader: IndexReader, request: SummaryRequest, live: list[SessionSu
     return entries[offset : offset + request.limit + 1]
 
 
-def summary_page(reader: IndexReader | None, request: SummaryRequest, live_sessions: Iterable[Any]) -> SessionSummaryPage:
-    """One page of ``listSessionSummaries`` inside one read snapshot (``reader=None``: live only)."""
+def summary_page(
+    reader: IndexReader | None, request: SummaryRequest, live_sessions: Iterable[Any], cache: TitleCache | None = None, redact: bool = False
+) -> SessionSummaryPage:
+    """One page of ``listSessionSummaries`` inside one read snapshot (``reader=None``: live only);
+    titles come from ``cache`` when it holds them; with ``redact`` titles hold secret markers
+    instead of detected secrets."""
     live_list = list(live_sessions)
-    live = [_live_summary(session) for session in live_list]
+    live = [_live_summary(session, redact) for session in live_list]
     live_ids = {summary.id for summary in live}
     if reader is None:
         codec = CursorCodec("live", b"sessionq-live-only-cursor-key")
@@ -225,14 +288,17 @@ def summary_page(reader: IndexReader | None, request: SummaryRequest, live_sessi
         )[offset : offset + request.limit + 1]
     elif not live:
         rows = reader.summary_page(request.where, request.limit + 1, offset)
-        entries = [_stored_summary(reader, row) for row in rows]
+        titles = _Titles(reader, cache, redact)
+        entries = [_stored_summary(titles, row) for row in rows]
     else:
         entries = _page_ids(reader, request, live, offset)
     more = len(entries) > request.limit
     entries = entries[: request.limit]
     wanted = [entry for entry in entries if type(entry) is str and entry not in live_ids]
     stored = reader.summary_rows(wanted) if reader is not None and wanted else {}
-    items = [entry if isinstance(entry, SessionSummary) else _stored_summary(reader, stored[entry]) for entry in entries]  # type: ignore[arg-type]
+    if stored:
+        titles = _Titles(reader, cache, redact)  # type: ignore[arg-type]
+    items = [entry if isinstance(entry, SessionSummary) else _stored_summary(titles, stored[entry]) for entry in entries]  # type: ignore[arg-type]
     page = SessionSummaryPage(items=items)
     if more:
         page.next_cursor = codec.encode(_SCOPE, fingerprint, generation, offset + len(items))
@@ -245,25 +311,37 @@ def _newest_first(item: WorkspaceSummary) -> tuple[bool, float, str]:
 
 
 def workspaces(reader: IndexReader | None, live_sessions: Iterable[Any]) -> list[WorkspaceSummary]:
-    """``listWorkspaces``: sessions per workspace, newest activity first (a live session wins)."""
-    live = {summary.id: summary for summary in map(_live_summary, live_sessions)}
-    activity = [] if reader is None else [entry for entry in reader.session_activity() if entry[0] not in live]
-    activity += [(s.id, s.cwd, s.last_activity) for s in live.values()]
+    """``listWorkspaces``: sessions per workspace, newest activity first (a live session wins).
+
+    The persisted sessions are counted by the index (one grouped scan of the
+    maintained ``last_activity`` column); the live ones are added here.
+    """
+    live = {summary.id: summary for summary in (_live_summary(session, False) for session in live_sessions)}
     counts: dict[str | None, list[Any]] = {}
-    for _sid, cwd, last in activity:
-        entry = counts.setdefault(cwd, [0, None])
-        entry[0] += 1
-        if is_number(last) and (entry[1] is None or last > entry[1]):
-            entry[1] = last
+    for cwd, count, last in [] if reader is None else reader.workspace_activity(sorted(live)):
+        counts[cwd] = [count, last]
+    for summary in live.values():
+        _count(counts, summary.cwd, summary.last_activity)
     found = [WorkspaceSummary(cwd=cwd, session_count=n, last_activity=last) for cwd, (n, last) in counts.items()]
     return sorted(found, key=_newest_first)
 
 
-def summaries_for(reader: IndexReader | None, session_ids: Sequence[str], live_sessions: Iterable[Any]) -> dict[str, SessionSummary]:
-    """The summaries of the sessions among ``session_ids``, by id (a live session wins)."""
+def _count(counts: dict[str | None, list[Any]], cwd: str | None, last: Any) -> None:
+    entry = counts.setdefault(cwd, [0, None])
+    entry[0] += 1
+    if is_number(last) and (entry[1] is None or last > entry[1]):
+        entry[1] = last
+
+
+def summaries_for(
+    reader: IndexReader | None, session_ids: Sequence[str], live_sessions: Iterable[Any], cache: TitleCache | None = None, redact: bool = False
+) -> dict[str, SessionSummary]:
+    """The summaries of the sessions among ``session_ids``, by id (a live session wins; titles
+    from ``cache`` when it holds them; ``redact`` as in :func:`summary_page`)."""
     wanted = set(session_ids)
-    live = {s.id: s for s in map(_live_summary, live_sessions) if s.id in wanted}
+    live = {s.id: s for s in (_live_summary(session, redact) for session in live_sessions) if s.id in wanted}
     rows = reader.summary_rows([i for i in session_ids if i not in live]) if reader is not None else {}
-    found = {session_id: _stored_summary(reader, row) for session_id, row in rows.items()}  # type: ignore[arg-type]
+    titles = _Titles(reader, cache, redact) if rows else None  # type: ignore[arg-type]
+    found = {session_id: _stored_summary(titles, row) for session_id, row in rows.items()}  # type: ignore[arg-type]
     found.update(live)
     return found

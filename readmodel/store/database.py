@@ -35,6 +35,7 @@ from readmodel.core.errors import SessionQueryError
 from readmodel.store.revisions import current_revision, head_revision, upgrade
 from readmodel.store.readonly import on_read_only_mount, reader_uri, size_or_none
 from readmodel.store.schema import APPLICATION_ID, KNOWN_TABLES, SCHEMA_REVISION
+from readmodel.projection.grams import scheme_fingerprint
 
 BUSY_TIMEOUT_MS: Final = 30_000
 
@@ -261,10 +262,17 @@ def initialise(conn: Connection, root: str | None, compression: str | None) -> N
     upgrade(conn)
     conn.execute(
         text(
-            "INSERT INTO index_meta (singleton, identity, global_generation, root, compression, created_at, cursor_secret) "
-            "VALUES (1, :identity, 0, :root, :compression, :now, :secret)"
+            "INSERT INTO index_meta (singleton, identity, global_generation, root, compression, created_at, cursor_secret, grams) "
+            "VALUES (1, :identity, 0, :root, :compression, :now, :secret, :grams)"
         ),
-        {"identity": uuid.uuid4().hex, "root": root, "compression": compression, "now": time.time(), "secret": secrets.token_bytes(32)},
+        {
+            "identity": uuid.uuid4().hex,
+            "root": root,
+            "compression": compression,
+            "now": time.time(),
+            "secret": secrets.token_bytes(32),
+            "grams": scheme_fingerprint(),  # no documents: the gram index is complete
+        },
     )
 
 

@@ -108,6 +108,7 @@ class SummaryRow:
     status: str
     error_code: str | None
     last_activity: Any
+    generation: int
 
 
 class IndexReader(Protocol):
@@ -131,8 +132,9 @@ class IndexReader(Protocol):
     def summary_rows(self, session_ids: Sequence[str]) -> dict[str, SummaryRow]:
         """The summaries of the listed sessions among ``session_ids``."""
 
-    def session_activity(self) -> list[tuple[str, str | None, Any]]:
-        """``(id, cwd, time of the last event)`` of every persisted session."""
+    def workspace_activity(self, excluded: Sequence[str] = ()) -> list[tuple[str | None, int, Any]]:
+        """``(cwd, session count, newest numeric last activity)`` per workspace, without ``excluded`` ids."""
+        ...
 
     def session_ids_of_sources(self, sources: Sequence[str]) -> set[str]:
         """The ids of the stored sessions indexed by any of ``sources`` (a sessionq extension)."""

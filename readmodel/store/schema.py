@@ -12,7 +12,8 @@ The index is a projection of the logs, rebuilt from them at will.  Its tables:
     One row per transcript: the header (exact JSON plus typed columns for
     filters and ordering), where decoding stopped (byte offset, fingerprint and
     resumable walk states), the final surface order, the title event, the
-    session's own generation, and an error code for a log that cannot be read.
+    session's own generation, an error code for a log that cannot be read, and
+    its last activity (the last event's time, maintained with the events).
 ``events``
     One row per event (but see ``event_runs``): type, time, surface, replacement and provenance links,
     the surface order key (an appended node's seq; a replacement inherits the
@@ -34,7 +35,13 @@ The index is a projection of the logs, rebuilt from them at will.  Its tables:
 ``documents`` + ``documents_fts``
     Semantic documents (the text each event contributes) and an external-content
     FTS5 index (``unicode61``) over them; surface updates touch only the
-    plain table.
+    plain table.  ``documents_text_key`` (length and first 32 code points)
+    finds the copies of a text, for boilerplate demotion in search.
+``document_grams``
+    The substring candidate index (:mod:`readmodel.store.gramindex`): a
+    contentless ``detail=none`` FTS5 table of each document's character grams,
+    written with the documents' FTS5 rows; ``index_meta.grams`` says which
+    gram scheme built it.
 ``layout_problems``
     Artifacts the layout rules excluded, reported by ``status``, each with the
     source whose daemon found it.
@@ -52,6 +59,7 @@ from __future__ import annotations
 from typing import Final
 
 from sqlalchemy import (
+    func,
     BigInteger,
     Column,
     Float,
@@ -91,6 +99,7 @@ index_meta = Table(
     Column("last_reconcile_seconds", Float),
     Column("cursor_secret", LargeBinary, nullable=False),  # migration 0006
     Column("redaction", Text),  # migration 0007: the documents' redaction fingerprint (NULL: never stored)
+    Column("grams", Text),  # migration 0009: the gram scheme document_grams was built with (NULL: not built)
     Column("next_sid", Integer),  # migration 0012: the next session sid not yet handed to a writer (NULL: max(sid) + 1)
 )
 
@@ -119,6 +128,8 @@ sessions = Table(
     Column("error_message", Text),
     Column("generation", Integer, nullable=False),
     Column("indexed_at", Float, nullable=False),
+    # The time of the last event, written with the events (readmodel/store/activity.py).
+    Column("last_activity", Integer),
     Column("source", Text),  # migration 0012: the indexer (host) that indexed it (readmodel.store.sources)
 )
 Index("sessions_listing", sessions.c.created_at.desc(), sessions.c.id_key, sessions.c.header_json)
@@ -127,6 +138,8 @@ Index("sessions_parent", sessions.c.parent_session)
 Index("sessions_source", sessions.c.source, sessions.c.path)
 # Search's session filters read only these columns (see migration 0005).
 Index("sessions_filters", sessions.c.cwd, sessions.c.status, sessions.c.created_at, sessions.c.parent_session, sessions.c.id)
+# listWorkspaces groups sessions by workspace with their newest last activity from this index alone (see migration 0010).
+Index("sessions_activity", sessions.c.cwd, sessions.c.last_activity, sessions.c.id)
 
 events = Table(
     "events",
@@ -157,6 +170,15 @@ event_blocks = Table(
     Column("data", LargeBinary, nullable=False),
     PrimaryKeyConstraint("sid", "first_seq"),
     sqlite_with_rowid=False,
+)
+
+block_dictionaries = Table(
+    "block_dictionaries",
+    metadata,
+    # zstd dictionaries that raw blocks are compressed with, by zstd dictionary id
+    # (each block's frame header names its own); rows are only ever added.
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("data", LargeBinary, nullable=False),
 )
 
 event_runs = Table(
@@ -195,6 +217,9 @@ documents = Table(
     Column("length", Integer, nullable=False),
     Column("text", Text, nullable=False),
 )
+# Boilerplate lookups of the words and substring search modes (migration 0008): equal
+# texts share this key, which narrows an exact comparison to a few rows.
+Index("documents_text_key", documents.c.length, func.substr(documents.c.text, 1, 32))
 
 layout_problems = Table(
     "layout_problems",
@@ -232,6 +257,7 @@ KNOWN_TABLES: Final = frozenset(
         "sessions",
         "events",
         "event_blocks",
+        "block_dictionaries",
         "event_runs",
         "event_links",
         "documents",
@@ -242,5 +268,12 @@ KNOWN_TABLES: Final = frozenset(
         "documents_fts_idx",
         "documents_fts_docsize",
         "documents_fts_config",
+        "document_grams",
+        "document_grams_data",
+        "document_grams_idx",
+        "document_grams_config",
     }
 )
+
+FTS_PREFIXES: Final = ("documents_fts", "document_grams")
+"""Names of the FTS5 tables and their shadow tables start with one of these (explicit DDL, not models)."""

@@ -8,7 +8,7 @@ no SQLAlchemy form, so their presence is checked separately.
 :func:`schema_problems` is the cheap part, run on every open of an index at
 the head revision: one query on ``sqlite_master`` (with each model table's
 columns) against the object names the models and the FTS5 DDL define.  A
-missing table or column, or a ``documents_fts`` that is not FTS5, makes
+missing table or column, or a ``documents_fts`` or ``document_grams`` that is not FTS5, makes
 queries fail, so readers and the indexer refuse the index with
 :func:`damage_message`; a missing index only slows them, so ``status`` and
 ``db check`` report it.  Alembic is imported only by :func:`schema_drift`.
@@ -17,14 +17,13 @@ queries fail, so readers and the indexer refuse the index with
 from __future__ import annotations
 
 import functools
+import warnings
 from typing import Any, NamedTuple
 
 from sqlalchemy import Connection
 
 from readmodel.store.revisions import current_revision, head_revision
-from readmodel.store.schema import APPLICATION_ID, KNOWN_TABLES, metadata
-
-_FTS_PREFIX = "documents_fts"
+from readmodel.store.schema import APPLICATION_ID, FTS_PREFIXES, KNOWN_TABLES, metadata
 
 
 class SchemaProblem(NamedTuple):
@@ -74,14 +73,16 @@ def schema_problems(conn: Connection) -> list[SchemaProblem]:
         elif kind == "column":
             present_columns.setdefault(name, set()).add(column)
     missing = set(columns) - set(tables)
-    fts = tables.get(_FTS_PREFIX, "")
-    not_fts5 = _FTS_PREFIX in tables and "fts5" not in (fts or "").lower()
-    if _FTS_PREFIX in missing or not_fts5:
-        # Its shadow tables belong to it (DROP TABLE removes them all): one line says it.
-        missing = {name for name in missing if not name.startswith(_FTS_PREFIX + "_")}
+    not_fts5 = []
+    for fts_table in FTS_PREFIXES:
+        wrong = fts_table in tables and "fts5" not in (tables[fts_table] or "").lower()
+        if fts_table in missing or wrong:
+            # Its shadow tables belong to it (DROP TABLE removes them all): one line says it.
+            missing = {name for name in missing if not name.startswith(fts_table + "_")}
+        if wrong:
+            not_fts5.append(fts_table)
     problems = [SchemaProblem(f"missing {_kind(name)} {name}", True, name) for name in sorted(missing)]
-    if not_fts5:
-        problems.append(SchemaProblem(f"{_FTS_PREFIX} is not an FTS5 table", True, _FTS_PREFIX))
+    problems += [SchemaProblem(f"{name} is not an FTS5 table", True, name) for name in not_fts5]
     for name in sorted(set(columns) & set(tables)):
         problems += [SchemaProblem(f"missing column {name}.{column}", True, name) for column in sorted(columns[name] - present_columns.get(name, set()))]
     problems += [SchemaProblem(f"missing index {name}", False, table) for name, table in sorted(indexes.items()) if name not in present_indexes]
@@ -89,7 +90,7 @@ def schema_problems(conn: Connection) -> list[SchemaProblem]:
 
 
 def _kind(table: str) -> str:
-    return "FTS5 table" if table == _FTS_PREFIX else "table"
+    return "FTS5 table" if table in FTS_PREFIXES else "table"
 
 
 def damage_message(db: str, problems: list[str]) -> str:
@@ -108,7 +109,7 @@ def repair_hint(db: str) -> str:
 def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
     # Same filter as migrations/env.py: FTS5 tables are explicit DDL, and
     # reflected tables unknown to sessionq are not ours to compare.
-    if type_ == "table" and name and name.startswith(_FTS_PREFIX):
+    if type_ == "table" and name and name.startswith(FTS_PREFIXES):
         return False
     return not (type_ == "table" and reflected and name not in KNOWN_TABLES)
 
@@ -149,7 +150,12 @@ def schema_drift(conn: Connection) -> list[str]:
     if current != head:
         problems.append(f"schema revision is {current or '(none)'}, the code expects {head}")
     context = MigrationContext.configure(conn, opts={"include_object": include_object, "compare_type": False})
-    problems += [describe_diff(diff) for diff in compare_metadata(context, metadata)]
+    with warnings.catch_warnings():
+        # Alembic cannot reflect SQLite expression indexes (documents_text_key);
+        # schema_problems below checks that it exists.
+        warnings.filterwarnings("ignore", message="autogenerate skipping metadata-specified expression-based index")
+        warnings.filterwarnings("ignore", message="Skipped unsupported reflection of expression-based index")
+        problems += [describe_diff(diff) for diff in compare_metadata(context, metadata)]
     # The FTS5 tables (and alembic_version) are outside the models' comparison.
     problems += [problem.text for problem in schema_problems(conn) if problem.table not in metadata.tables]
     if "index_meta" in _tables(conn) and conn.exec_driver_sql('SELECT count(*) FROM "index_meta"').scalar() != 1:

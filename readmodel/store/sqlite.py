@@ -24,21 +24,23 @@ import os
 import sqlite3
 import threading
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import msgspec
 from sqlalchemy import Engine
 
-from readmodel.store.blocks import decode_events, decompress_block, unpack_run_times, unpack_run_types
+from readmodel.store.blocks import MissingDictionary, decode_events, decompress_block, register_dictionary, unpack_run_times, unpack_run_types
 from readmodel.store.database import open_reader
 from readmodel.projection.lineage import clone_json
 from readmodel.store.schema import MAX_LINK_SPAN
 from readmodel.core.vocabulary import Event, Header
 from readmodel.store.interface import EventRow, StoredSession, SummaryRow, SummaryWhere
 from readmodel.store.sources import session_ids_of_sources
+
+_T = TypeVar("_T")
 
 # Shared by every reading thread: msgspec Decoders keep no per-call state
 # (thread-safe since msgspec 0.16), unlike zstd contexts (see readmodel.store.blocks).
@@ -169,9 +171,13 @@ class SqliteIndexReader:
                 found[row[1]] = _summary_row(row)
         return found
 
-    def session_activity(self) -> list[tuple[str, str | None, Any]]:
-        """``(id, cwd, time of the last event)`` of every persisted session."""
-        return [(row.id, row.cwd, row.last_activity) for row in map(_summary_row, self._cur.execute(_SUMMARY_SELECT))]
+    def workspace_activity(self, excluded: Sequence[str] = ()) -> list[tuple[str | None, int, Any]]:
+        """``(cwd, sessions, newest numeric last activity)`` per workspace of the persisted
+        sessions, leaving out the ids in ``excluded`` (live sessions, counted by the caller)."""
+        if not excluded:
+            return self._cur.execute(f'{_WORKSPACES} GROUP BY "cwd"').fetchall()
+        placeholders = ",".join("?" * len(excluded))
+        return self._cur.execute(f'{_WORKSPACES} WHERE "id" NOT IN ({placeholders}) GROUP BY "cwd"', list(excluded)).fetchall()
 
     def session_ids_of_sources(self, sources: Sequence[str]) -> set[str]:
         """The ids of the stored sessions indexed by any of ``sources``."""
@@ -266,6 +272,17 @@ class SqliteIndexReader:
         low = sid << 32
         return self._cur.execute(_DOCUMENTS, (low, low | 0xFFFFFFFF)).fetchall()
 
+    def _blocks(self, decode: Callable[[bytes], _T], data: bytes) -> _T:
+        """``decode(data)`` of a raw block, loading its zstd dictionary from the index first when needed."""
+        try:
+            return decode(data)
+        except MissingDictionary as missing:
+            row = self._cur.execute('SELECT "data" FROM "block_dictionaries" WHERE "id" = ?', (missing.dict_id,)).fetchone()
+            if row is None:
+                raise
+            register_dictionary(missing.dict_id, row[0])
+            return decode(data)
+
     def raw_range(self, sid: int, first: int, last: int) -> list[Event]:
         """The raw events ``first..last`` (inclusive), decoded from their blocks."""
         if last < first:
@@ -275,7 +292,7 @@ class SqliteIndexReader:
             start = first
         events: list[Event] = []
         for block_first, data in self._cur.execute(_BLOCKS_BETWEEN, (sid, start, last)):
-            block = decode_events(data)
+            block = self._blocks(decode_events, data)
             lo = max(first - block_first, 0)
             hi = min(last - block_first + 1, len(block))
             events.extend(block[lo:hi])
@@ -285,7 +302,7 @@ class SqliteIndexReader:
         """Every raw event of a session, in seq order."""
         events: list[Event] = []
         for (data,) in self._cur.execute(_ALL_BLOCKS, (sid,)):
-            events.extend(decode_events(data))
+            events.extend(self._blocks(decode_events, data))
         return events
 
     def raw_at(self, sid: int, seqs: Iterable[int]) -> dict[int, Event]:
@@ -305,21 +322,22 @@ class SqliteIndexReader:
             row = self._cur.execute(_BLOCK_DATA, (sid, block_first)).fetchone()
             if row is None:
                 continue
-            lines = decompress_block(row[0])
+            lines = self._blocks(decompress_block, row[0])
             for seq in members:
                 found[seq] = _decode_line(lines[seq - block_first])
         return found
 
 
-# The last event is the later of the last ``events`` row and the last run's
-# last member; each subquery is one seek on a primary key.
+# ``last_activity`` is maintained by the indexer (readmodel/store/activity.py).
 _SUMMARY_SELECT: Final = (
     'SELECT s.sid, s.id, s.cwd, s.created_at, s.parent_session, s.event_count, s.title_seq, s.status, s.error_code, '
-    '(SELECT e.seq FROM "events" e WHERE e.sid = s.sid ORDER BY e.seq DESC LIMIT 1), '
-    '(SELECT e.time FROM "events" e WHERE e.sid = s.sid ORDER BY e.seq DESC LIMIT 1), '
-    '(SELECT r.first_seq + r.count - 1 FROM "event_runs" r WHERE r.sid = s.sid ORDER BY r.first_seq DESC LIMIT 1), '
-    '(SELECT r.times FROM "event_runs" r WHERE r.sid = s.sid ORDER BY r.first_seq DESC LIMIT 1) '
-    'FROM "sessions" s'
+    's.last_activity, s.generation FROM "sessions" s'
+)
+# Workspaces with their session count and newest numeric last activity (a time that is
+# not a number never counts as newest, as :func:`readmodel.core.jsvalues.is_number` says).
+_WORKSPACES: Final = (
+    'SELECT "cwd", count(*), max(CASE WHEN typeof("last_activity") IN (\'integer\', \'real\') THEN "last_activity" END) '
+    'FROM "sessions"'
 )
 
 
@@ -343,12 +361,7 @@ def _summary_where(where: SummaryWhere) -> tuple[str, list[Any]]:
 
 
 def _summary_row(row: Sequence[Any]) -> SummaryRow:
-    event_seq, event_time, run_last, run_times = row[9:13]
-    if run_last is not None and (event_seq is None or run_last > event_seq):
-        last_activity = unpack_run_times(run_times)[-1]
-    else:
-        last_activity = event_time
-    return SummaryRow(*row[:9], last_activity=last_activity)
+    return SummaryRow(*row)
 
 
 _GENERATION: Final = 'SELECT "identity", "global_generation" FROM "index_meta"'

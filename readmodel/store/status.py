@@ -12,6 +12,8 @@ daemon writes.  The JSON shape (camelCase, optional keys omitted)::
      "layoutProblems": [{"kind", "path", "message", "observedAt"}],
      "schemaProblems": [{"problem", "fatal"}], "repair"?,
      "redaction"?: {"policy", "fingerprint", "stored", "pending"},
+     "substringIndex"?: {"scheme", "stored", "pending", "documents", "bytes"?},
+     "rawBlocks"?: {"bytes", "dictionary", "rebuildShrinks"},
      "sources"?: [{"source", "root"?, "sessions", "events", "sessionsInError",
                    "identityProblems", "layoutProblems", "lastReconcileAt"?, "lagMs"?, "writerPid"?}]}
 
@@ -28,6 +30,19 @@ fingerprint of the secret redaction the documents were derived with
 (``stored``, ``null`` before the first complete pass) with the one the
 policy in ``$SESSIONQ_REDACT`` derives: ``pending`` means the indexer's next
 full pass re-derives every session's documents.
+
+``substringIndex`` (a sessionq extension; absent before schema 0009) describes
+the gram index substring search narrows its candidates with
+(:mod:`readmodel.store.gramindex`): the gram scheme this sessionq uses, the
+one the index was built with, ``pending`` when they differ (the indexer's next
+full pass rebuilds it; substring search verifies every document meanwhile),
+the documents it covers and its size on disk.
+
+``rawBlocks`` (a sessionq extension; schema 0011 on) gives the stored size of
+the raw event blocks and the id of the zstd dictionary they are compressed
+with (``null``: none).  A cold build of a large root trains one; an index built
+before schema 0011 has none, and ``rebuildShrinks`` then says that rebuilding
+it (a fresh database) would compress its blocks with one.
 
 ``schemaProblems`` lists objects of the head schema missing from the index
 (checked only at the head revision); ``fatal`` ones make queries refuse the
@@ -64,6 +79,7 @@ from readmodel.core.errors import SessionQueryError
 from readmodel.projection.secrets import index_fingerprint, policy_from_env
 from readmodel.store.revisions import current_revision, head_revision
 from readmodel.store.schemacheck import SchemaProblem, damage_message, repair_hint, schema_problems
+from readmodel.store.blocks import DICTIONARY_MIN_BYTES
 
 
 def _ms(seconds: float | None) -> int | None:
@@ -230,9 +246,36 @@ def _report(conn: Connection, db: str, now: float | None) -> dict[str, Any]:
         for row in conn.exec_driver_sql(f'SELECT "kind", "path", "message", "observed_at"{source_column} FROM "layout_problems" ORDER BY "path"')
     ]
     _add_redaction(conn, out)
+    if conn.dialect.name == "sqlite":  # the FTS5 gram index and the block dictionaries are SQLite's
+        _add_substring_index(conn, out)
+        _add_raw_blocks(conn, out)
     if sourced:
         out["sources"] = _sources(conn, db, time.time() if now is None else now)
     return out
+
+
+def _add_substring_index(conn: Connection, out: dict[str, Any]) -> None:
+    """The ``substringIndex`` entry, when the index has one (schema 0009 on)."""
+    columns = {row[1] for row in conn.exec_driver_sql('PRAGMA table_info("index_meta")')}
+    if "grams" not in columns:
+        return
+    from readmodel.store import gramindex
+
+    stats = gramindex.statistics(conn.connection.driver_connection.cursor())
+    entry: dict[str, Any] = {"scheme": stats["scheme"], "stored": stats["stored"], "pending": stats["stored"] != stats["scheme"]}
+    entry["documents"] = 0 if entry["pending"] else out["documents"]
+    if stats["bytes"] is not None:
+        entry["bytes"] = stats["bytes"]
+    out["substringIndex"] = entry
+
+
+def _add_raw_blocks(conn: Connection, out: dict[str, Any]) -> None:
+    """The ``rawBlocks`` entry (schema 0011 on): block bytes, the dictionary, whether a rebuild shrinks them."""
+    if conn.exec_driver_sql("SELECT 1 FROM sqlite_master WHERE name = 'block_dictionaries'").first() is None:
+        return
+    dictionary = conn.exec_driver_sql('SELECT min("id") FROM "block_dictionaries"').scalar()
+    size = conn.exec_driver_sql('SELECT coalesce(sum(length("data")), 0) FROM "event_blocks"').scalar() or 0
+    out["rawBlocks"] = {"bytes": size, "dictionary": dictionary, "rebuildShrinks": dictionary is None and size >= DICTIONARY_MIN_BYTES}
 
 
 def _has_table(conn: Connection, name: str) -> bool:
@@ -393,6 +436,20 @@ def format_status(status: dict[str, Any]) -> str:
         redaction = status["redaction"]
         pending = " (re-derivation pending: the indexer's next full pass re-derives every document)" if redaction["pending"] else ""
         lines.append(f"redaction   {redaction['policy']}{pending}")
+    if "substringIndex" in status:
+        grams = status["substringIndex"]
+        size = f", {_bytes(grams['bytes'])}" if "bytes" in grams else ""
+        if grams["pending"]:
+            lines.append(f"substrings  index pending (the indexer's next full pass builds it{size}); substring search scans meanwhile")
+        else:
+            lines.append(f"substrings  {grams['documents']:,} documents indexed ({grams['scheme']}{size})")
+    if "rawBlocks" in status:
+        raw = status["rawBlocks"]
+        if raw["dictionary"] is not None:
+            lines.append(f"raw blocks  {_bytes(raw['bytes'])}, zstd dictionary {raw['dictionary']}")
+        else:
+            shrink = " (built without one: a rebuild into a fresh database compresses them with one)" if raw["rebuildShrinks"] else ""
+            lines.append(f"raw blocks  {_bytes(raw['bytes'])}, no zstd dictionary{shrink}")
     if status.get("schemaProblems"):
         lines.append("schema problems:")
         lines += [f"  {row['problem']}" + (" (queries refuse the index)" if row["fatal"] else " (slower queries)") for row in status["schemaProblems"]]

@@ -364,7 +364,7 @@ class SessionTools:
             execution = DeadlineSignal(signal, definition.timeout_ms, ToolTimeout(definition.name, definition.timeout_ms))
         try:
             boundary = ServiceBoundary(execution, self.logger)
-            context = operations.ToolContext(self.service, caller, boundary, self.config.max_search_results)
+            context = operations.ToolContext(self.service, caller, boundary, self.config.max_search_results, self.redact)
             text = definition.execute(context, args)
             # The whole rendered text: event JSON, snippets, titles and ids alike.
             return ToolResult(redact_secrets(text) if self.redact else text)

@@ -63,12 +63,49 @@ _SURFACES_HELP: Final = (
     "shadowed (replaced by a later event), log-only (recorded but never in context)."
 )
 
+MATCH_MODES: Final = ("words", "phrase", "substring")
+TOOLS_DEFAULT_MATCH: Final = "words"
+"""The search tools' default mode (a deliberate difference from RPC/HTTP/Python, whose default is
+``phrase``): a model asks in words, and on the shared corpus words mode answers keyword questions
+that the exact phrase misses (``sandbox denied`` matched 25 sessions in words mode and 1 as a phrase,
+``permission denied`` 30 and 0, ``why did the sandbox fail`` 1 and 0) while keeping every phrase hit
+reachable with ``match: "phrase"``."""
+QUESTION_WORDS: Final = frozenset(
+    "a an and are as at be been but by can could did do does for from had has have how i if in is it its me my "
+    "of on or our so that the their there this to was we were what when where which who why will with would you".split()
+)
+"""English function words a question is made of.  When the tools' default words search of a question
+finds nothing, it is retried without them, and the answer says so (:func:`relaxed_query`)."""
+
+
+def relaxed_query(query: str) -> str | None:
+    """``query`` without its :data:`QUESTION_WORDS`, or ``None`` when that changes nothing, leaves
+    nothing, or the query has quoted phrases (whose words must stay together)."""
+    if '"' in query:
+        return None
+    words = query.split(" ")
+    kept = [word for word in words if word.strip("?!.,;:'()").lower() not in QUESTION_WORDS]
+    return " ".join(kept) if kept and len(kept) < len(words) else None
+
+
+_MATCH: Final = {
+    "type": "string",
+    "enum": list(MATCH_MODES),
+    "description": (
+        "How the query matches. words (default): all words in one event, any order. phrase: the exact "
+        "phrase. substring: the literal text anywhere, even inside words (identifiers like "
+        "OutcomeUnknown, punctuation like ->, Chinese or Japanese text)."
+    ),
+}
+
 SESSION_SEARCH_SCHEMA: Final = _object(
     {
         "query": _string(
-            "Text to look for. It is matched literally as one phrase, ignoring case and runs of "
-            "whitespace; there are no search operators."
+            "Text to look for. By default (match: words) every word must occur in the same event, in any "
+            "order, the last word also as the start of a longer word; put \"double quotes\" around words that "
+            "must appear together. Case is ignored; there are no other search operators."
         ),
+        "match": _MATCH,
         "session_ids": _strings("Only these sessions."),
         "created_at_from": _string(f"Only sessions created at or after this time ({_ISO_HINT})."),
         "created_at_to": _string(f"Only sessions created at or before this time ({_ISO_HINT})."),
@@ -94,9 +131,11 @@ SESSION_EVENT_SEARCH_SCHEMA: Final = _object(
     {
         "session_id": _string(_SESSION_ID_OPTIONAL),
         "query": _string(
-            "Text to look for. It is matched literally as one phrase, ignoring case and runs of "
-            "whitespace; there are no search operators."
+            "Text to look for. By default (match: words) every word must occur in the same event, in any "
+            "order, the last word also as the start of a longer word; put \"double quotes\" around words that "
+            "must appear together. Case is ignored; there are no other search operators."
         ),
+        "match": _MATCH,
         "seq_from": _integer("Only events whose sequence number is at least this."),
         "seq_to": _integer("Only events whose sequence number is at most this."),
         "time_from": _string(f"Only events recorded at or after this time ({_ISO_HINT})."),
@@ -163,6 +202,8 @@ def _check_value(name: str, schema: Mapping[str, Any], value: Any) -> Any:
                 allowed = ", ".join(items["enum"])
                 raise invalid_args(f"{name} may only hold these values: {allowed}")
         return list(value)
+    if "enum" in schema and value not in schema["enum"]:
+        raise invalid_args(f"{name} must be one of: {', '.join(schema['enum'])}")
     return value
 
 

@@ -40,7 +40,15 @@ from readmodel.tools.boundary import (
     ServiceBoundary,
 )
 from readmodel.tools.errors import NO_CURRENT_STEP, TOOL_FAILED, UNAUTHORIZED, ToolError, unauthorized
-from readmodel.tools.inputs import dedupe, exact_integer, normalize_query, require_values, seq_range_clause
+from readmodel.tools.inputs import (
+    TOOLS_DEFAULT_MATCH,
+    dedupe,
+    exact_integer,
+    normalize_query,
+    relaxed_query,
+    require_values,
+    seq_range_clause,
+)
 from readmodel.tools.paging import collect_pages
 from readmodel.tools.render import (
     NO_SESSION_MATCHES,
@@ -67,6 +75,7 @@ class ToolContext:
     caller: Caller | None
     boundary: ServiceBoundary
     max_results: int
+    redact: bool = False  # secrets are redacted (the raw events read are asked for redacted)
 
     @property
     def signal(self) -> Any:
@@ -78,6 +87,21 @@ class ToolContext:
 
 def _with_cursor(request: dict[str, Any], cursor: str | None) -> dict[str, Any]:
     return request if cursor is None else {**request, "cursor": cursor}
+
+
+def _search_relaxing(args: dict[str, Any], request: dict[str, Any], collect: Any) -> tuple[Any, str]:
+    """``(collected, note)``: the pages of ``request``; when the tools' default words
+    search of a question finds nothing, those of the question without its function
+    words (:func:`readmodel.tools.inputs.relaxed_query`), with a note that says so."""
+    collected = collect(request)
+    relaxed = relaxed_query(request["query"])
+    if collected.items or "match" in args or relaxed is None:
+        return collected, ""
+    retried = collect({**request, "query": relaxed})
+    if not retried.items:
+        return collected, ""
+    note = f'No event holds every word of "{request["query"]}"; these match "{relaxed}" (its words without "why", "the" and the like).\n\n'
+    return retried, note
 
 
 def event_filters(
@@ -179,18 +203,23 @@ def session_search(ctx: ToolContext, args: dict[str, Any]) -> str:
             return NO_SESSION_MATCHES
         session_filters.append({"kind": "parent", "values": values})
     session_filters.append({"kind": "cwd", "values": [caller.cwd]})
-    request = {"query": query, "sessionFilters": session_filters, "eventFilters": filters}
+    mode = args.get("match", TOOLS_DEFAULT_MATCH)
+    request = {"query": query, "sessionFilters": session_filters, "eventFilters": filters, "match": mode}
 
     def accept(hit: Any) -> bool:
         header = hit.header
         return header.get("id") != caller.session_id and header_authorized(caller, header)
 
-    collected = collect_pages(
-        ctx.boundary,
-        OP_SESSION_SEARCH,
-        lambda cursor: ctx.service.search_sessions(_with_cursor(request, cursor), ctx.signal),
-        accept,
-        ctx.max_results,
+    collected, note = _search_relaxing(
+        args,
+        request,
+        lambda request: collect_pages(
+            ctx.boundary,
+            OP_SESSION_SEARCH,
+            lambda cursor: ctx.service.search_sessions(_with_cursor(request, cursor), ctx.signal),
+            accept,
+            ctx.max_results,
+        ),
     )
     hits = collected.items
     hit_parents = [hit.header.get("parentSession") for hit in hits]
@@ -198,7 +227,7 @@ def session_search(ctx: ToolContext, args: dict[str, Any]) -> str:
         ctx.boundary, ctx.service, caller, [parent for parent in hit_parents if type(parent) is str]
     )
     titles = read_titles(ctx, caller, [hit.header["id"] for hit in hits])
-    return render_session_search(hits, titles, visible_parents, collected.capped)
+    return note + render_session_search(hits, titles, visible_parents, collected.capped)
 
 
 # --------------------------------------------------------------------------- session_event_search
@@ -231,16 +260,21 @@ def session_event_search(ctx: ToolContext, args: dict[str, Any]) -> str:
     filters = event_filters(
         seq_from, seq_to, args.get("time_from"), args.get("time_to"), args.get("event_types"), args.get("surfaces")
     )
-    request = {"sessionId": target, "query": query, "filters": filters}
-    collected = collect_pages(
-        ctx.boundary,
-        OP_EVENT_SEARCH,
-        lambda cursor: ctx.service.search_events(_with_cursor(request, cursor), ctx.signal),
-        lambda _hit: True,
-        ctx.max_results,
-        inspect_page=lambda page: check_observed(caller, page.session, target),
+    mode = args.get("match", TOOLS_DEFAULT_MATCH)
+    request = {"sessionId": target, "query": query, "filters": filters, "match": mode}
+    collected, note = _search_relaxing(
+        args,
+        request,
+        lambda request: collect_pages(
+            ctx.boundary,
+            OP_EVENT_SEARCH,
+            lambda cursor: ctx.service.search_events(_with_cursor(request, cursor), ctx.signal),
+            lambda _hit: True,
+            ctx.max_results,
+            inspect_page=lambda page: check_observed(caller, page.session, target),
+        ),
     )
-    return render_event_search(target, title, collected.items, collected.capped)
+    return note + render_event_search(target, title, collected.items, collected.capped)
 
 
 # --------------------------------------------------------------------------- session_trace
@@ -313,7 +347,12 @@ def session_event_read(ctx: ToolContext, args: dict[str, Any]) -> str:
         request["before"] = before
     if after is not None:
         request["after"] = after
-    window = ctx.boundary.call(OP_EVENT_READ, lambda: ctx.service.read_event(request, ctx.signal))
+    if ctx.redact:
+        # Redacted by the service with each chunk's run as context: a secret streamed in pieces
+        # leaves none of them (the rendered text is redacted again as a whole by the host).
+        window = ctx.boundary.call(OP_EVENT_READ, lambda: ctx.service.read_event(request, ctx.signal, redact=True))
+    else:
+        window = ctx.boundary.call(OP_EVENT_READ, lambda: ctx.service.read_event(request, ctx.signal))
     check_observed(caller, window.session, target)
     title = read_titles(ctx, caller, [target])[target]
     return render_event_read(target, title, window)

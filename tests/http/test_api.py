@@ -259,3 +259,19 @@ def test_only_json_whitespace_counts_as_empty_body(indexed: Site) -> None:
     client = indexed.client()
     assert client.post("/api/rpc/status", content=b" \r\n\t").status_code == 200
     assert client.post("/api/rpc/status", content=b"\x0b").status_code == 400
+
+
+def test_search_modes_over_get_and_post(indexed: Site) -> None:
+    client = indexed.client()
+    found = {}
+    for mode, query in (("phrase", "bet"), ("words", "bet"), ("substring", "ETA NUM")):
+        params = {"query": query, "match": mode, "limit": 20}
+        posted = client.post("/api/rpc/searchSessions", json=params)
+        got = client.get("/api/rpc/searchSessions", params=_query(params))
+        assert posted.status_code == 200 and got.content == posted.content
+        found[mode] = {item["header"]["id"] for item in posted.json()["items"]}
+    assert found == {"phrase": set(), "words": {"root", "kid", *(f"extra{i}" for i in range(5))}, "substring": {f"extra{i}" for i in range(5)}}
+    bad = client.get("/api/rpc/searchEvents", params={"sessionId": "root", "query": "alpha", "match": "regex"})
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "SESSION_QUERY_INVALID_QUERY"
+    schema = client.get("/api/openapi.json").json()
+    assert "searchSessions" in json.dumps(schema) and '"substring"' in json.dumps(schema)

@@ -280,7 +280,7 @@ def test_search_session_lineage_and_export_in_a_browser(
             parent_link = page.locator(f".lineage [data-lineage-id='{PARENT}'] a")
             assert parent_link.inner_text() == "TOML parser rejects trailing commas"
             assert page.locator("#include-descendants").is_disabled()
-            assert page.locator(".actions label").inner_text().strip() == "no subagent logs"
+            assert page.locator(".actions label[for='include-descendants']").inner_text().strip() == "no subagent logs"
             shot("child-session")
             page.go_back()
             page.wait_for_selector(f".lineage [data-lineage-id='{PARENT}'].current-node")
@@ -301,6 +301,15 @@ def test_search_session_lineage_and_export_in_a_browser(
                 assert archive.namelist() == ["session.jsonl", f"subagents/{CHILD}/session.jsonl"]
                 assert archive.read("session.jsonl").decode() == log_text(paths[PARENT])
                 assert archive.read(f"subagents/{CHILD}/session.jsonl").decode() == log_text(paths[CHILD])
+            # the "redact secrets" box asks for the scrubbed archive (this log has no secret: same bytes)
+            assert not page.locator("#export-redact").is_checked()
+            page.check("#export-redact")
+            with page.expect_download() as info:
+                page.click("button.export")
+            assert "redact=all" in info.value.url
+            info.value.save_as(tmp_path / "redacted.zip")
+            with zipfile.ZipFile(tmp_path / "redacted.zip") as archive:
+                assert archive.read("session.jsonl").decode() == log_text(paths[PARENT])
             first_line = log_text(paths[PARENT]).split("\n", 1)[0]
             assert json.loads(first_line)["id"] == PARENT
 
@@ -336,8 +345,15 @@ def test_search_session_lineage_and_export_in_a_browser(
                 with zipfile.ZipFile(child_zip) as archive:
                     assert archive.namelist() == ["session.jsonl"]
                     assert archive.read("session.jsonl").decode() == log_text(paths[CHILD])
+                with page.expect_download() as info:
+                    page.click("button.export-html")  # the HTML export takes the token the same way
+                child_html = tmp_path / "child.html"
+                info.value.save_as(child_html)
+                assert info.value.suggested_filename == f"dsh-session-{CHILD}.html"
+                assert child_html.read_text(encoding="utf-8").startswith("<!doctype html>")
                 shot("token", full=False)
                 assert httpx.post(guarded + "/api/rpc/status").status_code == 401
+                page.goto("about:blank")  # leave before this server stops: the page would reconnect to it and be refused
             assert problems == []
 
             # 7. a long session is read in ranges (readEventRange); the limits are

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis.checks import negative_data_rejection, positive_data_acceptance
 
 from readmodel.http.app import create_app
+from readmodel.http.events import FeedLimits
 from tests.logfactory import header, simple_turn, write_log
 from tests.query.support import build_index
 
@@ -30,6 +31,7 @@ def _app():  # type: ignore[no-untyped-def]
     (work / "attachments").mkdir()
     return create_app(
         str(work / "index.db"),
+        feed_limits=FeedLimits(max_age=0.5),  # GET /api/events ends soon: each call reads a short stream
         root=str(root),
         attachments=str(work / "attachments"),
         allowed_hosts=["localhost", "127.0.0.1", "testserver"],

@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from readmodel.projection.grams import document_tokens
+from readmodel.store import gramindex
+
 from indexer import projection
 from indexer.layout import Compression
 from indexer.zstdframes import frame_end
@@ -51,11 +54,14 @@ def _index(tmp_path: Path, name: str) -> sqlite3.Connection:
     engine.dispose()
     conn = sqlite3.connect(db)
     conn.execute('CREATE VIRTUAL TABLE temp."terms" USING fts5vocab(main, "documents_fts", instance)')
+    conn.execute('CREATE VIRTUAL TABLE temp."grams" USING fts5vocab(main, "document_grams", instance)')
     return conn
 
 
 def _postings(conn: sqlite3.Connection) -> list[tuple[object, ...]]:
-    return conn.execute('SELECT "term", "doc", "col", "offset" FROM temp."terms" ORDER BY 1, 2, 3, 4').fetchall()
+    """Word postings of documents_fts, then gram postings of document_grams."""
+    words = conn.execute('SELECT "term", "doc", "col", "offset" FROM temp."terms" ORDER BY 1, 2, 3, 4').fetchall()
+    return words + conn.execute('SELECT "term", "doc" FROM temp."grams" ORDER BY 1, 2').fetchall()
 
 
 @pytest.mark.parametrize("bound", [1, 30, 60, 100, 150, 250, 400])
@@ -78,6 +84,8 @@ def _fts_connection() -> sqlite3.Connection:
     conn.execute('CREATE TABLE "documents" ("docid" INTEGER PRIMARY KEY, "text" TEXT NOT NULL)')
     conn.execute("CREATE VIRTUAL TABLE \"documents_fts\" USING fts5(\"text\", content='documents', content_rowid='docid')")
     conn.execute('CREATE VIRTUAL TABLE temp."terms" USING fts5vocab(main, "documents_fts", instance)')
+    conn.execute(gramindex.DDL)
+    conn.execute('CREATE VIRTUAL TABLE temp."grams" USING fts5vocab(main, "document_grams", instance)')
     return conn
 
 
@@ -90,7 +98,7 @@ def _session(conn: sqlite3.Connection, fts: projection.DeferredFts, sid: int, wo
     for seq, word in enumerate(words):
         rows = [((sid << 32) | seq, f"{word} s{sid}")]
         cur.executemany('INSERT INTO "documents" ("docid", "text") VALUES (?, ?)', rows)
-        fts.add(cur, rows)
+        fts.add(cur, projection.fts_rows_of(rows))
     if fail:
         cur.execute(f'ROLLBACK TO "s{sid}"')
         fts.rollback(mark)
@@ -111,4 +119,10 @@ def test_a_failed_session_takes_back_only_its_own_early_rows(monkeypatch: pytest
     indexed = sorted({row[0] for row in conn.execute('SELECT "doc" FROM temp."terms"')})
     stored = sorted(row[0] for row in conn.execute('SELECT "docid" FROM "documents"'))
     assert indexed == stored == [(1 << 32) | 0, (1 << 32) | 1, (3 << 32) | 0]
+    # The gram index holds the same documents, each with exactly its text's grams.
+    grams: dict[int, set[str]] = {}
+    for term, doc in conn.execute('SELECT "term", "doc" FROM temp."grams"'):
+        grams.setdefault(doc, set()).add(term)
+    texts = dict(conn.execute('SELECT "docid", "text" FROM "documents"').fetchall())
+    assert grams == {doc: set(document_tokens(text).split()) for doc, text in texts.items()}
     assert fts.rows == [] and fts.chars == 0

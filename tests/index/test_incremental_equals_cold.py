@@ -192,5 +192,6 @@ def check_incremental_equals_cold(tmp_path_factory: Any, ops: list[tuple[str, st
     incremental = index_state(str(base / "incremental.db"))
     cold = index_state(str(base / "cold.db"))
     assert incremental == cold
+    assert incremental["consistency"] == [], incremental["consistency"]  # grams included: none stale or missing
     assert fts_consistent(str(base / "incremental.db"))
     assert os.path.exists(base / "cold.db")

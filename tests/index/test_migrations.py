@@ -77,3 +77,40 @@ def test_a_new_index_is_created_with_a_random_cursor_secret(tmp_path: Path) -> N
         engine.dispose()
     assert all(len(secret) == 32 for _, secret in found)
     assert found[0][1] != found[1][1] and found[0][0] != found[1][0]
+
+
+def _last_activity(db: Path) -> dict[str, object]:
+    conn = sqlite3.connect(db)
+    try:
+        return dict(conn.execute('SELECT "id", "last_activity" FROM "sessions"').fetchall())
+    finally:
+        conn.close()
+
+
+def test_migration_0010_fills_last_activity_as_the_indexer_writes_it(tmp_path: Path) -> None:
+    """An index from before ``sessions.last_activity`` (revision 0007) gets, on upgrade, the
+    value the indexer writes with the events: the last event's time whether that event is the
+    last member of a run (a turn end) or an ``events`` row (a user message); none for a session
+    whose log fails."""
+    from tests.logfactory import transcript_path, turn_end, user
+
+    root = tmp_path / "root"
+    write_log(root, header("ends-in-run"), [[*simple_turn()[:-1], {**turn_end(8), "time": 7_000}]])
+    write_log(root, header("ends-in-row", created_at=2), [[*simple_turn(), {**user(9, "later"), "time": 9_000}]])
+    broken = write_log(root, header("broken", created_at=4), [simple_turn()])
+    broken.write_bytes(broken.read_bytes()[:-7])
+    db = tmp_path / "index.db"
+    engine = open_writer(str(db))
+    Reconciler(engine, root, Compression.ZSTD, settle_seconds=0).reconcile()
+    engine.dispose()
+    written = _last_activity(db)
+    assert written["ends-in-run"] == 7_000 and written["ends-in-row"] == 9_000
+    assert written["broken"] is None
+
+    with create_index_engine(str(db)).begin() as conn:
+        command.downgrade(alembic_config(conn), "0007")
+    assert "last_activity" not in {row[1] for row in sqlite3.connect(db).execute('PRAGMA table_info("sessions")')}
+    engine = open_writer(str(db), allow_upgrade=True)
+    engine.dispose()
+    assert _last_activity(db) == written
+    assert transcript_path(root, header("broken")).exists()

@@ -110,7 +110,7 @@ class HookedStore(IndexStore):
 
     def describe(self, name: str, args: tuple[Any, ...]) -> Any:
         """The session id an inspect call concerns (its first argument is a sid)."""
-        if name in LISTING_CALLS or not args:
+        if name in LISTING_CALLS or not args or type(args[0]) is not int:
             return args
         return self.sids.get(args[0], args[0])
 

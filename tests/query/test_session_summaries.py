@@ -119,3 +119,21 @@ def test_workspaces_newest_activity_first_over_rpc(corpus: Corpus) -> None:
     ]
     line = dispatcher.handle({"jsonrpc": "2.0", "id": 2, "method": "listSessionSummaries", "params": {"limit": 0}})
     assert json.loads(line)["error"]["data"] == {"code": "SESSION_QUERY_INVALID_LIMIT"}
+
+
+def test_titles_are_read_once_per_engine_and_a_retitled_session_shows_its_new_title(corpus: Corpus) -> None:
+    """The engine caches titles (a title costs a block decompression) under the session's
+    generation: a repeated page reads none, and re-indexing a session is never served stale."""
+    _write_corpus(corpus)
+    query, store = corpus.hooked()
+    reads = lambda: sum(1 for call in store.calls if call[1] == "raw_at")  # noqa: E731
+    assert query.session_summaries(["alpha"])["alpha"].title == "Alpha work"
+    first = reads()
+    assert query.list_session_summaries({}).items[3].title == "Alpha work"
+    assert query.session_summaries(["alpha", "beta"])["alpha"].title == "Alpha work"
+    assert first == 1 and reads() == first
+    corpus.write(header("alpha", 100, cwd="/w/one"), [*simple_turn(0, "first"), title_event(9, "Alpha work"), title_event(10, "Renamed", time=6000)])
+    corpus.index()
+    assert query.session_summaries(["alpha"])["alpha"].title == "Renamed"
+    assert query.list_session_summaries({"cwd": "/w/one"}).items[1].title == "Renamed"
+    assert {w.cwd: w.last_activity for w in query.list_workspaces()}["/w/one"] == 6000

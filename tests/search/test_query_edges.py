@@ -131,7 +131,7 @@ def test_the_rpc_dispatcher_answers_long_tokens(long_token_index: str, accelerat
 
 @pytest.mark.parametrize("ftsaux_env", ["1", "0"])
 def test_the_cli_answers_long_tokens(long_token_index: str, ftsaux_env: str) -> None:
-    result = sessionq("search", CJK * 10_923, "--db", long_token_index, "--json", env={"SESSIONQ_FTSAUX": ftsaux_env})
+    result = sessionq("search", CJK * 10_923, "--match", "phrase", "--db", long_token_index, "--json", env={"SESSIONQ_FTSAUX": ftsaux_env})
     assert result.returncode == 0, result.stderr
     assert sorted(hit["header"]["id"] for hit in json_out(result)["items"]) == ["cut", "long"]
 

@@ -78,6 +78,18 @@ def search_terms(planted: Planted) -> list[str]:
     return terms
 
 
+def search_modes() -> tuple[str, ...]:
+    """The search modes this build has (``phrase`` alone before search modes, issue 17)."""
+    from readmodel.search import requests
+
+    return tuple(getattr(requests, "MATCH_MODES", ("phrase",)))
+
+
+def in_mode(request: dict[str, Any], mode: str) -> dict[str, Any]:
+    """``request`` asking for ``mode`` (no ``match`` field for the reference's phrase mode)."""
+    return request if mode == "phrase" else {**request, "match": mode}
+
+
 def planted_events(planted: Planted, index: int) -> list[dict[str, Any]]:
     """One session's events carrying ``planted`` at the start, middle and end of messages,
     in a tool call's JSON arguments, in tool output and split across assistant chunks."""
@@ -128,3 +140,67 @@ def build(tmp: Path, policy: str | None = None, *, workers: int = 0, root: Path 
     finally:
         engine.dispose()
     return root, str(db)
+
+
+# --------------------------------------------------------------------------- streamed secrets
+
+
+def leaks(text: str, secret: str, width: int = 8) -> list[str]:
+    """Every ``width``-character piece of ``secret`` (as written or JSON-escaped) that occurs in ``text``."""
+    import json
+
+    forms = {secret, json.dumps(secret)[1:-1]}
+    return sorted({form[k : k + width] for form in forms for k in range(len(form) - width + 1) if form[k : k + width] in text})
+
+
+def cut_points(text: str, secret: str, count: int, shift: int) -> list[int]:
+    """``count`` cut positions of ``text``, the middle ones inside ``secret`` (offset by ``shift``)."""
+    start = text.index(secret)
+    inside = [start + max(1, min(len(secret) - 1, (len(secret) * (k + 1)) // (count + 1) + shift)) for k in range(count)]
+    return sorted(set(inside))
+
+
+def _tool_chunk(seq: int, piece: str, call_id: str = "c1") -> dict[str, Any]:
+    return ev("assistant/chunk", seq, {"turn": 1, "step": 1, "chunk": {"type": "tool-call-delta", "index": 1, "id": call_id, "name": "bash", "argumentsDelta": piece}})
+
+
+def streamed_batches(planted: Planted, index: int) -> list[list[dict[str, Any]]]:
+    """One session whose assistant text carries ``planted`` streamed in six pieces written in two
+    batches (two packed chunk rows, the secret across them) and whose tool call's arguments carry
+    it in two verbatim ``tool-call-delta`` chunks; then the assembled message, the call and its result."""
+    text = f"streamword{index} {planted.text} tailword{index}"
+    cuts = cut_points(text, planted.secret, 5, shift=index % 3)
+    bounds = [0, *cuts, len(text)]
+    pieces = [text[a:b] for a, b in zip(bounds, bounds[1:])]
+    arguments = '{"command": "echo ' + planted.text.replace("\n", "\\n") + '"}'
+    half = arguments.index(planted.secret.replace("\n", "\\n")) + len(planted.secret) // 2
+    first = [turn_start(0), user(1, f"question{index}"), step_start(2)]
+    seq = 3
+    rows: list[list[dict[str, Any]]] = [[], []]
+    for number, piece in enumerate(pieces):
+        rows[0 if number < len(pieces) // 2 else 1].append(chunk(seq, piece))
+        seq += 1
+    calls = [_tool_chunk(seq, arguments[:half]), _tool_chunk(seq + 1, arguments[half:])]
+    seq += 2
+    rest = [
+        assistant(seq, text, calls=[("c1", "bash", arguments)]),
+        tool_call(seq + 1, "c1", "bash", arguments),
+        tool_result(seq + 2, "c1", f"ok resultword{index}"),
+        step_end(seq + 3),
+        turn_end(seq + 4),
+    ]
+    return [first + rows[0], rows[1] + calls + rest]
+
+
+def streamed_id(index: int) -> str:
+    return f"streamed-{index:02d}"
+
+
+def write_streamed_root(root: Path) -> list[str]:
+    """A session per planted secret, streamed in pieces (:func:`streamed_batches`)."""
+    ids = []
+    for index, planted in enumerate(SECRETS):
+        header = {"version": 0, "id": streamed_id(index), "createdAt": 100 + index, "cwd": CWD, "delegationDepth": 0}
+        LogWriter.in_root(root, header).write_session(header, streamed_batches(planted, index))
+        ids.append(header["id"])
+    return ids

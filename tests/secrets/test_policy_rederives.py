@@ -12,7 +12,11 @@ from readmodel.projection.secrets import index_fingerprint
 from readmodel.query import SessionQuery
 from readmodel.store.status import read_status
 from readmodel.store.sqlite import IndexStore
-from tests.secrets.planted import SECRETS, build
+from indexer.layout import Compression
+from indexer.reconcile import Reconciler, ReconcileReport
+from readmodel.store.database import open_writer
+from tests.indexstate import diff_states, fts_consistent, index_state
+from tests.secrets.planted import SECRETS, build, write_root, write_streamed_root
 
 
 def _documents(db: str) -> list[tuple]:
@@ -30,21 +34,40 @@ def test_off_indexes_the_text_as_written(tmp_path: Path) -> None:
     assert sqlite3.connect(db).execute('SELECT "redaction" FROM "index_meta"').fetchone() == ("off",)
 
 
-def test_switching_the_policy_rederives_every_document_like_a_cold_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    root, db = build(tmp_path / "switched", "off")
+def _reconcile(tmp: Path, root: Path, policy: str, workers: int) -> ReconcileReport:
+    engine = open_writer(str(tmp / "index.db"))
+    try:
+        reconciler = Reconciler(engine, root, Compression.ZSTD, settle_seconds=0, workers=workers, parallel_min_bytes=0, redact=policy)  # type: ignore[arg-type]
+        return reconciler.reconcile()
+    finally:
+        engine.dispose()
+
+
+PROBES = ("REDACTED", "alphaword3", "betaword7", "endplace9", "streamword2", "tailword4", "aws", "private")
+
+
+@pytest.mark.parametrize("workers", [0, 2], ids=["writer", "workers"])
+def test_switching_the_policy_rederives_every_document_like_a_cold_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int) -> None:
+    root = tmp_path / "root"
+    write_root(root)
+    write_streamed_root(root)
+    db = str(tmp_path / "switched" / "index.db")
+    (tmp_path / "switched").mkdir()
+    _reconcile(tmp_path / "switched", root, "off", workers)
     monkeypatch.setenv("SESSIONQ_REDACT", "index")
     status = read_status(db)
     assert status["redaction"] == {"policy": "index", "fingerprint": index_fingerprint("index"), "stored": "off", "pending": True}
-    build(tmp_path / "switched", "index", root=root)
+    report = _reconcile(tmp_path / "switched", root, "index", workers)
+    # With workers every session's re-derivation is prepared by them, none by the writer alone.
+    assert report.prepared == (2 * len(SECRETS) if workers else 0) and report.reloaded == 2 * len(SECRETS)
     assert read_status(db)["redaction"]["pending"] is False
     assert not _found(db, SECRETS[1].secret)
     _, cold = build(tmp_path / "cold", "index", root=root)
-    assert _documents(db) == _documents(cold)
-    fts = "SELECT rowid FROM documents_fts WHERE documents_fts MATCH ? ORDER BY rowid"
-    for term in ("REDACTED", "alphaword3", '"' + SECRETS[3].secret + '"'):
-        assert sqlite3.connect(db).execute(fts, (term,)).fetchall() == sqlite3.connect(cold).execute(fts, (term,)).fetchall()
+    assert diff_states(index_state(db, PROBES), index_state(cold, PROBES)) == []
+    assert _documents(db) == _documents(cold)  # sids kept: the same docids as the cold build's
+    assert fts_consistent(db)
     # and back: off restores the reference-exact documents
-    build(tmp_path / "switched", "off", root=root)
+    _reconcile(tmp_path / "switched", root, "off", workers)
     _, cold_off = build(tmp_path / "cold-off", "off", root=root)
-    assert _documents(db) == _documents(cold_off)
+    assert diff_states(index_state(db, PROBES), index_state(cold_off, PROBES)) == []
     assert _found(db, SECRETS[1].secret)

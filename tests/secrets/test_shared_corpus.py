@@ -20,3 +20,19 @@ def test_no_rule_fires_anywhere_in_the_shared_corpus() -> None:
         if spans:
             found[str(path)] = [span.kind for span in spans]
     assert found == {}
+
+
+def test_redacting_every_shared_log_line_by_line_and_by_chunk_run_changes_nothing() -> None:
+    from readmodel.projection.redaction import redacted_log_lines
+
+    logs = sorted(RAW_ROOT.rglob("*.jsonl")) if RAW_ROOT.is_dir() else []
+    if not logs:
+        pytest.skip("the shared corpus is not beside this checkout")
+    changed = []
+    for path in logs:
+        text = path.read_bytes().decode("utf-8", "surrogateescape")
+        lines = text.split("\n")
+        pieces = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+        if "".join(redacted_log_lines(iter(pieces))) != text:
+            changed.append(str(path))
+    assert changed == []  # so `--redact all` exports of the corpus are its logs byte for byte

@@ -113,14 +113,14 @@ class Spy:
         self.replace: dict[str, Hook] = {}
         self.after: dict[str, Hook] = {}
 
-    def _invoke(self, method: str, *args: Any) -> Any:
+    def _invoke(self, method: str, *args: Any, **options: Any) -> Any:
         self.calls.append(Call(method, args))
         if method in self.before:
             self.before[method](args)
         if method in self.replace:
             result = self.replace[method](args)
         else:
-            result = getattr(self.inner, method)(*args)
+            result = getattr(self.inner, method)(*args, **options)
         if method in self.after:
             self.after[method](args)
         return result
@@ -146,8 +146,8 @@ class Spy:
     def trace_event(self, request: Any, signal: Any = None) -> Any:
         return self._invoke("trace_event", request, signal)
 
-    def read_event(self, request: Any, signal: Any = None) -> Any:
-        return self._invoke("read_event", request, signal)
+    def read_event(self, request: Any, signal: Any = None, *, redact: bool = False) -> Any:
+        return self._invoke("read_event", request, signal, **({"redact": True} if redact else {}))
 
     def read_title_snapshots(self, ids: Any, signal: Any = None) -> Any:
         return self._invoke("read_title_snapshots", ids, signal)

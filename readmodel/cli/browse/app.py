@@ -14,9 +14,11 @@ For tests and the benchmark the app records what it last rendered:
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
+
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
@@ -32,6 +34,13 @@ from readmodel.core.errors import SessionQueryError
 DEBOUNCE_SECONDS = 0.005
 """Quiet time after a keystroke before its search starts: keys that arrive together (a paste, a
 burst read in one go) run one search; slower typing is handled by aborting the search in flight."""
+
+
+GC_THRESHOLDS = (50_000, 20, 20)
+"""The collector's thresholds while the app runs (Python's default: 700, 10, 10).  A keystroke
+allocates tens of thousands of short-lived objects (result rows, rendered lines); young
+collections every 50,000 allocations instead of every 700 cost less in all and rarely pause a
+frame, and full collections become rare (see :meth:`BrowserApp._freeze`)."""
 
 
 def _failure(exc: BaseException) -> str:
@@ -151,15 +160,31 @@ class TranscriptScreen(Screen[None]):
         self.query_one("#where", Static).update(where)
 
 
+class QueryInput(Input):
+    """The search box.  Its size is fixed by the CSS, so a keystroke never changes the layout:
+    Textual's Input asks for one on every change of its value (its virtual width follows the
+    text), which re-lays and repaints the whole screen — the results included — once per key.
+    Here a change repaints the box alone."""
+
+    def refresh(self, *regions: Any, repaint: bool = True, layout: bool = False, recompose: bool = False) -> Self:
+        return super().refresh(*regions, repaint=repaint, layout=False, recompose=recompose)
+
+
 class BrowserApp(App[None]):
     """Search as you type over the whole index; sessions by workspace while the query is empty."""
 
     TITLE = "sessionq browse"
+    # Fixed heights where Textual would otherwise size by content: a keystroke or a new status
+    # then repaints its own widget instead of asking for a layout of the whole screen.
     CSS = """
-    #query { dock: top; }
+    #query { dock: top; height: 3; }
     #heading { height: auto; max-height: 3; padding: 0 1; }
-    #status, #where { dock: bottom; height: 1; padding: 0 1; color: $text-muted; }
+    /* Below the list, above the footer (a second widget docked at the bottom would sit under it). */
+    #status, #where { height: 1; padding: 0 1; color: $text-muted; }
     OptionList { height: 1fr; }
+    /* One screen line per row line, cut with an ellipsis: no wrapping to compute per keystroke. */
+    #overview, #results { text-wrap: nowrap; text-overflow: ellipsis; }
+    #overview.hidden, #results.hidden { display: none; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "back/quit"),
@@ -182,9 +207,13 @@ class BrowserApp(App[None]):
         self._timer: Timer | None = None
         self._controller: AbortController | None = None
         self._overview: list[Row] | None = None
+        self._thresholds = gc.get_threshold()
 
     def compose(self) -> ComposeResult:
-        yield Input(value=self.initial_query, placeholder="type to search every session · empty: sessions by workspace", id="query")
+        yield QueryInput(value=self.initial_query, placeholder="type to search every session · empty: sessions by workspace", id="query")
+        # The workspace overview keeps its own list, filled once: an emptied query shows it again
+        # without rebuilding its rows (refilling ~100 rows costs more than a keystroke may).
+        yield OptionList(id="overview", classes="hidden")
         yield OptionList(id="results")
         yield Static("", id="status")
         yield Footer()
@@ -192,7 +221,20 @@ class BrowserApp(App[None]):
     def on_mount(self) -> None:
         self.query_one("#query", Input).focus()
         self._start(self.initial_query)
-        self.in_worker(lambda: warm_up(self.engine), lambda _result: None)  # a failure shows on the first search
+        self.in_worker(lambda: warm_up(self.engine), lambda _result: self._freeze())  # a failure shows on the first search
+
+    def _freeze(self) -> None:
+        """Start-up is over: hide what lives as long as the app (widgets, styles, the engine's
+        caches, the overview) from the garbage collector.  Its full collections otherwise walk
+        all of it and pause the screen for 100–400 ms, a few times a minute while typing; the
+        garbage of a keystroke is young and still collected.  Called again when the overview
+        first arrives (whichever comes last covers both)."""
+        gc.freeze()
+        gc.set_threshold(*GC_THRESHOLDS)
+
+    def on_unmount(self) -> None:
+        gc.set_threshold(*self._thresholds)
+        gc.unfreeze()  # a process that runs several apps (the tests) gives their objects back
 
     # -- workers ---------------------------------------------------------------
 
@@ -252,43 +294,66 @@ class BrowserApp(App[None]):
             cwd = self.workspace
             self.in_worker(lambda: workspace_session_rows(self.engine, cwd), lambda rows: self._show(query, rows), generation)  # type: ignore[arg-type]
         elif self._overview is not None:
-            self._show(query, self._overview)
+            self._show(query, self._overview, overview=True, refill=False)
         else:
-            self.query_one("#status", Static).update("loading workspaces …")
+            self._status("loading workspaces …")
             self.in_worker(lambda: workspace_rows(self.engine), lambda rows: self._show(query, rows, overview=True), generation)
 
-    def _show(self, query: str, rows: Sequence[Row] | BaseException, overview: bool = False) -> None:
-        status = self.query_one("#status", Static)
+    def _status(self, text: str) -> None:
+        self.query_one("#status", Static).update(text, layout=False)  # one line, always
+
+    def _show(self, query: str, rows: Sequence[Row] | BaseException, overview: bool = False, refill: bool = True) -> None:
+        """Put ``rows`` on screen: in the overview list (filled only when ``refill``) or the results list."""
         if isinstance(rows, BaseException):
-            status.update(f"error: {_failure(rows)}")
-            rows = []
+            self._status(f"error: {_failure(rows)}")
+            rows, overview = [], False
         else:
             sessions = sum(row.kind == "session" for row in rows)
-            status.update(f"{sessions} best sessions for “{query}”" if query.strip() else f"{sessions} sessions · Enter on a workspace lists all of it")
-        if overview:
-            self._overview = list(rows)
+            self._status(f"{sessions} best sessions for “{query}”" if query.strip() else f"{sessions} sessions · Enter on a workspace lists all of it")
         self.rows = list(rows)
-        results = self.query_one("#results", OptionList)
-        results.set_options(Option(row.prompt, disabled=row.kind == "note") for row in self.rows)
+        shown = self.query_one("#overview" if overview else "#results", OptionList)
+        if overview and self._overview is None:
+            self.call_after_refresh(self._freeze)
+        if overview:
+            self._overview = self.rows
+        if refill:
+            shown.set_options(Option(row.prompt, disabled=row.kind == "note") for row in self.rows)
         if self.rows and self.rows[0].kind != "note":
-            results.highlighted = 0
+            shown.highlighted = 0
+        self._reveal(shown)
         self.mark_shown(query)
+
+    def _reveal(self, shown: OptionList) -> None:
+        """Show ``shown`` and hide the other list (focus follows when the hidden one had it)."""
+        hidden = self.query_one("#results" if shown.id == "overview" else "#overview", OptionList)
+        if not shown.has_class("hidden"):
+            return
+        had_focus = self.focused is hidden
+        hidden.add_class("hidden")
+        shown.remove_class("hidden")
+        if had_focus:
+            shown.focus()
+
+    def results_list(self) -> OptionList:
+        """The list on screen (the overview or the results)."""
+        overview = self.query_one("#overview", OptionList)
+        return self.query_one("#results", OptionList) if overview.has_class("hidden") else overview
 
     # -- keys --------------------------------------------------------------------
 
     def on_key(self, event: Any) -> None:
         """Down arrow in the search box moves to the results."""
         if event.key == "down" and isinstance(self.focused, Input) and self.rows:
-            self.query_one("#results", OptionList).focus()
+            self.results_list().focus()
             event.stop()
 
     def on_input_submitted(self, _event: Input.Submitted) -> None:
-        results = self.query_one("#results", OptionList)
-        if results.highlighted is not None:
+        results = self.results_list()
+        if results.highlighted is not None and results.highlighted < len(self.rows):
             self._open(self.rows[results.highlighted])
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        if event.option_list.id == "results":
+        if event.option_list is self.results_list() and event.option_index < len(self.rows):
             self._open(self.rows[event.option_index])
 
     def _open(self, row: Row) -> None:
@@ -299,7 +364,7 @@ class BrowserApp(App[None]):
             self._start("")
 
     def selected_row(self) -> Row | None:
-        index = self.query_one("#results", OptionList).highlighted
+        index = self.results_list().highlighted
         return self.rows[index] if index is not None and index < len(self.rows) else None
 
     def action_copy_id(self) -> None:

@@ -21,6 +21,7 @@ from rich.text import Text
 from readmodel.cli.listing import age, clip, short_path
 from readmodel.cli.transcript import render
 from readmodel.core.cancel import AbortSignal
+from readmodel.search.modes import people_match
 
 SEARCH_LIMIT: Final = 20
 """Sessions one search shows (the engine's best first; the engine's default page, a screenful)."""
@@ -124,7 +125,8 @@ class _Bare:
 
 def search_rows(engine: Any, query: str, signal: AbortSignal | None = None, limit: int = SEARCH_LIMIT) -> list[Row]:
     """The sessions matching ``query``, best first, each with its best match's snippet."""
-    page = engine.search_sessions({"query": query, "limit": limit}, signal)
+    mode, text = people_match(query)
+    page = engine.search_sessions({"query": text, "match": mode, "limit": limit}, signal)
     ids = [hit.header["id"] for hit in page.items]
     summaries = engine.session_summaries(ids) if ids else {}
     terms = query_terms(query)
@@ -174,7 +176,8 @@ def match_seqs(engine: Any, session_id: str, query: str, limit: int = MATCH_LIMI
     if not query.strip():
         return []
     found: set[int] = set()
-    request: dict[str, Any] = {"sessionId": session_id, "query": query, "limit": engine.search_config.max_limit}
+    mode, text = people_match(query)
+    request: dict[str, Any] = {"sessionId": session_id, "query": text, "match": mode, "limit": engine.search_config.max_limit}
     while len(found) < limit:
         page = engine.search_events(request)
         found.update(hit.seq for hit in page.items)

@@ -2,9 +2,10 @@
 // session view (readable events: transcript.js; surface, replacements, lineage),
 // export, live updates (GET /api/events), keyboard. Plain JS, no build step.
 //
-// State lives in the URL fragment: #q=<query>, #session=<id>[&q=<query>][&seq=<n>],
-// the filters ws=<cwd> | nocwd=1, from=/to=<YYYY-MM-DD>, type=<event type>,
-// surface=<surface>, plus #token=<bearer token> when the server requires one.
+// State lives in the URL fragment: #q=<query>[&mode=phrase|substring],
+// #session=<id>[&q=<query>][&seq=<n>], the filters ws=<cwd> | nocwd=1,
+// from=/to=<YYYY-MM-DD>, type=<event type>, surface=<surface> (results and the
+// session view), plus #token=<bearer token> when the server requires one.
 "use strict";
 (function () {
   const PAGE_SIZE = 20;          // sessions per search page
@@ -40,6 +41,8 @@
     for (const [k, v] of Object.entries(params)) {
       if (v !== undefined && v !== null && v !== "") parts.push(k + "=" + encodeURIComponent(v));
     }
+    // a query travels with its search mode (words, the default, is left out)
+    if (params.q && !("mode" in params) && searchMode() !== DEFAULT_MODE && modesSupported) parts.push("mode=" + searchMode());
     if (token) parts.push("token=" + encodeURIComponent(token));
     return "#" + parts.join("&");
   }
@@ -95,9 +98,11 @@
 
   // ------------------------------------------------------------------ highlighting
   //
-  // A query is one FTS5 phrase over the unicode61 tokenizer: consecutive tokens
-  // (letters, numbers, private use), compared case- and diacritic-insensitively.
-  // The same rule marks the phrase in snippets and event text.
+  // Marks follow the search mode (below). Tokens are the unicode61 tokenizer's
+  // (letters, numbers, private use), compared case- and diacritic-insensitively:
+  // a phrase is consecutive tokens; words are tokens anywhere (the last one also
+  // as a prefix); a substring is the literal text in any case. The same rules
+  // mark snippets and event text.
 
   const TOKEN = /[\p{L}\p{N}\p{Co}]+/gu;
   function fold(s) { return s.normalize("NFD").replace(/\p{M}/gu, "").toLowerCase(); }
@@ -107,7 +112,83 @@
     return out;
   }
 
+  // ------------------------------------------------------------------ search modes
+  //
+  // The server's `match` (a sessionq extension, used only when its OpenAPI
+  // document advertises it): words (the page's default: every word, any
+  // order, the last one also as a prefix, "quoted parts" as phrases), phrase
+  // (the reference's exact phrase), substring (literal text, any case). In the
+  // URL as mode= (words left out).
+
+  const MODES = ["words", "phrase", "substring"];
+  const DEFAULT_MODE = "words";
+  const PLACEHOLDERS = { words: "Search all sessions (all words, any order)", phrase: "Search all sessions (exact phrase, any case)", substring: "Search all sessions (any text, any case)" };
+  const modeSelect = document.getElementById("mode");
+  let modesSupported = false;
+  function searchMode() { return modesSupported ? modeSelect.value : "phrase"; }
+  function withMode(params) { return modesSupported ? Object.assign(params, { match: searchMode() }) : params; }
+
+  async function detectModes() {
+    try {
+      const response = await fetch("/api/openapi.json", { headers: token ? { authorization: "Bearer " + token } : {} });
+      const doc = await response.json();
+      const schema = doc.paths["/api/rpc/searchSessions"].post.requestBody.content["application/json"].schema;
+      modesSupported = Boolean(schema.properties && schema.properties.match);
+    } catch (e) { modesSupported = false; } // an older server: phrase only, no control
+    modeSelect.hidden = !modesSupported;
+  }
+
+  // words: [[token keys], ...] (a bare word is a one-token item, a quoted part a phrase), and whether the last is a prefix
+  function wordItems(query) {
+    const pieces = query.split('"');
+    const items = [];
+    pieces.forEach((piece, i) => {
+      const keys = tokenize(piece).map((t) => t.key);
+      if (!keys.length) return;
+      if (i % 2 === 1) items.push(keys); else for (const k of keys) items.push([k]);
+    });
+    const closed = pieces.length > 1 && pieces.length % 2 === 1 && !pieces[pieces.length - 1].trim();
+    return { items, prefix: !closed && !/\s$/.test(query) };
+  }
+
   function matchSpans(text, query) {
+    const mode = searchMode();
+    if (mode === "substring") return substringSpans(text, query);
+    if (mode === "words") return wordSpans(text, query);
+    return phraseSpans(text, query);
+  }
+
+  function substringSpans(text, query) {
+    const words = (query || "").trim().split(/\s+/).filter(Boolean).map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+    if (!words.length || !text) return [];
+    return [...text.matchAll(new RegExp(words.join("\\s+"), "giu"))].filter((m) => m[0]).map((m) => [m.index, m.index + m[0].length]);
+  }
+
+  function wordSpans(text, query) {
+    const { items, prefix } = wordItems(query || "");
+    if (!items.length || !text) return [];
+    const toks = tokenize(text);
+    const spans = [];
+    for (let i = 0; i < toks.length; i++) {
+      for (let n = 0; n < items.length; n++) {
+        const item = items[n];
+        if (i + item.length > toks.length) continue;
+        let ok = true;
+        for (let k = 0; k < item.length && ok; k++) {
+          const last = prefix && n === items.length - 1 && k === item.length - 1;
+          ok = last ? toks[i + k].key.startsWith(item[k]) : toks[i + k].key === item[k];
+        }
+        if (!ok) continue;
+        const span = [toks[i].start, toks[i + item.length - 1].end];
+        const prev = spans[spans.length - 1];
+        if (prev && span[0] < prev[1]) prev[1] = Math.max(prev[1], span[1]); else spans.push(span);
+        break;
+      }
+    }
+    return spans;
+  }
+
+  function phraseSpans(text, query) {
     const wanted = tokenize(query || "").map((t) => t.key);
     if (!wanted.length || !text) return [];
     const toks = tokenize(text);
@@ -264,7 +345,7 @@
 
   // searchSessions' params for a query and the page's filters.
   function searchParams(query, f) {
-    const params = { query };
+    const params = withMode({ query });
     const sessionFilters = [];
     if (f.nocwd) sessionFilters.push({ kind: "cwd", values: [null] });
     else if (f.ws !== undefined) sessionFilters.push({ kind: "cwd", values: [f.ws] });
@@ -293,7 +374,7 @@
     const count = el("span", { class: "meta result-count" });
     const footer = el("div", { class: "more-row" });
     const fresh = el("div", { class: "new-matches", role: "status" });
-    const node = el("section", { class: "results", "data-query": query },
+    const node = el("section", { class: "results", "data-query": query, "aria-label": "Search results" },
       filterBar(f, query, true),
       el("div", { class: "results-head" }, el("h2", {}, "Sessions matching “", query, "”"), count), fresh, list, footer);
     let shown = 0;
@@ -309,7 +390,7 @@
       shown += page.items.length;
       count.textContent = shown ? plural(shown, "session") + (page.nextCursor ? " so far" : "") : "";
       footer.replaceChildren();
-      if (!shown) list.append(el("p", { class: "hint" }, "No session contains this phrase."));
+      if (!shown) list.append(el("p", { class: "hint" }, { words: "No session contains all these words.", phrase: "No session contains this phrase.", substring: "No session contains this text." }[searchMode()]));
       if (page.nextCursor) {
         const more = el("button", { class: "more", type: "button" }, "More sessions");
         more.onclick = async () => {
@@ -359,7 +440,7 @@
     others.onclick = async () => {
       others.disabled = true;
       try {
-        const page = await rpc("searchEvents", cursor ? { sessionId: id, query, limit: EVENT_PAGE, cursor } : { sessionId: id, query, limit: EVENT_PAGE });
+        const page = await rpc("searchEvents", withMode(cursor ? { sessionId: id, query, limit: EVENT_PAGE, cursor } : { sessionId: id, query, limit: EVENT_PAGE }));
         matches.hidden = false;
         const rows = page.items.filter((item) => cursor !== null || item.seq !== best.seq);
         for (const item of rows) matches.append(matchRow(item, query));
@@ -424,6 +505,7 @@
       by !== undefined ? el("span", { class: "badge shadowed replaced-by" }, "replaced by ", seqLink(by)) : null,
       el("span", { class: "time" }, when(event.time)));
     const classes = ["event", surface];
+    if (eventFilterMatches(event.type, surface)) classes.push("filter-match");
     if (gone) classes.push("replacement");
     if (compact && surface === "log-only") classes.push("compact");
     return el("div", { class: classes.join(" "), id: "seq-" + event.seq, "data-seq": event.seq, "data-surface": surface, "data-type": event.type },
@@ -459,16 +541,26 @@
     return into;
   }
 
-  function exportUrl(id, include) {
+  function exportUrl(id, include, redact) {
     let url = "/api/session.export?sessionId=" + encodeURIComponent(id) + "&includeDescendants=" + (include ? "true" : "false");
+    if (redact) url += "&redact=all"; // sessionq extension: detected secrets become [REDACTED:…] markers
+    if (token) url += "&access_token=" + encodeURIComponent(token);
+    return url;
+  }
+
+  // The transcript as one self-contained HTML file (log-only events as the page shows them now).
+  function htmlExportUrl(id, redact) {
+    let showing = false;
+    try { showing = localStorage.getItem(LOG_ONLY_KEY) === "1"; } catch (e) { /* storage disabled */ }
+    let url = "/api/session.html?sessionId=" + encodeURIComponent(id) + (showing ? "&includeLogOnly=true" : "");
+    if (redact) url += "&redact=all";
     if (token) url += "&access_token=" + encodeURIComponent(token);
     return url;
   }
 
   const EXPORT_ERRORS = { 400: "bad request", 401: "not authorised", 404: "session not found", 500: "the stored log could not be read" };
 
-  async function startExport(id, include, status, button) {
-    const url = exportUrl(id, include);
+  async function startExport(url, status, button) {
     button.disabled = true;
     status.className = "export-status meta";
     status.textContent = "Preparing export…";
@@ -494,7 +586,33 @@
 
   // "show log-only events": off by default, remembered in localStorage.
   const LOG_ONLY_KEY = "sessionq.showLogOnly";
-  function logOnlyToggle(events) {
+  // A session view's event filter (type=, surface= in the URL): only matching events show, log-only ones included.
+  function eventFilterMatches(type, surface) {
+    return (!filters.type || type === filters.type) && (!filters.surface || surface === filters.surface);
+  }
+
+  function eventFilters(id, query, seq, events) {
+    const active = Boolean(filters.type || filters.surface);
+    events.classList.toggle("filtering", active);
+    const type = el("input", { id: "event-filter-type", list: "session-event-types", placeholder: "any event type", "aria-label": "event type", value: filters.type || "", size: 16 });
+    const surface = el("select", { id: "event-filter-surface", "aria-label": "surface" }, el("option", { value: "" }, "any surface"),
+      SURFACES.map((x) => el("option", { value: x, selected: x === filters.surface }, x)));
+    const apply = (next) => {
+      const params = Object.assign({ session: id, q: query || undefined, seq: seq || undefined }, next);
+      location.hash = hashFor(params);
+    };
+    type.onchange = () => apply({ type: type.value.trim() || undefined, surface: surface.value || undefined });
+    surface.onchange = type.onchange;
+    const count = el("span", { class: "meta filter-count", role: "status" });
+    const clear = active ? el("button", { type: "button", class: "link clear-filters" }, "clear filters") : null;
+    if (clear) clear.onclick = () => apply({});
+    const recount = () => { count.textContent = active ? plural(events.querySelectorAll(".event.filter-match").length, "matching event") + " shown" : ""; };
+    return { recount, node: el("form", { class: "filters event-filters", role: "group", "aria-label": "event filters", onsubmit: (e) => { e.preventDefault(); type.onchange(); } },
+      el("label", {}, "Event type ", type, el("datalist", { id: "session-event-types" }, TYPES.map((t) => el("option", { value: t })))),
+      el("label", {}, "Surface ", surface), count, clear) };
+  }
+
+  function logOnlyToggle(events, filterBox) {
     let on = false;
     try { on = localStorage.getItem(LOG_ONLY_KEY) === "1"; } catch (e) { /* storage disabled */ }
     const box = el("input", { type: "checkbox", id: "show-log-only", checked: on });
@@ -504,7 +622,7 @@
       try { localStorage.setItem(LOG_ONLY_KEY, box.checked ? "1" : "0"); } catch (e) { /* storage disabled */ }
     };
     return el("div", { class: "toolbar" }, el("h3", {}, "Events"),
-      el("label", { class: "legend" }, box, "show log-only events (turn/step markers, streamed chunks)"));
+      el("label", { class: "legend" }, box, "show log-only events (turn/step markers, streamed chunks)"), filterBox ? filterBox.node : null);
   }
 
   function divider(event) {
@@ -588,7 +706,8 @@
       })) : null);
 
     const events = el("section", { class: "events", "aria-label": "Events" });
-    const toolbar = logOnlyToggle(events);
+    const filterBox = eventFilters(id, query, seq, events);
+    const toolbar = logOnlyToggle(events, filterBox);
 
     let rendered = 0;
     const moreEvents = el("div", { class: "more-row" });
@@ -606,6 +725,7 @@
         b.onclick = () => renderUpTo(rendered + RENDER_BATCH);
         moreEvents.append(b);
       }
+      filterBox.recount();
     }
     renderUpTo(Math.max(RENDER_BATCH, typeof target === "number" ? target + 200 : 0));
 
@@ -632,6 +752,7 @@
         }
       }
       if (!atEnd) renderUpTo(rendered);
+      filterBox.recount();
       eventCount.textContent = plural(range.eventCount, "event");
     };
   }
@@ -642,15 +763,20 @@
     const include = el("input", { type: "checkbox", id: "include-descendants", checked: descendantCount > 0, disabled: descendantCount === 0, hidden: descendantCount === 0 });
     const exportStatus = el("span", { class: "export-status meta", role: "status" });
     const exportButton = el("button", { type: "button", class: "primary export" }, "Export ZIP");
-    exportButton.onclick = () => startExport(id, include.checked, exportStatus, exportButton);
+    const redact = el("input", { type: "checkbox", id: "export-redact" });
+    exportButton.onclick = () => startExport(exportUrl(id, include.checked, redact.checked), exportStatus, exportButton);
+    const htmlButton = el("button", { type: "button", class: "export-html", title: "the transcript as one HTML file that reads offline" }, "Export HTML");
+    htmlButton.onclick = () => startExport(htmlExportUrl(id, redact.checked), exportStatus, htmlButton);
     document.title = (title || id) + " · sessionq";
     return [
       query ? el("p", { class: "back" }, el("a", { href: hashFor({ q: query }) }, "← Results for “" + query + "”")) : null,
       el("h2", { class: "session-title" }, title || id),
       headerMeta(head, { q: query }, Boolean(title)),
       el("div", { class: "actions" }, exportButton,
-        el("label", { for: "include-descendants" }, include, descendantCount ? " include " + plural(descendantCount, "subagent log") : "no subagent logs"), exportStatus),
-      el("section", { class: "panel lineage" }, el("h3", {}, "Lineage"), lineageTree(trace, titles, id, query)),
+        el("label", { for: "include-descendants" }, include, descendantCount ? " include " + plural(descendantCount, "subagent log") : "no subagent logs"),
+        htmlButton,
+        el("label", { for: "export-redact", title: "replace detected secrets (keys, tokens, passwords) by [REDACTED:…] markers in both exports" }, redact, " redact secrets"), exportStatus),
+      el("section", { class: "panel lineage", "aria-label": "Lineage" }, el("h3", {}, "Lineage"), lineageTree(trace, titles, id, query)),
     ];
   }
 
@@ -677,12 +803,14 @@
     let low = first.startSeq;
     let high = first.startSeq + first.events.length;  // exclusive
     learn(first);
-    const events = el("section", { class: "events" });
+    const events = el("section", { class: "events", "aria-label": "Events" });
+    const filterBox = eventFilters(id, query, target, events);
     events.append(rows(first));
     const earlier = el("div", { class: "more-row" });
     const later = el("div", { class: "more-row" });
     const shown = el("span", {});
     function controls() {
+      filterBox.recount();
       shown.textContent = "showing events " + low + "–" + (high - 1);
       earlier.replaceChildren();
       later.replaceChildren();
@@ -717,7 +845,7 @@
         button.after(failure(error));
       }
     }
-    const toolbar = logOnlyToggle(events);
+    const toolbar = logOnlyToggle(events, filterBox);
     controls();
     show(
       ...sessionHeading(id, query, first.session, titles.get(id), trace, titles),
@@ -741,6 +869,8 @@
     const h = parseHash();
     onGeneration = null;
     filters = filtersFrom(h);
+    modeSelect.value = MODES.includes(h.mode) ? h.mode : DEFAULT_MODE;
+    input.placeholder = PLACEHOLDERS[searchMode()];
     if (h.session) showSession(h.session, h.q || "", h.seq);
     else if (h.q && h.q.trim()) search(h.q.trim(), filters);
     else { input.value = ""; home(filters); }
@@ -755,6 +885,16 @@
     if (location.hash === target) route(); else location.hash = target;
   });
   window.addEventListener("hashchange", route);
+  // A new mode searches again (or re-marks the open session); without a query it waits for one.
+  modeSelect.addEventListener("change", () => {
+    input.placeholder = PLACEHOLDERS[searchMode()];
+    const h = parseHash();
+    if (!h.q) return;
+    delete h.token;
+    delete h.mode;
+    lastSearch = null;
+    location.hash = hashFor(h);
+  });
 
   // ------------------------------------------------------------------ live updates
   //
@@ -914,6 +1054,6 @@
   };
 
   refreshStatus();
-  route();
+  detectModes().then(route);
   listen();
 })();

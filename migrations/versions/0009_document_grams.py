@@ -1,0 +1,68 @@
+"""The substring candidate index: ``document_grams`` and ``index_meta.grams``.
+
+``document_grams`` is a contentless ``detail=none`` FTS5 table holding each
+document's character grams (:mod:`readmodel.store.gramindex`);
+``index_meta.grams`` records the gram scheme it was built with.  The upgrade
+builds it from the stored documents (a few seconds per 100,000 documents),
+showing a progress bar when stderr is a terminal; no log is re-read.
+
+Revision ID: 0009
+Revises: 0008
+Create Date: 2026-12-02
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import sqlalchemy as sa
+from alembic import op
+
+from readmodel.store import gramindex
+
+revision = "0009"
+down_revision = "0008"  # "0007" on its own; chained after s17-modes' 0008 here
+branch_labels = None
+depends_on = None
+
+
+@contextmanager
+def _progress() -> Iterator[Callable[[int, int], None] | None]:
+    """A rich progress bar on stderr, only when it is a terminal."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(
+        TextColumn("[bold]building the substring index[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("documents"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+    )
+    task = bar.add_task("grams", total=None)
+    with bar:
+        yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("index_meta", recreate="never") as batch:
+        batch.add_column(sa.Column("grams", sa.Text))
+    op.execute(gramindex.DDL)
+    cursor = op.get_bind().connection.driver_connection.cursor()
+    try:
+        with _progress() as progress:
+            gramindex.rebuild(cursor, progress)
+    finally:
+        cursor.close()
+
+
+def downgrade() -> None:
+    op.execute(f"DROP TABLE IF EXISTS {gramindex.TABLE}")
+    with op.batch_alter_table("index_meta") as batch:
+        batch.drop_column("grams")

@@ -1,0 +1,227 @@
+/*
+ * The words of a document's grams for the substring candidate index, in C.
+ *
+ * Computes exactly what readmodel.projection.grams.document_tokens computes in
+ * Python (a property test holds them equal as sets): fold every code point
+ * through the table the Python side installs (its simple-fold class
+ * representative; JS whitespace becomes a space), then collect
+ *
+ *   - every bigram of " " + folded text + " " except two spaces, as the key
+ *     first << 21 | second, and
+ *   - every non-ASCII folded code point, as its own key,
+ *   - and, from trigram_tokens for a long document, every trigram of " " +
+ *     folded text + " " with each run of spaces one space,
+ *
+ * each key once, rendered in lowercase hexadecimal, separated by spaces.
+ * A long document costs a few nanoseconds per code point instead of the
+ * Python path's tens, which is what keeps the gram index inside the cold
+ * build's budget.  Built as an optional extension: without it the Python
+ * path gives the same words.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FOLD_LIMIT 0x20000u     /* no code point at or above this one folds */
+#define SHIFT 21
+#define SPACE 0x20u
+#define DOUBLE_SPACE (((uint64_t)SPACE << SHIFT) | SPACE)
+#define EMPTY UINT64_MAX
+
+static uint32_t *fold_table = NULL;
+
+/* An open-addressing set of keys that remembers insertion order. */
+typedef struct {
+    uint64_t *slots;
+    size_t mask;
+    uint64_t *order;
+    size_t count;
+} KeySet;
+
+static int keyset_init(KeySet *set, size_t expected) {
+    size_t size = 64;
+    while (size < expected * 2) size <<= 1;
+    set->slots = malloc(size * sizeof(uint64_t));
+    set->order = malloc((size / 2 + 1) * sizeof(uint64_t));
+    if (set->slots == NULL || set->order == NULL) return -1;
+    memset(set->slots, 0xff, size * sizeof(uint64_t));
+    set->mask = size - 1;
+    set->count = 0;
+    return 0;
+}
+
+static void keyset_free(KeySet *set) {
+    free(set->slots);
+    free(set->order);
+}
+
+static inline size_t slot_of(uint64_t key, size_t mask) {
+    key *= 0x9E3779B97F4A7C15ull;
+    return (size_t)(key >> 17) & mask;
+}
+
+static int keyset_grow(KeySet *set) {
+    size_t size = (set->mask + 1) * 2;
+    uint64_t *slots = malloc(size * sizeof(uint64_t));
+    uint64_t *order = realloc(set->order, (size / 2 + 1) * sizeof(uint64_t));
+    if (slots == NULL || order == NULL) {
+        free(slots);
+        if (order != NULL) set->order = order;
+        return -1;
+    }
+    set->order = order;
+    memset(slots, 0xff, size * sizeof(uint64_t));
+    for (size_t i = 0; i < set->count; i++) {
+        size_t at = slot_of(order[i], size - 1);
+        while (slots[at] != EMPTY) at = (at + 1) & (size - 1);
+        slots[at] = order[i];
+    }
+    free(set->slots);
+    set->slots = slots;
+    set->mask = size - 1;
+    return 0;
+}
+
+static inline int keyset_add(KeySet *set, uint64_t key) {
+    size_t at = slot_of(key, set->mask);
+    while (set->slots[at] != EMPTY) {
+        if (set->slots[at] == key) return 0;
+        at = (at + 1) & set->mask;
+    }
+    set->slots[at] = key;
+    set->order[set->count++] = key;
+    if (set->count * 2 > set->mask + 1) return keyset_grow(set);
+    return 0;
+}
+
+/* The keys in lowercase hex (16 digits hold any key), separated by spaces, as a str. */
+static PyObject *render(const KeySet *set) {
+    char *out = malloc(set->count * 17 + 1);
+    if (out == NULL) return PyErr_NoMemory();
+    static const char digits[] = "0123456789abcdef";
+    size_t size = 0;
+    for (size_t i = 0; i < set->count; i++) {
+        uint64_t key = set->order[i];
+        char buffer[16];
+        int n = 0;
+        do {
+            buffer[n++] = digits[key & 0xf];
+            key >>= 4;
+        } while (key);
+        if (i) out[size++] = ' ';
+        while (n) out[size++] = buffer[--n];
+    }
+    PyObject *result = PyUnicode_DecodeASCII(out, (Py_ssize_t)size, NULL);
+    free(out);
+    return result;
+}
+
+static PyObject *install_fold_table(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if ((size_t)view.len != FOLD_LIMIT * sizeof(uint32_t)) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "the fold table must hold 0x20000 native uint32 code points");
+        return NULL;
+    }
+    uint32_t *table = malloc(view.len);
+    if (table == NULL) {
+        PyBuffer_Release(&view);
+        return PyErr_NoMemory();
+    }
+    memcpy(table, view.buf, view.len);
+    PyBuffer_Release(&view);
+    free(fold_table);
+    fold_table = table;
+    Py_RETURN_NONE;
+}
+
+static PyObject *document_tokens(PyObject *self, PyObject *arg) {
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "document_tokens takes a str");
+        return NULL;
+    }
+    if (fold_table == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "install_fold_table must be called first");
+        return NULL;
+    }
+    Py_ssize_t length = PyUnicode_GET_LENGTH(arg);
+    int kind = PyUnicode_KIND(arg);
+    const void *data = PyUnicode_DATA(arg);
+    KeySet set;
+    /* Distinct grams grow far slower than the text: start small, grow on demand. */
+    if (keyset_init(&set, length < 4096 ? (size_t)length + 2 : 4096) < 0) {
+        keyset_free(&set);
+        return PyErr_NoMemory();
+    }
+    uint32_t prev = SPACE;
+    int failed = 0;
+    for (Py_ssize_t i = 0; i < length && !failed; i++) {
+        uint32_t cp = PyUnicode_READ(kind, data, i);
+        uint32_t folded = cp < FOLD_LIMIT ? fold_table[cp] : cp;
+        uint64_t key = ((uint64_t)prev << SHIFT) | folded;
+        if (key != DOUBLE_SPACE) failed |= keyset_add(&set, key);
+        if (folded > 0x7f) failed |= keyset_add(&set, folded);
+        prev = folded;
+    }
+    uint64_t last = ((uint64_t)prev << SHIFT) | SPACE;
+    if (!failed && last != DOUBLE_SPACE) failed |= keyset_add(&set, last);
+    if (failed) {
+        keyset_free(&set);
+        return PyErr_NoMemory();
+    }
+    PyObject *result = render(&set);
+    keyset_free(&set);
+    return result;
+}
+
+static PyObject *trigram_tokens(PyObject *self, PyObject *arg) {
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "trigram_tokens takes a str");
+        return NULL;
+    }
+    if (fold_table == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "install_fold_table must be called first");
+        return NULL;
+    }
+    Py_ssize_t length = PyUnicode_GET_LENGTH(arg);
+    int kind = PyUnicode_KIND(arg);
+    const void *data = PyUnicode_DATA(arg);
+    KeySet set;
+    if (keyset_init(&set, length < 4096 ? (size_t)length + 2 : 4096) < 0) {
+        keyset_free(&set);
+        return PyErr_NoMemory();
+    }
+    const uint32_t none = UINT32_MAX;
+    uint32_t before = none, prev = SPACE;
+    int failed = 0;
+    for (Py_ssize_t i = 0; i < length && !failed; i++) {
+        uint32_t cp = PyUnicode_READ(kind, data, i);
+        uint32_t folded = cp < FOLD_LIMIT ? fold_table[cp] : cp;
+        if (folded == SPACE && prev == SPACE) continue;
+        if (before != none) failed |= keyset_add(&set, ((uint64_t)before << (2 * SHIFT)) | ((uint64_t)prev << SHIFT) | folded);
+        before = prev;
+        prev = folded;
+    }
+    if (!failed && prev != SPACE && before != none) failed |= keyset_add(&set, ((uint64_t)before << (2 * SHIFT)) | ((uint64_t)prev << SHIFT) | SPACE);
+    if (failed) {
+        keyset_free(&set);
+        return PyErr_NoMemory();
+    }
+    PyObject *result = render(&set);
+    keyset_free(&set);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"trigram_tokens", trigram_tokens, METH_O, "A long document's trigram words, separated by spaces."},
+    {"install_fold_table", install_fold_table, METH_O, "Install the fold table (0x20000 native uint32 code points)."},
+    {"document_tokens", document_tokens, METH_O, "The document's gram words, separated by spaces."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_grams", "Gram words of documents (optional accelerator).", -1, methods};
+
+PyMODINIT_FUNC PyInit__grams(void) { return PyModule_Create(&module); }

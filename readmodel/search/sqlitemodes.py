@@ -1,0 +1,333 @@
+"""The ``words`` and ``substring`` modes over the SQLite index (semantics: :mod:`readmodel.search.modes`).
+
+Both modes select the matching documents in SQL — ``words`` through
+``documents_fts`` with an expression of quoted tokens, ``substring`` through
+the candidate seam (:func:`readmodel.search.substring.index_candidates`, else
+every document in scope) — with the metadata filters and the live overlay's
+shadowing applied in the same statement, then rank them in Python
+(:class:`readmodel.search.modes.Ranking`), whose keys need each document's
+strength and whether its text is boilerplate.
+
+Boilerplate needs the number of distinct sessions holding a text.  Matching
+depends on the text alone, so an unscoped search already sees every copy of
+every matching text; a scoped search (filters, or one session) looks the few
+texts seen in fewer than :data:`BOILERPLATE_SESSIONS` sessions up in the whole
+corpus, through the ``documents_text_key`` index on ``(length, substr(text,
+1, 32))`` (migration 0008), reading at most that many sessions per text.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from typing import Any, Final
+
+from readmodel.search.backend import Row
+from readmodel.search.modes import BOILERPLATE_SESSIONS, Match, Ranking, words_expression
+from readmodel.search.predicates import Where
+from readmodel.search.requests import EventsRequest, SessionsRequest, bounded_terms
+from readmodel.search.snippets import END_MARK, START_MARK, snippet_source_decides
+from readmodel.search.substring import compiled_substring, index_candidates
+
+_SNIPPET_PREFIX_CHARS: Final = 2048  # as readmodel.search.sqlite's first snippet window
+
+TEXT_KEY_CHARS: Final = 32
+"""Code points of a document's text in the ``documents_text_key`` index (with its length)."""
+
+_PERSISTED: Final = """
+  SELECT s."id" AS session_id, s."sid" AS header_json, s."created_at" AS created_at, s."cwd" AS cwd,
+         s."parent_session" AS parent_session, 0 AS live, 1 AS persisted, d."docid" AS docid, d."seq" AS seq,
+         d."type" AS type, d."time" AS time,
+         CASE d."surface" WHEN 1 THEN 'current' WHEN 2 THEN 'shadowed' ELSE 'log-only' END AS surface,
+         d."length" AS document_length, {text} AS text, {strength} AS strength
+  FROM {source} JOIN "sessions" s ON s."sid" = d."sid"{range}
+  WHERE s."status" = 'ok' AND NOT EXISTS (SELECT 1 FROM temp."live_sessions" l WHERE l."id" = s."id"){conditions}"""
+_LIVE: Final = """
+  SELECT l."id" AS session_id, NULL AS header_json, l."created_at" AS created_at, l."cwd" AS cwd,
+         l."parent_session" AS parent_session, 1 AS live, l."persisted" AS persisted, -ld."rowid" AS docid, ld."seq" AS seq,
+         ld."type" AS type, ld."time" AS time, ld."surface" AS surface, ld."length" AS document_length, {text} AS text, {strength} AS strength
+  FROM temp."live_docs" ld JOIN temp."live_sessions" l ON l."id" = ld."session_id"
+  WHERE 1{conditions}"""
+# For each wanted docid, up to N ids of stored sessions holding exactly its text (found through
+# documents_text_key), joined by U+001F; one statement for every text a scoped search looks up.
+_HOLDERS: Final = f"""
+  SELECT w."value", (
+    SELECT group_concat("id", char(31)) FROM (
+      SELECT DISTINCT s."id" AS "id" FROM "documents" o JOIN "sessions" s ON s."sid" = o."sid"
+      WHERE o."length" = d."length" AND substr(o."text", 1, {TEXT_KEY_CHARS}) = substr(d."text", 1, {TEXT_KEY_CHARS})
+        AND o."text" = d."text" AND s."status" = 'ok' LIMIT ?))
+  FROM json_each(?) w JOIN "documents" d ON d."docid" = w."value"
+"""
+_STORED_HOLDERS: Final = f"""
+  SELECT DISTINCT s."id" FROM "documents" d JOIN "sessions" s ON s."sid" = d."sid"
+  WHERE d."length" = ? AND substr(d."text", 1, {TEXT_KEY_CHARS}) = ? AND d."text" = ? AND s."status" = 'ok' LIMIT ?"""
+_LENGTH_HOLDERS: Final = 'SELECT count(*) FROM (SELECT DISTINCT "docid" >> 32 FROM "documents" WHERE "length" = ? LIMIT ?)'
+_LIVE_HOLDERS: Final = 'SELECT DISTINCT "session_id" FROM temp."live_docs" WHERE "length" = ? AND "text" = ? LIMIT ?'
+
+
+class _Mode:
+    """One words or substring query: how to select its documents and how to score one."""
+
+    def __init__(self, backend: Any, conn: sqlite3.Connection, mode: str, query: str, prefix: bool) -> None:
+        self.mode = mode
+        self.query = query
+        # With the C accelerator a words match's spans come from FTS5's position
+        # lists (sessionq_spans, as the phrase mode counts them) and only the text
+        # is read; without it highlight() marks the text and the marks are counted.
+        self.accelerated = bool(backend._accelerated)
+        if mode == "words":
+            self.expression, terms = words_expression(query, prefix, lambda text: backend._terms(conn, text))
+            bounded_terms(terms)
+        else:
+            self.substring = compiled_substring(query)
+
+    @property
+    def empty(self) -> bool:
+        return self.mode == "words" and not self.expression
+
+    def persisted(self, conn: sqlite3.Connection, doc_range: tuple[int, int] | None) -> tuple[str, list[Any]]:
+        range_sql = ' AND d."docid" BETWEEN ? AND ?' if doc_range is not None else ""
+        range_args = list(doc_range) if doc_range is not None else []
+        if self.mode == "words":
+            text, strength, marks = self._words_columns("documents_fts")
+            sql = _PERSISTED.format(
+                text=text,
+                strength=strength,
+                source='"documents_fts" JOIN "documents" d ON d."docid" = "documents_fts"."rowid"',
+                range="",
+                conditions=' AND "documents_fts" MATCH ?' + range_sql,
+            )
+            return sql, [*marks, self.expression, *range_args]
+        conditions, args = range_sql, range_args
+        candidates = index_candidates(conn, self.query, doc_range)
+        if candidates is not None:
+            conditions += f' AND d."docid" IN ({candidates[0]})'
+            args = [*args, *candidates[1]]
+        # The docid range of each session: with session filters SQLite reads the eligible
+        # sessions first, and documents has no index on sid.
+        session_range = ' AND d."docid" BETWEEN s."sid" << 32 AND (s."sid" << 32) | 4294967295'
+        return _PERSISTED.format(text='d."text"', strength="NULL", source='"documents" d', range=session_range, conditions=conditions), args
+
+    def _words_columns(self, table: str) -> tuple[str, str, list[str]]:
+        """``(text, strength, params)`` columns of a words match in ``table``."""
+        if self.accelerated:
+            # A stored text is read later, and only when boilerplate is possible
+            # (_settle): reading every match's text costs ~40x the match itself.
+            column = "NULL" if table == "documents_fts" else 'ld."text"'
+            return column, f'sessionq_spans("{table}")', []
+        return f'highlight("{table}", 0, ?, ?)', "NULL", [START_MARK, END_MARK]
+
+    def live(self, live_session: str | None) -> tuple[str, list[Any]]:
+        scope = ' AND ld."session_id" = ?' if live_session is not None else ""
+        scope_args = [live_session] if live_session is not None else []
+        if self.mode == "words":
+            text, strength, marks = self._words_columns("live_docs")
+            sql = _LIVE.format(text=text, strength=strength, conditions=' AND "live_docs" MATCH ?' + scope)
+            return sql, [*marks, self.expression, *scope_args]
+        return _LIVE.format(text='ld."text"', strength="NULL", conditions=scope), scope_args
+
+    def strength(self, text: str, counted: int | None) -> int:
+        """Highlighted spans: ``counted`` by SQL, else the marks of a words match's
+        highlighted ``text``, else a substring's occurrences; 0: no match."""
+        if counted is not None:
+            return counted
+        if self.mode == "words":
+            return text.count(START_MARK)
+        return self.substring.count(text)
+
+    def mark(self, conn: sqlite3.Connection, docid: int) -> str:
+        """A substring match's document with its first occurrence (the snippet's) marked."""
+        if docid >= 0:
+            found = conn.execute('SELECT "text" FROM "documents" WHERE "docid" = ?', (docid,)).fetchone()
+        else:
+            found = conn.execute('SELECT "text" FROM temp."live_docs" WHERE "rowid" = ?', (-docid,)).fetchone()
+        return self.substring.mark_first(found[0]) if found else ""
+
+
+def query_sessions(
+    backend: Any, conn: sqlite3.Connection, request: SessionsRequest, sessions: Where, events: Where, offset: int, cache_key: tuple[str, ...]
+) -> list[Row]:
+    """Cross-session search in ``words`` or ``substring`` mode (rows as ``sessions_page`` returns them);
+    ``sessions`` and ``events`` are the request's filters as predicates, their budgets checked."""
+    filters = sessions.params + events.params
+    mode = _Mode(backend, conn, request.match, request.query, request.prefix)
+    if mode.empty:
+        return []
+    where = " AND ".join(fragment for fragment in (sessions.sql(), events.sql()) if fragment)
+
+    def fetch(limit: int, skip: int) -> list[tuple[Any, ...]]:
+        persisted, persisted_args = mode.persisted(conn, None)
+        live, live_args = mode.live(None)
+        sql = f"SELECT * FROM ({persisted} UNION ALL {live})" + (f" WHERE {where}" if where else "")
+        ranking = _collect(backend, conn, mode, sql, [*persisted_args, *live_args, *filters], Ranking(), scoped=bool(where))
+        return [match.row() for match in ranking.sessions()[skip : skip + limit]]
+
+    return _page(backend, conn, mode, backend._ranked(cache_key, fetch, offset, request.limit + 1))
+
+
+def query_events(
+    backend: Any, conn: sqlite3.Connection, request: EventsRequest, events: Where, sid: int | None, offset: int, cache_key: tuple[str, ...]
+) -> list[Row]:
+    """Within-session search in ``words`` or ``substring`` mode (``sid`` ``None``: a live session;
+    ``events``: the filters as predicates, their budgets checked)."""
+    mode = _Mode(backend, conn, request.match, request.query, request.prefix)
+    if mode.empty:
+        return []
+    where = " AND ".join(["session_id = ?", *([events.sql()] if events.fragments else [])])
+
+    def fetch(limit: int, skip: int) -> list[tuple[Any, ...]]:
+        if sid is None:
+            inner, args = mode.live(request.session_id)
+        else:
+            inner, args = mode.persisted(conn, (sid << 32, (sid << 32) | 0xFFFFFFFF))
+        sql = f"SELECT * FROM ({inner}) WHERE {where}"
+        ranking = _collect(backend, conn, mode, sql, [*args, request.session_id, *events.params], Ranking(keep_all=True), scoped=True)
+        return [match.row() for match in ranking.events()[skip : skip + limit]]
+
+    return _page(backend, conn, mode, backend._ranked(cache_key, fetch, offset, request.limit + 1))
+
+
+def _collect(backend: Any, conn: sqlite3.Connection, mode: _Mode, sql: str, args: list[Any], ranking: Ranking, *, scoped: bool) -> Ranking:
+    """Score every row of ``sql`` into ``ranking``, then settle which texts are boilerplate."""
+    matches: list[Match] = []
+    rows = conn.execute(sql, args)
+    for session_id, header, _created, _cwd, _parent, live, persisted, docid, seq, etype, time, surface, length, text, counted in rows:
+        strength = mode.strength(text, counted)
+        if strength:
+            matches.append(Match(session_id, header, live, persisted, docid, seq, etype, time, surface, length, strength, None if text is None else _digest(text)))
+    _settle(backend, conn, matches, scoped)
+    for match in matches:
+        ranking.add(match)
+    if scoped:
+        _add_holders(backend, conn, ranking)
+    return ranking
+
+
+def _digest(text: str) -> bytes:
+    """Identifies a text among the matches: its length and Python's 64-bit string hash.
+
+    Equal texts always agree; two different texts collide with probability
+    about 2**-64 (and must have the same length), which could only reorder, never
+    drop, a hit.  Hashing a whole document costs far less than blake2b over its
+    UTF-8 encoding."""
+    return len(text).to_bytes(8, "little") + hash(text).to_bytes(8, "little", signed=True)
+
+
+def _settle(backend: Any, conn: sqlite3.Connection, matches: list[Match], scoped: bool) -> None:
+    """Give every match whose text was not read a digest.
+
+    A text held by at least :data:`BOILERPLATE_SESSIONS` sessions has copies
+    of its length in that many sessions.  So a match whose length is held by
+    fewer sessions is specific without reading its text, and gets a digest of
+    its own (its docid).  The others' texts are read and digested.  Unscoped,
+    every copy of a matching text is among the matches, so the matches' own
+    lengths decide; scoped, the whole index's (cached per generation).
+    """
+    unread = [match for match in matches if match.digest is None]
+    if not unread:
+        return
+    if scoped:
+        suspect = _suspect_lengths(backend, conn, {match.length for match in unread})
+    else:
+        holders: dict[int, set[str]] = {}
+        for match in matches:
+            holders.setdefault(match.length, set()).add(match.session_id)
+        suspect = {length for length, sessions in holders.items() if len(sessions) >= BOILERPLATE_SESSIONS}
+    wanted = [match for match in unread if match.length in suspect]
+    texts: dict[int, str] = {}
+    for start in range(0, len(wanted), 500):
+        docids = [match.docid for match in wanted[start : start + 500]]
+        sql = f'SELECT "docid", "text" FROM "documents" WHERE "docid" IN ({", ".join("?" * len(docids))})'
+        texts.update(conn.execute(sql, docids).fetchall())
+    for match in unread:
+        text = texts.get(match.docid) if match.length in suspect else None
+        match.digest = _digest(text) if text is not None else b"doc:" + str(match.docid).encode()
+
+
+def _suspect_lengths(backend: Any, conn: sqlite3.Connection, lengths: set[int]) -> set[int]:
+    """Those of ``lengths`` that documents of at least :data:`BOILERPLATE_SESSIONS` stored sessions have."""
+    generation = backend._global_generation(conn)
+    cached_generation, verdicts = backend._length_verdicts
+    if cached_generation != generation:
+        verdicts = {}
+        backend._length_verdicts = (generation, verdicts)
+    for length in lengths - verdicts.keys():
+        count = conn.execute(_LENGTH_HOLDERS, (length, BOILERPLATE_SESSIONS)).fetchone()[0]
+        verdicts[length] = count >= BOILERPLATE_SESSIONS
+    return {length for length in lengths if verdicts[length]}
+
+
+def _add_holders(backend: Any, conn: sqlite3.Connection, ranking: Ranking) -> None:
+    """A scoped search: add the sessions outside its scope that hold the texts it saw in fewer
+    than :data:`BOILERPLATE_SESSIONS` sessions.
+
+    A stored text whose length fewer sessions of the index hold needs no lookup; the
+    others are looked up in one statement.  With a live overlay, every such text is also
+    looked up among the live documents, and a live match's text among the stored ones.
+    """
+    rare = ranking.rare()
+    suspect = _suspect_lengths(backend, conn, {match.length for match in rare.values()})
+    stored = {match.docid: digest for digest, match in rare.items() if match.docid >= 0 and match.length in suspect}
+    if stored:
+        for docid, ids in conn.execute(_HOLDERS, (BOILERPLATE_SESSIONS, json.dumps(list(stored)))):
+            ranking.add_holders(stored[docid], ids.split("\x1f") if ids else [])
+    if not backend._live_state.fingerprints:
+        return
+    for digest, match in rare.items():
+        if match.docid >= 0:
+            text = conn.execute('SELECT "text" FROM "documents" WHERE "docid" = ?', (match.docid,)).fetchone()[0]
+        else:
+            text = conn.execute('SELECT "text" FROM temp."live_docs" WHERE "rowid" = ?', (-match.docid,)).fetchone()[0]
+            if match.length in suspect:
+                found = conn.execute(_STORED_HOLDERS, (len(text), text[:TEXT_KEY_CHARS], text, BOILERPLATE_SESSIONS)).fetchall()
+                ranking.add_holders(digest, [row[0] for row in found])
+        found = conn.execute(_LIVE_HOLDERS, (len(text), text, BOILERPLATE_SESSIONS)).fetchall()
+        ranking.add_holders(digest, [row[0] for row in found])
+
+
+def _page(backend: Any, conn: sqlite3.Connection, mode: _Mode, rows: list[Row]) -> list[Row]:
+    """Headers and marked texts of one page's rows."""
+    if mode.mode == "substring":
+        marker: Callable[[Row], str] = lambda row: mode.mark(conn, row.docid)
+        return backend._highlight(conn, rows, "", marker)
+    if not (backend._accelerated and mode.expression.endswith("*")):
+        return backend._highlight(conn, rows, mode.expression)
+    marked = _marked_prefix_matches(backend, conn, [row.docid for row in rows if row.docid >= 0], mode.expression)
+    return backend._highlight(conn, rows, mode.expression, lambda row: marked.get(row.docid, "") if row.docid >= 0 else _live_marked(conn, row, mode))
+
+
+def _marked_prefix_matches(backend: Any, conn: sqlite3.Connection, docids: list[int], expression: str) -> dict[int, str]:
+    """The snippet sources of a page's stored matches of a words expression with a prefix term, in one pass.
+
+    FTS5 builds a prefix term's doclist (every token it expands to) at each
+    MATCH, so one MATCH per row, as the phrase mode runs, costs that build per
+    row; here one MATCH walks the matches and the page's rows are picked out
+    (``+rowid``: not an index constraint, so no per-row restart).  As in
+    :meth:`readmodel.search.sqlite.SqliteSearchBackend._marked_document`, a
+    window around the first match, grown once, then the whole highlight.
+    """
+    width = backend.config.snippet_chars
+    first = _SNIPPET_PREFIX_CHARS + 4 * width
+    wanted = json.dumps(docids)
+    found: dict[int, str] = {}
+    pick = ' AND +"rowid" IN (SELECT value FROM json_each(?))'
+    for scale in (1, 16):
+        before = 16 * (width + 3) * scale
+        sql = 'SELECT "rowid", sessionq_snippet_source("documents_fts", ?, ?, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ?' + pick
+        for docid, source in conn.execute(sql, (START_MARK, END_MARK, before, first * scale, expression, wanted)):
+            marked = None if source is None else snippet_source_decides(source, width)
+            if marked is not None:
+                found[docid] = marked
+        wanted = json.dumps([docid for docid in docids if docid not in found])
+        if wanted == "[]":
+            return found
+    sql = 'SELECT "rowid", highlight("documents_fts", 0, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ?' + pick
+    found.update(conn.execute(sql, (START_MARK, END_MARK, expression, wanted)).fetchall())
+    return found
+
+
+def _live_marked(conn: sqlite3.Connection, row: Row, mode: _Mode) -> str:
+    sql = 'SELECT highlight("live_docs", 0, ?, ?) FROM temp."live_docs" WHERE "live_docs" MATCH ? AND "rowid" = ?'
+    found = conn.execute(sql, (START_MARK, END_MARK, mode.expression, -row.docid)).fetchone()
+    return found[0] if found else ""

@@ -1,0 +1,145 @@
+"""The ``substring`` search mode: its pattern, its occurrences, and the candidate seam.
+
+Semantics (a sessionq extension): a document matches a ``substring`` query
+iff ``compile_text_filter(query).search(text)`` finds the query in it — the
+documents ``filterEvents`` with ``{kind: "text", text: query}`` selects:
+literal, case-insensitive by JS ``iu`` simple case folding, every whitespace
+run of the query matching one or more whitespace characters.
+
+Finding them is two steps:
+
+1. **Candidates.**  :func:`index_candidates` asks the index for the docids
+   that may match.  ``None`` means "no candidate index can answer": every
+   persisted document in scope is a candidate (the slow path, also the
+   oracle of the tests).
+2. **Verification.**  Every candidate's text is checked with the compiled
+   pattern (:func:`occurrences`), so candidates may be a superset.
+
+THE SEAM (what a candidate index implements)
+--------------------------------------------
+
+``index_candidates(conn, query, doc_range) -> tuple[str, list] | None``
+
+``conn``
+    The search backend's read-only ``sqlite3.Connection``, inside the read
+    transaction of one search (so the candidates and the documents verified
+    are the same snapshot).  Never begin, commit or write ``main``; TEMP
+    objects of one's own are allowed.  Cancellation is already wired: the
+    backend's progress handler interrupts any statement run on ``conn``.
+``query``
+    The *normalised* query (:func:`readmodel.search.requests.normalize_query`):
+    non-empty, JS-trimmed, every whitespace run one U+0020, NUL, the highlight
+    markers and lone surrogates already U+FFFD, at most 16,384 code points.
+    ``query.split(" ")`` are its literal parts; a document matches when the
+    parts occur in order, case-folded as :func:`compile_text_filter` folds
+    (each code point's JS simple case folding; see
+    ``readmodel.projection.filters._fold_table``), with one or more JS
+    whitespace characters between consecutive parts.  A part may be a single
+    code point (``库``, ``->`` is two); an index may give up (``None``) on
+    parts too short for it.
+``doc_range``
+    ``None`` for every persisted document, or an inclusive ``(low, high)``
+    docid range (one session: ``sid << 32`` … ``sid << 32 | 0xFFFFFFFF``).
+
+Returns ``None`` (no index in this database, an index older than the data,
+or a query it cannot narrow), or ``(sql, params)``: one SQL ``SELECT`` whose
+single column is docids, run on ``conn`` as ``d."docid" IN (<sql>)`` with
+``params`` bound.  The docids must be a **superset** of the persisted
+documents (``main.documents``, status-ok sessions or not) in ``doc_range``
+whose text matches; false positives cost only verification, a false negative
+loses a hit (the property tests compare against ``None``'s slow path).
+Docids outside ``doc_range`` are allowed (the caller intersects).  The live
+overlay (``temp.live_docs``) is never the provider's concern: live documents
+are always verified one by one.
+
+A SQL answer rather than a Python list lets SQLite stream a large candidate
+set (a common two-character query) without materialising it in Python; a
+provider that computes docids in Python returns
+``('SELECT value FROM json_each(?)', [json_array_text])``.
+
+The gram index (:mod:`readmodel.search.gramsearch`) answers it: the
+documents holding the query's character grams in ``document_grams``, or
+``None`` when that table is not built for the running gram scheme or the
+query is one ASCII character.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from functools import lru_cache
+from typing import Any, Final
+
+from readmodel.core.errors import SessionQueryError
+from readmodel.projection.filters import compile_text_filter
+from readmodel.search import gramsearch
+from readmodel.search.snippets import END_MARK, START_MARK
+
+
+def index_candidates(conn: sqlite3.Connection, query: str, doc_range: tuple[int, int] | None) -> tuple[str, list[Any]] | None:
+    """Candidate docids for a ``substring`` query, as the seam above defines; ``None``: scan."""
+    return gramsearch.candidates(conn, query, doc_range)
+
+
+def check_substring_query(query: str) -> None:
+    """Refuse a one-character ASCII letter or digit (``SESSION_QUERY_INVALID_QUERY``).
+
+    It would match nearly every document and rank them by how often a letter
+    occurs, which answers nothing; a single CJK or other non-ASCII code point,
+    or a single punctuation character, is a meaningful substring and allowed.
+    """
+    if len(query) == 1 and query.isascii() and query.isalnum():
+        raise SessionQueryError(
+            "SESSION_QUERY_INVALID_QUERY", "session-search substring query must be at least 2 characters when it is a Latin letter or digit"
+        )
+
+
+_ASCII_WHITESPACE_RUN: Final = "[\t\n\x0b\x0c\r ]+"
+"""The JS whitespace characters that are ASCII, as a run."""
+
+
+class Substring:
+    """A normalised ``substring`` query, compiled: counting and marking its occurrences.
+
+    The exact pattern is :func:`compile_text_filter`'s (every cased character
+    an explicit class of its JS simple case-fold equivalents), which Python's
+    regular expressions can only scan character by character.  When the query
+    and a document are both ASCII, simple case folding within ASCII is
+    ``str.lower()`` and the only whitespace is ASCII, so the lowered literal
+    pattern over the lowered text finds exactly the same spans, several
+    times faster (a literal lets the engine skip ahead).
+    """
+
+    def __init__(self, query: str) -> None:
+        self.pattern = compile_text_filter(query)
+        self.fast = re.compile(_ASCII_WHITESPACE_RUN.join(re.escape(part.lower()) for part in query.split(" "))) if query.isascii() else None
+
+    def _for(self, text: str) -> tuple[re.Pattern[str], str]:
+        if self.fast is not None and text.isascii():
+            return self.fast, text.lower()
+        return self.pattern, text
+
+    def count(self, text: str) -> int:
+        """How many non-overlapping occurrences ``text`` holds (0: no match)."""
+        pattern, subject = self._for(text)
+        return len(pattern.findall(subject))
+
+    def mark_first(self, text: str) -> str:
+        """``text`` with its first occurrence between the highlight markers.
+
+        A snippet is positioned by the first match only and is plain text, so
+        the later occurrences need no marks (marking them all would cost a
+        substitution over a whole, possibly huge, document).
+        """
+        pattern, subject = self._for(text)
+        found = pattern.search(subject)
+        if found is None:
+            return text
+        start, end = found.span()
+        return text[:start] + START_MARK + text[start:end] + END_MARK + text[end:]
+
+
+@lru_cache(maxsize=64)
+def compiled_substring(query: str) -> Substring:
+    """The compiled form of a normalised query (cached: a cursor walk compiles the same query again)."""
+    return Substring(query)

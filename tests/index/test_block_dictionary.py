@@ -1,0 +1,141 @@
+"""Raw blocks compressed with the index's zstd dictionary (schema 0011, issue 21).
+
+A cold build of a large root trains a dictionary before preparing anything;
+the writer and the workers compress every block with it; readers in any
+process load it from the index; the events read back are the ones a build
+without a dictionary stores, and later passes (appends reopening a tail
+block) keep using it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+import zstandard
+
+from indexer import dictionary as block_dictionary
+from indexer.layout import Compression
+from indexer.reconcile import Reconciler
+from indexer.writer import LogWriter
+from readmodel.store import blocks
+from readmodel.store.database import open_writer
+from readmodel.store.sqlite import SqliteIndexReader
+from tests.corpus import ZSTD_ROOT, require_corpus
+from tests.indexstate import diff_states, index_state
+
+
+@pytest.fixture
+def small_roots_train(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shared corpus (2 MB) counts as large: a dictionary is trained for it."""
+    monkeypatch.setattr(block_dictionary, "MIN_BYTES", 1)
+    monkeypatch.setattr(block_dictionary, "SAMPLE_PIECE", 1024)
+    yield
+    blocks.use_dictionary(0, b"")
+
+
+def build(root: Path, db: Path, *, workers: int = 0) -> None:
+    engine = open_writer(str(db))
+    try:
+        Reconciler(engine, root, Compression.ZSTD, settle_seconds=0, workers=workers, parallel_min_bytes=0).reconcile()
+    finally:
+        engine.dispose()
+
+
+def block_facts(db: Path) -> tuple[list[int], list[int], int]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        dicts = [row[0] for row in conn.execute('SELECT "id" FROM "block_dictionaries"')]
+        data = [row[0] for row in conn.execute('SELECT "data" FROM "event_blocks"')]
+        return dicts, sorted({blocks.frame_dictionary(block) for block in data}), sum(map(len, data))
+    finally:
+        conn.close()
+
+
+def raw_events(db: Path) -> dict[str, list[Any]]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        reader = SqliteIndexReader(conn.cursor())
+        return {sid_id: reader.raw_all(sid) for sid_id, sid in conn.execute('SELECT "id", "sid" FROM "sessions"')}
+    finally:
+        conn.close()
+
+
+def forget_dictionaries() -> None:
+    """This process as a fresh reader: no dictionary registered, none in use, no cached contexts."""
+    blocks.use_dictionary(0, b"")
+    blocks._dictionaries.clear()
+    blocks._contexts.decompressors.clear()
+    blocks._contexts.compressors.clear()
+
+
+def test_a_cold_build_compresses_every_block_with_its_trained_dictionary(tmp_path: Path, small_roots_train: None) -> None:
+    require_corpus()
+    build(ZSTD_ROOT, tmp_path / "dict.db")
+    blocks.use_dictionary(0, b"")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(block_dictionary, "MIN_BYTES", 1 << 40)
+        build(ZSTD_ROOT, tmp_path / "plain.db")
+    dicts, named, size = block_facts(tmp_path / "dict.db")
+    plain_dicts, plain_named, plain_size = block_facts(tmp_path / "plain.db")
+    assert len(dicts) == 1 and named == dicts and plain_dicts == [] and plain_named == [0]
+    assert size < plain_size * 0.8
+    forget_dictionaries()  # the reader loads it from the index
+    assert raw_events(tmp_path / "dict.db") == raw_events(tmp_path / "plain.db")
+    assert diff_states(index_state(str(tmp_path / "dict.db")), index_state(str(tmp_path / "plain.db"))) == []
+
+
+def test_training_is_deterministic_and_workers_use_the_writers_dictionary(tmp_path: Path, small_roots_train: None) -> None:
+    require_corpus()
+    build(ZSTD_ROOT, tmp_path / "alone.db", workers=0)
+    forget_dictionaries()
+    build(ZSTD_ROOT, tmp_path / "helped.db", workers=2)
+    alone, helped = block_facts(tmp_path / "alone.db"), block_facts(tmp_path / "helped.db")
+    assert alone == helped and alone[0]
+    assert diff_states(index_state(str(tmp_path / "alone.db")), index_state(str(tmp_path / "helped.db"))) == []
+
+
+def test_appends_after_the_cold_build_reopen_tail_blocks_with_the_dictionary(tmp_path: Path, small_roots_train: None) -> None:
+    require_corpus()
+    root = tmp_path / "root"
+    shutil.copytree(ZSTD_ROOT, root)
+    build(root, tmp_path / "index.db")
+    dict_id = block_facts(tmp_path / "index.db")[0][0]
+    forget_dictionaries()  # the next pass (a new daemon) loads it from the index
+    log = sorted(root.glob("*/*/session.jsonl.zstd"))[0]
+    first_line = zstandard.ZstdDecompressor().stream_reader(log.read_bytes(), read_across_frames=True).read(1 << 16).split(b"\n", 1)[0]
+    session_header = json.loads(first_line)
+    conn = sqlite3.connect(f"file:{tmp_path / 'index.db'}?mode=ro", uri=True)
+    count = conn.execute('SELECT "event_count" FROM "sessions" WHERE "id" = ?', (session_header["id"],)).fetchone()[0]
+    conn.close()
+    text = [{"type": "text", "text": "a late word"}]
+    event = {"type": "user/message", "seq": count, "time": 1_900_000_000_000, "data": {"id": "late", "role": "user", "content": text, "source": {"kind": "user"}}, "surfaceOp": "append"}
+    LogWriter.in_root(root, session_header).append([event])
+    build(root, tmp_path / "index.db")
+    assert block_facts(tmp_path / "index.db")[1] == [dict_id]
+    forget_dictionaries()
+    build(root, tmp_path / "cold.db")
+    assert diff_states(index_state(str(tmp_path / "index.db")), index_state(str(tmp_path / "cold.db"))) == []
+
+
+def test_readers_on_many_threads_load_the_dictionary_once_each(tmp_path: Path, small_roots_train: None) -> None:
+    require_corpus()
+    build(ZSTD_ROOT, tmp_path / "index.db")
+    expected = raw_events(tmp_path / "index.db")
+    forget_dictionaries()
+    results: list[bool] = []
+
+    def read() -> None:
+        results.append(raw_events(tmp_path / "index.db") == expected)
+
+    threads = [threading.Thread(target=read) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [True] * 4
