@@ -109,11 +109,12 @@ def measure(appends: int, events: int, sessions: int, pause: float, workdir: Pat
     daemon = start_daemon(root, db)
     server = None
     engine = None
+    log: Any = None
     try:
         if not wait_until(lambda: db.exists() and _count(db) == sessions + 1, 600, 0.05):
             raise RuntimeError("the daemon did not index the root")
         port = _free_port()
-        log = open(workdir / "serve.log", "wb")  # noqa: SIM115 - closed below
+        log = open(workdir / "serve.log", "wb")  # noqa: SIM115 - closed with the server
         server = subprocess.Popen(
             [sys.executable, "-m", "indexer.cli", "serve", "--db", str(db), "--port", str(port), "--root", str(root)],
             cwd=REPO, stdout=subprocess.DEVNULL, stderr=log,
@@ -157,6 +158,8 @@ def measure(appends: int, events: int, sessions: int, pause: float, workdir: Pat
         if server is not None:
             server.terminate()
             server.wait(30)
+        if log is not None:
+            log.close()
         daemon_info = stop_daemon(daemon)
     load_after = os.getloadavg()
     within = sum(1 for t in total if t <= 1000) / len(total) if total else 0.0

@@ -15,7 +15,7 @@ import click
 
 # Shared CLI plumbing lives in readmodel (the read-side commands use it too);
 # re-exported here because the write-side commands look it up on this module.
-from readmodel.cli.support import CliContext, default_db, emit_json, handles_errors, root_option  # noqa: F401
+from readmodel.cli.support import CliContext, default_db, emit_json, examples, handles_errors, root_option  # noqa: F401
 
 from .failures import as_query_error
 from .layout import Compression, LayoutError, detect_compression, locate, transcripts_with_prefix
@@ -45,14 +45,18 @@ def resolve_compression(root: str, choice: str) -> Compression:
     return detect_compression(root) if choice == "auto" else Compression(choice)
 
 
-@main.command()
+@main.command(epilog=examples("sessionq inspect 6f31f323", "sessionq inspect 6f31f323 --root ./var/sample-root --json"))
 @click.argument("session_id")
 @root_option
 @compression_option
 @click.option("--json", "as_json", is_flag=True, help="Print the exact {session, events} JSON.")
 @handles_errors
 def inspect(session_id: str, root: str, compression: str, as_json: bool) -> None:
-    """Read one log straight from the root (no database): the non-mutating inspect view."""
+    """Read one log straight from the root (no database): the non-mutating inspect view.
+
+    SESSION_ID may be a unique prefix of the id of a log in the root (an ambiguous one lists
+    the matching ids and exits 2).
+    """
     mode = resolve_compression(root, compression)
     try:
         log = inspect_session(root, _log_id(root, session_id, mode), mode)

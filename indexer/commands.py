@@ -20,7 +20,7 @@ import click
 
 from readmodel.cli.support import db_option as _db_option
 from readmodel.cli.support import root_option as _root_option
-from readmodel.cli.support import emit_json
+from readmodel.cli.support import emit_json, examples
 from readmodel.cli.support import handles_errors as _handles_errors
 from readmodel.cli.support import redact_option as _redact_option
 
@@ -76,7 +76,14 @@ def _root_has_transcripts(root: str) -> bool:
 # -- index -------------------------------------------------------------------------------
 
 
-@click.command("index")
+@click.command(
+    "index",
+    epilog=examples(
+        "sessionq index                      the default root into the default index, then watch",
+        "sessionq index --once --root ~/.dsh/sessions --db ./var/index.db",
+        "sessionq index --poll 2             poll instead of inotify (network file systems)",
+    ),
+)
 @_root_option
 @_db_option
 @click.option("--once", is_flag=True, help="One full pass (tails indexed as the inspect view), a summary, exit 0.")
@@ -263,7 +270,7 @@ def _summary(root: str, db: str, report: Any) -> str:
 # -- status ------------------------------------------------------------------------------
 
 
-@click.command("status")
+@click.command("status", epilog=examples("sessionq status", "sessionq status --db ./var/index.db --json"))
 @_db_option
 @click.option("--json", "as_json", is_flag=True, help="Print the status object as JSON.")
 @_handles_errors
@@ -281,7 +288,7 @@ def status_command(db: str, as_json: bool) -> None:
 # -- db ----------------------------------------------------------------------------------
 
 
-@click.group("db")
+@click.group("db", epilog=examples("sessionq db current", "sessionq db upgrade --db ./var/index.db", "sessionq db check"))
 def db_group() -> None:
     """Alembic migrations of the index schema."""
 
@@ -509,7 +516,7 @@ def prune_command(db: str, source: str, yes: bool) -> None:
 # -- demo root ---------------------------------------------------------------------------
 
 
-@click.command("demo-root")
+@click.command("demo-root", epilog=examples("sessionq demo-root ./var/sample-root && sessionq index --once --root ./var/sample-root"))
 @click.argument("directory", type=click.Path(file_okay=False, path_type=str))
 @click.option("--force", is_flag=True, help="Rewrite the demo sessions even if the directory already holds transcripts.")
 @_handles_errors

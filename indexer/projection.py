@@ -117,7 +117,9 @@ def write_fts_rows(cur: sqlite3.Cursor, rows: list[FtsRow]) -> None:
 
 
 def _size(rows: Iterable[FtsRow]) -> int:
-    return sum(len(row[1]) + len(row[2]) for row in rows)
+    # Text only: a document's gram words are bounded by a constant times its text, and
+    # counting them too would write (and merge) FTS5 segments several times as often.
+    return sum(len(row[1]) for row in rows)
 
 
 class DeferredFts:
@@ -130,7 +132,8 @@ class DeferredFts:
     inserting them with :meth:`write` just before ``COMMIT`` builds one segment
     per transaction.
 
-    Memory stays bounded by :data:`FTS_BUFFER_CHARS` of text and grams: :meth:`relieve`
+    Memory stays bounded by :data:`FTS_BUFFER_CHARS` of text (and the grams' words
+    of that text, a bounded multiple of it): :meth:`relieve`
     (called between sessions, outside any savepoint) writes an oversized
     buffer, and :meth:`add` writes the current session's own rows early when
     one session alone outgrows it — inside the session's savepoint, so a

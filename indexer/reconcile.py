@@ -97,6 +97,32 @@ class _Observed(msgspec.Struct):
     problem: LayoutProblem | None = None
 
 
+class _Training(threading.Thread):
+    """Trains a block dictionary on samples of ``paths`` in the background (a failure: none)."""
+
+    def __init__(self, paths: list[str], compression: Compression) -> None:
+        super().__init__(name="block-dictionary", daemon=True)
+        self.paths = paths
+        self.compression = compression
+        self._trained: tuple[int, bytes] | None = None
+
+    def run(self) -> None:
+        try:
+            total = 0
+            for path in self.paths:
+                try:
+                    total += os.stat(path).st_size
+                except OSError:
+                    continue
+            self._trained = block_dictionary.train_for(self.paths, total, self.compression)
+        except Exception as exc:  # noqa: BLE001 - only a smaller index is lost: blocks stay plain
+            log.warning("cannot train a block dictionary (%s: %s); raw blocks stay without one", type(exc).__name__, exc)
+
+    def result(self) -> tuple[int, bytes] | None:
+        self.join()
+        return self._trained
+
+
 class Reconciler:
     """Brings an index up to date with a root.  Not thread-safe: one writer."""
 
@@ -163,6 +189,7 @@ class Reconciler:
             pool = self._worker_pool()
             threading.Thread(target=_warm_up, args=(pool,), name="pool-warm-up", daemon=True).start()
         found = discover(self.root, self.compression)
+        training = self._start_training([ref.path for ref in found.transcripts]) if cold else None
         observed = self._observe_all([ref.path for ref in found.transcripts])
         problems = list(found.problems)
         by_id: dict[str, list[_Observed]] = {}
@@ -182,8 +209,8 @@ class Reconciler:
                 problems.append(owned_elsewhere(items[0].path, session_id, *owners[session_id]))
             else:
                 usable.append(items[0])
-        if cold:
-            self._train_dictionary(usable)
+        if training is not None:
+            self._store_dictionary(training)
         self._run(usable, problems, full=True, report=report)
         report.problems = len(problems)
         report.seconds = time.perf_counter() - started
@@ -235,17 +262,21 @@ class Reconciler:
                 log.warning("listing in worker processes failed (%s: %s); listing here", type(exc).__name__, exc)
         return [self._observe(path) for path in paths]
 
-    def _train_dictionary(self, usable: list[_Observed]) -> None:
-        """A cold build trains the index's block dictionary before preparing anything."""
+    def _start_training(self, paths: list[str]) -> _Training | None:
+        """A cold build trains the index's block dictionary while the root is listed (see :mod:`indexer.dictionary`)."""
+        with self.engine.connect() as conn:
+            if conn.connection.driver_connection.execute('SELECT 1 FROM "block_dictionaries" LIMIT 1').fetchone() is not None:
+                return None
+        training = _Training(sorted(paths), self.compression)
+        training.start()
+        return training
+
+    def _store_dictionary(self, training: _Training) -> None:
+        trained = training.result()
+        if trained is None:
+            return
         with self.engine.connect() as conn:
             dbapi = conn.connection.driver_connection
-            if dbapi.execute('SELECT 1 FROM "block_dictionaries" LIMIT 1').fetchone() is not None:
-                return
-            paths = sorted(item.path for item in usable)
-            total = sum(item.stat.st_size for item in usable if item.stat is not None)
-            trained = block_dictionary.train_for(paths, total, self.compression)
-            if trained is None:
-                return
             dbapi.execute("BEGIN IMMEDIATE")
             try:
                 block_dictionary.store(dbapi.cursor(), trained)

@@ -219,9 +219,8 @@ class SessionQuery:
     ) -> None:
         # Validated first: an invalid config means no engine (T-EX-22).
         self.config = validate_config(config)
-        # Live sessions' documents (search, snippets, filterEvents) are redacted as the indexer
-        # redacts stored ones, unless the policy (``$SESSIONQ_REDACT`` when not given) is ``off``;
-        # raw reads are redacted by default under ``all`` (a call's ``redact`` decides otherwise).
+        # Secret redaction (``$SESSIONQ_REDACT`` unless given): live documents and titles as the index's
+        # unless ``off``; raw reads by default under ``all`` (a call's ``redact`` decides otherwise).
         policy = policy_from_env(redact)
         self.redact_documents, self.redact_reads = redacts_index(policy), redacts_raw(policy)
         self.search_config = search_config(_search_settings(config))
@@ -474,9 +473,8 @@ class SessionQuery:
 
         A live log is replay-validated first (a plain
         :class:`readmodel.projection.replay.ReplayError` on failure); events are
-        frozen-message snapshots.  ``redact`` (a sessionq extension; ``None``: the engine's policy)
-        replaces every detected secret by its marker, streamed chunks included
-        (:mod:`readmodel.projection.redaction`), as in every raw read.
+        frozen-message snapshots.  ``redact`` (a sessionq extension; ``None``: the engine's policy) puts
+        markers for secrets, streamed chunks included (:mod:`readmodel.projection.redaction`), in every raw read.
         """
         redact = self.redact_reads if redact is None else redact
         observed = self._observe(session_id, None, lambda txn, row: txn.raw_all(row.sid))
@@ -709,7 +707,6 @@ class SessionQuery:
         if unresolved:
             self._resolve_persisted_titles(unresolved, results, signal)
         throw_if_aborted(signal)
-        # Titles are shown where snippets are (lists, results, headings): redacted as the index is.
         return redact_titles([results[session_id] for session_id in unique]) if self.redact_documents else [results[session_id] for session_id in unique]
 
     def _project_live_title(self, session_id: str, session: Any, signal: AbortSignal | None) -> SessionTitleObservationResult:

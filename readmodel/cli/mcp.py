@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import click
 
-from readmodel.cli.support import db_option, handles_errors, refuse_impossible_db
+from readmodel.cli.support import db_option, examples, handles_errors, refuse_impossible_db
 
 
-@click.command("mcp")
+@click.command(
+    "mcp",
+    epilog=examples("sessionq mcp --cwd ~/work/app", "sessionq mcp --cwd ~/work/app --session 6f31f323-b7af-465b-a778-4f0f3c9014ac"),
+)
 @click.option("--cwd", "cwd", required=True, help="The workspace directory the tools answer for (matched exactly).")
 @click.option("--session", "session_id", default=None, help="Also act as this session (its own events bound searches).")
 @click.option("--max-search-results", type=int, default=None, help="Result cap of the search tools (default 100).")

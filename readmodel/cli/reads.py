@@ -39,6 +39,7 @@ from readmodel.cli.support import (
     default_root,
     emit_json,
     emit_json_bytes,
+    examples,
     handles_errors,
     json_option,
     redact_option,
@@ -52,12 +53,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 # --------------------------------------------------------------------------- commands
 
 
-def _examples(*lines: str) -> str:
-    """A click epilog: ``Examples:`` then one command per line, kept as written."""
-    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
-
-
-@click.command("read", cls=PeopleCommand, epilog=_examples("sessionq read 6f31f323", "sessionq read 6f31f323 --json   the header and every raw event"))
+@click.command("read", cls=PeopleCommand, epilog=examples("sessionq read 6f31f323", "sessionq read 6f31f323 --json   the header and every raw event"))
 @click.argument("session_id")
 @db_option
 @json_option
@@ -69,7 +65,7 @@ def read_command(session_id: str, db: str, as_json: bool, redact: str = "index")
     show(engine.read_session(session_id, redact=redacts_reads(redact)), as_json, "print_log")
 
 
-@click.command("events", cls=PeopleCommand, epilog=_examples("sessionq events 6f31f323"))
+@click.command("events", cls=PeopleCommand, epilog=examples("sessionq events 6f31f323"))
 @click.argument("session_id")
 @db_option
 @json_option
@@ -83,7 +79,7 @@ def events_command(session_id: str, db: str, as_json: bool) -> None:
 @click.command(
     "docs",
     cls=PeopleCommand,
-    epilog=_examples("sessionq docs 6f31f323 --type user/message", "sessionq docs 6f31f323 --text 'frame scanner' --time-from 3h"),
+    epilog=examples("sessionq docs 6f31f323 --type user/message", "sessionq docs 6f31f323 --text 'frame scanner' --time-from 3h"),
 )
 @click.argument("session_id")
 @event_filter_options
@@ -99,7 +95,7 @@ def docs_command(session_id: str, text: str | None, filters_json: str | None, db
     show(engine.filter_events(session_id, combine(filters_json_value(filters_json), clauses)), as_json, "print_documents")
 
 
-@click.command("surface", cls=PeopleCommand, epilog=_examples("sessionq surface 6f31f323"))
+@click.command("surface", cls=PeopleCommand, epilog=examples("sessionq surface 6f31f323"))
 @click.argument("session_id")
 @db_option
 @json_option
@@ -110,7 +106,7 @@ def surface_command(session_id: str, db: str, as_json: bool) -> None:
     show(engine.read_surface(session_id), as_json, "print_surface")
 
 
-@click.command("event", cls=PeopleCommand, epilog=_examples("sessionq event 6f31f323 16", "sessionq event 6f31f323 16 --before 2 --after 2"))
+@click.command("event", cls=PeopleCommand, epilog=examples("sessionq event 6f31f323 16", "sessionq event 6f31f323 16 --before 2 --after 2"))
 @click.argument("session_id")
 @click.argument("seq", type=int)
 @click.option("--before", type=int, help="Also show this many events before it (0 to 50).")
@@ -138,7 +134,7 @@ def event_command(
     print_window(builtins(window))
 
 
-@click.command("trace", cls=PeopleCommand, epilog=_examples("sessionq trace 6f31f323"))
+@click.command("trace", cls=PeopleCommand, epilog=examples("sessionq trace 6f31f323"))
 @click.argument("session_id")
 @db_option
 @json_option
@@ -157,7 +153,7 @@ def trace_command(session_id: str, db: str, as_json: bool) -> None:
     print_lineage(lineage_trace_to_builtins(trace))
 
 
-@click.command("trace-event", cls=PeopleCommand, epilog=_examples("sessionq trace-event 6f31f323 42"))
+@click.command("trace-event", cls=PeopleCommand, epilog=examples("sessionq trace-event 6f31f323 42"))
 @click.argument("session_id")
 @click.argument("seq", type=int)
 @db_option
@@ -175,7 +171,7 @@ def trace_event_command(session_id: str, seq: int, db: str, as_json: bool) -> No
     print_event_trace(builtins(observation))
 
 
-@click.command("title", cls=PeopleCommand, epilog=_examples("sessionq title 6f31f323 9a0b", "sessionq title 6f31f323 --json"))
+@click.command("title", cls=PeopleCommand, epilog=examples("sessionq title 6f31f323 9a0b", "sessionq title 6f31f323 --json"))
 @click.argument("session_ids", nargs=-1, required=True)
 @db_option
 @json_option
@@ -200,7 +196,7 @@ def title_command(session_ids: tuple[str, ...], db: str, as_json: bool) -> None:
 @click.command(
     "search",
     cls=PeopleCommand,
-    epilog=_examples(
+    epilog=examples(
         "sessionq search 'frame scanner'",
         "sessionq search 'frame scanner' --page 2",
         "sessionq search zstd --cwd ~/work/app --created-from 2026-08-01",
@@ -278,7 +274,7 @@ def _rpc_help() -> str:
     return (
         "Answer JSON-RPC 2.0 requests on stdin, one JSON object per line, until end of input.\n\n"
         "\b\nMethods: " + ", ".join(METHODS) + "\n\n"
-        "\b\nExample:\n"
+        "\b\nExamples:\n"
         """  echo '{"jsonrpc":"2.0","id":1,"method":"listSessionSummaries","params":{"limit":5}}' | sessionq rpc"""
     )
 
@@ -324,7 +320,14 @@ COMMANDS.append(mcp_command)
 
 
 # ``serve``: the HTTP API, the session-log export and the web page (readmodel.http.app).
-@click.command("serve")
+@click.command(
+    "serve",
+    epilog=examples(
+        "sessionq serve                      then open http://127.0.0.1:8765/",
+        "sessionq serve --port 9000 --root ~/.dsh/sessions",
+        "sessionq serve --host 0.0.0.0 --token \"$(openssl rand -hex 16)\"   beyond loopback: a token is required",
+    ),
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind (loopback by default).")
 @click.option("--port", default=8765, show_default=True, type=int)
 @db_option
@@ -395,8 +398,9 @@ COMMANDS.append(serve_command)
 
 @click.command(
     "export",
-    epilog=_examples(
-        "sessionq export 6f31f323                      the session's logs as a ZIP",
+    epilog=examples(
+        "sessionq export 6f31f323                      writes dsh-session-<id>.zip",
+        "sessionq export 6f31f323 --include-descendants -o work.zip",
         "sessionq export 6f31f323 --html -o notes.html  a transcript to read offline (one file)",
         "sessionq export 6f31f323 --html --all          log-only events too",
     ),

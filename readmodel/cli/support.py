@@ -29,6 +29,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 INDEX_FAILED: Final = "SESSION_QUERY_INDEX_FAILED"
 
 
+def examples(*lines: str) -> str:
+    """A click epilog: ``Examples:`` then one command per line, kept as written."""
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
 def default_db() -> str:
     """``$SESSIONQ_DB``, else ``$XDG_DATA_HOME/sessionq/index.db``."""
     if os.environ.get("SESSIONQ_DB"):

@@ -3,7 +3,7 @@
 ``create_app`` builds a Starlette app over one index database:
 
 * ``GET``/``HEAD /api/session.export`` — the streaming ZIP of export-spec §9;
-* ``GET``/``HEAD /api/session.html?sessionId=…[&includeLogOnly=true]`` — the
+* ``GET``/``HEAD /api/session.html?sessionId=…[&includeLogOnly=true][&redact=all]`` — the
   session's transcript as one self-contained HTML file
   (:mod:`readmodel.export.transcript`, a sessionq extension);
 * ``POST /api/rpc/<method>`` — every method of :data:`readmodel.rpc.METHODS`
@@ -204,7 +204,7 @@ def create_app(
     ``allowed_hosts`` are host names accepted in the Host header (default:
     the loopback names); with ``port`` set the header must carry that port
     (or none).  With ``token`` every ``/api/`` request needs
-    ``Authorization: Bearer <token>``; the export download alone also accepts
+    ``Authorization: Bearer <token>``; the two export downloads alone also accept
     ``?access_token=`` (a link cannot carry a header).  ``limits`` bounds
     request bodies (size and read time); ``feed_limits`` the event stream
     (poll interval, heartbeat, subscribers).  ``redact`` is the secret-redaction

@@ -138,9 +138,48 @@ static PyObject *install_fold_table(PyObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
-static PyObject *document_tokens(PyObject *self, PyObject *arg) {
+/* Bigrams of " " + folded text + " " (except two spaces) and non-ASCII code points.
+ * Returns non-zero when memory ran out. */
+static int collect_grams(int kind, const void *data, Py_ssize_t length, KeySet *set) {
+    uint32_t prev = SPACE;
+    int failed = 0;
+    for (Py_ssize_t i = 0; i < length && !failed; i++) {
+        uint32_t cp = PyUnicode_READ(kind, data, i);
+        uint32_t folded = cp < FOLD_LIMIT ? fold_table[cp] : cp;
+        uint64_t key = ((uint64_t)prev << SHIFT) | folded;
+        if (key != DOUBLE_SPACE) failed |= keyset_add(set, key);
+        if (folded > 0x7f) failed |= keyset_add(set, folded);
+        prev = folded;
+    }
+    uint64_t last = ((uint64_t)prev << SHIFT) | SPACE;
+    if (!failed && last != DOUBLE_SPACE) failed |= keyset_add(set, last);
+    return failed;
+}
+
+/* Trigrams of " " + folded text + " " with each run of spaces one space, as
+ * first << 42 | second << 21 | third.  Returns non-zero when memory ran out. */
+static int collect_trigrams(int kind, const void *data, Py_ssize_t length, KeySet *set) {
+    const uint32_t none = UINT32_MAX;
+    uint32_t before = none, prev = SPACE;
+    int failed = 0;
+    for (Py_ssize_t i = 0; i < length && !failed; i++) {
+        uint32_t cp = PyUnicode_READ(kind, data, i);
+        uint32_t folded = cp < FOLD_LIMIT ? fold_table[cp] : cp;
+        if (folded == SPACE && prev == SPACE) continue;
+        if (before != none) failed |= keyset_add(set, ((uint64_t)before << (2 * SHIFT)) | ((uint64_t)prev << SHIFT) | folded);
+        before = prev;
+        prev = folded;
+    }
+    if (!failed && prev != SPACE && before != none) failed |= keyset_add(set, ((uint64_t)before << (2 * SHIFT)) | ((uint64_t)prev << SHIFT) | SPACE);
+    return failed;
+}
+
+typedef int (*Collector)(int kind, const void *data, Py_ssize_t length, KeySet *set);
+
+/* The words of the keys ``collect`` finds in the str ``arg``. */
+static PyObject *tokens_of(PyObject *arg, Collector collect) {
     if (!PyUnicode_Check(arg)) {
-        PyErr_SetString(PyExc_TypeError, "document_tokens takes a str");
+        PyErr_SetString(PyExc_TypeError, "a str is required");
         return NULL;
     }
     if (fold_table == NULL) {
@@ -148,27 +187,9 @@ static PyObject *document_tokens(PyObject *self, PyObject *arg) {
         return NULL;
     }
     Py_ssize_t length = PyUnicode_GET_LENGTH(arg);
-    int kind = PyUnicode_KIND(arg);
-    const void *data = PyUnicode_DATA(arg);
     KeySet set;
     /* Distinct grams grow far slower than the text: start small, grow on demand. */
-    if (keyset_init(&set, length < 4096 ? (size_t)length + 2 : 4096) < 0) {
-        keyset_free(&set);
-        return PyErr_NoMemory();
-    }
-    uint32_t prev = SPACE;
-    int failed = 0;
-    for (Py_ssize_t i = 0; i < length && !failed; i++) {
-        uint32_t cp = PyUnicode_READ(kind, data, i);
-        uint32_t folded = cp < FOLD_LIMIT ? fold_table[cp] : cp;
-        uint64_t key = ((uint64_t)prev << SHIFT) | folded;
-        if (key != DOUBLE_SPACE) failed |= keyset_add(&set, key);
-        if (folded > 0x7f) failed |= keyset_add(&set, folded);
-        prev = folded;
-    }
-    uint64_t last = ((uint64_t)prev << SHIFT) | SPACE;
-    if (!failed && last != DOUBLE_SPACE) failed |= keyset_add(&set, last);
-    if (failed) {
+    if (keyset_init(&set, length < 4096 ? (size_t)length + 2 : 4096) < 0 || collect(PyUnicode_KIND(arg), PyUnicode_DATA(arg), length, &set)) {
         keyset_free(&set);
         return PyErr_NoMemory();
     }
@@ -177,43 +198,9 @@ static PyObject *document_tokens(PyObject *self, PyObject *arg) {
     return result;
 }
 
-static PyObject *trigram_tokens(PyObject *self, PyObject *arg) {
-    if (!PyUnicode_Check(arg)) {
-        PyErr_SetString(PyExc_TypeError, "trigram_tokens takes a str");
-        return NULL;
-    }
-    if (fold_table == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "install_fold_table must be called first");
-        return NULL;
-    }
-    Py_ssize_t length = PyUnicode_GET_LENGTH(arg);
-    int kind = PyUnicode_KIND(arg);
-    const void *data = PyUnicode_DATA(arg);
-    KeySet set;
-    if (keyset_init(&set, length < 4096 ? (size_t)length + 2 : 4096) < 0) {
-        keyset_free(&set);
-        return PyErr_NoMemory();
-    }
-    const uint32_t none = UINT32_MAX;
-    uint32_t before = none, prev = SPACE;
-    int failed = 0;
-    for (Py_ssize_t i = 0; i < length && !failed; i++) {
-        uint32_t cp = PyUnicode_READ(kind, data, i);
-        uint32_t folded = cp < FOLD_LIMIT ? fold_table[cp] : cp;
-        if (folded == SPACE && prev == SPACE) continue;
-        if (before != none) failed |= keyset_add(&set, ((uint64_t)before << (2 * SHIFT)) | ((uint64_t)prev << SHIFT) | folded);
-        before = prev;
-        prev = folded;
-    }
-    if (!failed && prev != SPACE && before != none) failed |= keyset_add(&set, ((uint64_t)before << (2 * SHIFT)) | ((uint64_t)prev << SHIFT) | SPACE);
-    if (failed) {
-        keyset_free(&set);
-        return PyErr_NoMemory();
-    }
-    PyObject *result = render(&set);
-    keyset_free(&set);
-    return result;
-}
+static PyObject *document_tokens(PyObject *self, PyObject *arg) { return tokens_of(arg, collect_grams); }
+
+static PyObject *trigram_tokens(PyObject *self, PyObject *arg) { return tokens_of(arg, collect_trigrams); }
 
 static PyMethodDef methods[] = {
     {"trigram_tokens", trigram_tokens, METH_O, "A long document's trigram words, separated by spaces."},

@@ -37,7 +37,9 @@ from readmodel.projection.grams import LONG_MARK, gram_token, query_grams, query
 from readmodel.store import gramindex
 
 MAX_GRAMS: Final = 8
-"""Grams of one query the index intersects (the rest are left to verification)."""
+"""Bigrams of one query the index intersects (the rest are left to verification)."""
+MAX_TRIGRAMS: Final = 32
+"""Trigrams of one query: only long documents have them, so their posting lists are short."""
 
 _COMMON_LETTERS: Final = frozenset("etaoinsrlhcdu")
 _SQL: Final = f'SELECT "rowid" FROM "{gramindex.TABLE}" WHERE "{gramindex.TABLE}" MATCH ?'
@@ -87,7 +89,8 @@ def match_expression(query: str) -> str | None:
     trigrams = query_trigrams(query)
     if not trigrams:
         return bigrams
-    return f"(({bigrams}) NOT {LONG_MARK}) OR ({' '.join(gram_token(gram) for gram in choose_grams(trigrams))})"
+    chosen = choose_grams(trigrams, MAX_TRIGRAMS)
+    return f"(({bigrams}) NOT {LONG_MARK}) OR ({' '.join(gram_token(gram) for gram in chosen)})"
 
 
 def candidates(conn: sqlite3.Connection, query: str, doc_range: tuple[int, int] | None) -> tuple[str, list[Any]] | None:

@@ -158,6 +158,14 @@ def test_help_has_examples_and_rpc_lists_its_methods() -> None:
     for command in ("sessions", "show", "search", "event", "docs"):
         out = sessionq(command, "--help").stdout
         assert "Examples:" in out and f"sessionq {command} " in out, command
+    # Every command, in-process (the same click objects the console script runs).
+    from click.testing import CliRunner
+
+    from indexer.cli import main
+
+    runner = CliRunner()
+    missing = [name for name in main.commands if "Examples:" not in runner.invoke(main, [name, "--help"]).output]
+    assert missing == [], missing
     rpc = sessionq("rpc", "--help").stdout
     assert "listSessionSummaries" in rpc and "readEvent" in rpc and "searchSessions" in rpc
 

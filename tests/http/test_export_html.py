@@ -171,6 +171,13 @@ def test_redaction_replaces_secrets_in_the_file(readable: Site) -> None:
     assert SECRET not in redacted and "run the failing check; token [REDACTED" in redacted
 
 
+def test_http_route_redacts_on_request(readable: Site) -> None:
+    client = readable.client()
+    assert SECRET in client.get("/api/session.html", params={"sessionId": "failing-check"}).text
+    redacted = client.get("/api/session.html", params={"sessionId": "failing-check", "redact": "all"}).text
+    assert SECRET not in redacted and without_stamp(redacted) == without_stamp(export(readable, "failing-check", redact=True))
+
+
 def test_cli_writes_the_same_file(readable: Site, tmp_path: Path) -> None:
     runner = CliRunner()
     target = tmp_path / "out.html"
@@ -203,7 +210,7 @@ def test_http_route_serves_the_file(readable: Site) -> None:
     missing = client.get("/api/session.html", params={"sessionId": "no-such"})
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "SESSION_QUERY_SESSION_NOT_FOUND"
     assert client.head("/api/session.html", params={"sessionId": "no-such"}).status_code == 404
-    for bad in ({}, {"sessionId": ""}, {"sessionId": READABLE, "includeLogOnly": "yes"}):
+    for bad in ({}, {"sessionId": ""}, {"sessionId": READABLE, "includeLogOnly": "yes"}, {"sessionId": READABLE, "redact": "some"}):
         answer = client.get("/api/session.html", params=bad)
         assert answer.status_code == 400 and answer.json()["error"]["code"] == "INVALID_PARAMS"
 

@@ -139,3 +139,26 @@ def test_readers_on_many_threads_load_the_dictionary_once_each(tmp_path: Path, s
     for thread in threads:
         thread.join()
     assert results == [True] * 4
+
+
+def test_a_plain_jsonl_root_trains_from_its_text_too(tmp_path: Path, small_roots_train: None) -> None:
+    from tests.corpus import RAW_ROOT
+
+    require_corpus()
+    engine = open_writer(str(tmp_path / "raw.db"))
+    try:
+        Reconciler(engine, RAW_ROOT, Compression.NONE, settle_seconds=0, workers=0).reconcile()
+    finally:
+        engine.dispose()
+    blocks.use_dictionary(0, b"")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(block_dictionary, "MIN_BYTES", 1 << 40)
+        engine = open_writer(str(tmp_path / "plain.db"))
+        try:
+            Reconciler(engine, RAW_ROOT, Compression.NONE, settle_seconds=0, workers=0).reconcile()
+        finally:
+            engine.dispose()
+    dicts, named, _size = block_facts(tmp_path / "raw.db")
+    assert len(dicts) == 1 and named == dicts
+    forget_dictionaries()
+    assert raw_events(tmp_path / "raw.db") == raw_events(tmp_path / "plain.db")

@@ -19,7 +19,7 @@ ALPHABET = st.sampled_from(list(TRICKY + "abcdexyzABCXYZ0129 " + JS_WHITESPACE))
 TEXTS = st.text(alphabet=ALPHABET, max_size=60)
 
 
-def _variant(piece: str, rng: random.Random) -> str:
+def typed_variant(piece: str, rng: random.Random) -> str:
     """``piece`` as a user might type it: other case-fold class members, other whitespace runs."""
     classes = {member: sorted(members) for members in fold_classes().values() for member in members}
     out = []
@@ -36,7 +36,7 @@ def _variant(piece: str, rng: random.Random) -> str:
 @settings(max_examples=150, deadline=None)
 @given(text=TEXTS, start=st.integers(0, 60), length=st.integers(1, 12), seed=st.integers(0, 2**32))
 def test_a_matching_document_holds_every_gram_of_the_query(text: str, start: int, length: int, seed: int) -> None:
-    query = _variant(text[start : start + length], random.Random(seed))
+    query = typed_variant(text[start : start + length], random.Random(seed))
     if not query.strip(JS_WHITESPACE):
         return
     if compile_text_filter(query).search(text) is None:
@@ -112,7 +112,7 @@ def test_the_c_extractor_gives_the_python_words(text: str) -> None:
 @settings(max_examples=150, deadline=None)
 @given(text=TEXTS, start=st.integers(0, 60), length=st.integers(3, 12), seed=st.integers(0, 2**32))
 def test_a_matching_long_document_holds_every_trigram_of_the_query(text: str, start: int, length: int, seed: int) -> None:
-    query = _variant(text[start : start + length], random.Random(seed))
+    query = typed_variant(text[start : start + length], random.Random(seed))
     if not query.strip(JS_WHITESPACE) or compile_text_filter(query).search(text) is None:
         return
     assert set(grams.query_trigrams(query)) <= grams.document_trigrams(text)

@@ -11,24 +11,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from readmodel.core.jsvalues import JS_WHITESPACE
-from readmodel.projection.filters import compile_text_filter, fold_classes
+from readmodel.projection.filters import compile_text_filter
 from readmodel.projection.grams import normalise_query as normalise_grams_query
 from readmodel.search import gramsearch
 from readmodel.search.requests import normalize_query
 from readmodel.search.sqlite import sqlite_search
-from tests.backends import SQLITE
-from tests.corpus import SYNTHETIC_ROOT, ZSTD_ROOT, require_corpus
+from tests.projection.test_grams import typed_variant
 from tests.search.test_search_engine import build
-from tests.search.test_search_modes import cached_documents, walk
+from tests.search.test_search_modes import cached_documents, corpora, walk  # noqa: F401 - corpora: the fixture
 
 _SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-
-
-@pytest.fixture(scope="module")
-def corpora(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    require_corpus()
-    base = tmp_path_factory.mktemp("grams")
-    return {"shared": SQLITE.build(ZSTD_ROOT, str(base / "shared.db")), "synthetic": SQLITE.build(SYNTHETIC_ROOT, str(base / "synthetic.db"))}
 
 
 def _query(data: st.DataObject, texts: list[str]) -> str:
@@ -44,16 +36,7 @@ def _query(data: st.DataObject, texts: list[str]) -> str:
     text = rng.choice(pool)
     start = rng.randrange(len(text))
     piece = text[start : start + data.draw(st.integers(1, 24))]
-    classes = {member: sorted(members) for members in fold_classes().values() for member in members}
-    out = []
-    for char in piece:
-        if char in JS_WHITESPACE:
-            out.append(rng.choice([" ", "\t", "  ", "\u3000"]))
-        elif char in classes and rng.random() < 0.5:
-            out.append(rng.choice(classes[char]))
-        else:
-            out.append(char)
-    return "".join(out)
+    return typed_variant(piece, rng)
 
 
 def _candidates(db: str, query: str, doc_range: tuple[int, int] | None = None) -> set[int] | None:

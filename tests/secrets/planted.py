@@ -57,6 +57,7 @@ SECRETS: tuple[Planted, ...] = (
     Planted("aws-access-key", (key := "AKIA" + _pick(string.ascii_uppercase + string.digits, 16)), key),
     Planted("aws-secret-key", f"aws_secret_access_key = {_AWS_SECRET}", _AWS_SECRET),
     Planted("github-token", (key := "ghp_" + _pick(ALNUM, 36)), key),
+    Planted("github-token", (key := "github_pat_" + _pick(ALNUM, 22) + "_" + _pick(ALNUM, 59)), key),
     Planted("gitlab-token", (key := "glpat-" + _pick(ALNUM, 20)), key),
     Planted("slack-token", (key := "xoxb-" + _pick(string.digits, 12) + "-" + _pick(ALNUM, 24)), key),
     Planted("openai-api-key", (key := "sk-proj-" + _pick(ALNUM, 60)), key),
@@ -149,8 +150,12 @@ def leaks(text: str, secret: str, width: int = 8) -> list[str]:
     """Every ``width``-character piece of ``secret`` (as written or JSON-escaped) that occurs in ``text``."""
     import json
 
+    from readmodel.projection.secrets import RULES, marker
+
+    markers = " ".join(marker(rule.kind) for rule in RULES)  # a marker's own words are no leak ("github")
     forms = {secret, json.dumps(secret)[1:-1]}
-    return sorted({form[k : k + width] for form in forms for k in range(len(form) - width + 1) if form[k : k + width] in text})
+    windows = {form[k : k + width] for form in forms for k in range(len(form) - width + 1)}
+    return sorted(window for window in windows if window in text and window not in markers)
 
 
 def cut_points(text: str, secret: str, count: int, shift: int) -> list[int]:

@@ -16,7 +16,7 @@ from indexer.layout import Compression
 from indexer.reconcile import Reconciler, ReconcileReport
 from readmodel.store.database import open_writer
 from tests.indexstate import diff_states, fts_consistent, index_state
-from tests.secrets.planted import SECRETS, build, write_root, write_streamed_root
+from tests.secrets.planted import SECRETS, build, in_mode, search_modes, write_root, write_streamed_root
 
 
 def _documents(db: str) -> list[tuple]:
@@ -43,6 +43,17 @@ def _reconcile(tmp: Path, root: Path, policy: str, workers: int) -> ReconcileRep
         engine.dispose()
 
 
+def _answers(db: str) -> dict[tuple[str, str], list[tuple[str, str]]]:
+    """Session ids and snippets each search mode answers for a few terms (secrets' middles included)."""
+    engine = SessionQuery(IndexStore.open(db), None, None, "off")  # type: ignore[arg-type]
+    terms = ["REDACTED", "alphaword3", "tailword4", SECRETS[1].middle, SECRETS[5].middle, "aws access"]
+    return {
+        (mode, term): [(hit.header["id"], hit.best_match.snippet) for hit in engine.search_sessions(in_mode({"query": term, "limit": 50}, mode)).items]
+        for mode in search_modes()
+        for term in terms
+    }
+
+
 PROBES = ("REDACTED", "alphaword3", "betaword7", "endplace9", "streamword2", "tailword4", "aws", "private")
 
 
@@ -66,8 +77,10 @@ def test_switching_the_policy_rederives_every_document_like_a_cold_build(tmp_pat
     assert diff_states(index_state(db, PROBES), index_state(cold, PROBES)) == []
     assert _documents(db) == _documents(cold)  # sids kept: the same docids as the cold build's
     assert fts_consistent(db)
+    assert _answers(db) == _answers(cold)  # every search mode (its own index, if any) agrees
     # and back: off restores the reference-exact documents
     _reconcile(tmp_path / "switched", root, "off", workers)
     _, cold_off = build(tmp_path / "cold-off", "off", root=root)
     assert diff_states(index_state(db, PROBES), index_state(cold_off, PROBES)) == []
+    assert _answers(db) == _answers(cold_off)
     assert _found(db, SECRETS[1].secret)

@@ -63,3 +63,36 @@ def test_near_misses_are_left_alone() -> None:
     ):
         kept = redact(text)
         assert "commit 0123456789abcdef" in kept if text.startswith("commit") else kept == text, text
+
+
+# --------------------------------------------------------------------------- the literal pre-pass
+
+from readmodel.projection import secrets as _secrets  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_every_match_of_a_pattern_gate_holds_one_of_its_literals(data: st.DataObject) -> None:
+    source, _search = data.draw(st.sampled_from(_secrets._PATTERN_GATES))
+    sample = data.draw(st.from_regex(source, fullmatch=True))
+    assert any(literal in sample for literal in _secrets._GATE_LITERALS[source]), (source, sample)
+
+
+_gate_text = st.lists(
+    st.one_of(
+        st.sampled_from([planted.text for planted in SECRETS] + ["ACCAKIA" + "B" * 16, "xoxb-", "k_live_", "glrt-", "://u:p@h"]),
+        st.text(max_size=20),
+    ),
+    max_size=6,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_gate_text)
+def test_the_literal_pre_pass_finds_the_same_gates_as_searching_each(text: str) -> None:
+    assert _secrets._gates_present(text) == _secrets._gates_one_by_one(text)
+
+
+def test_the_literal_pre_pass_is_in_use() -> None:
+    # ahocorasick-rs is a dependency; without it the gates are searched one by one (same answers).
+    assert _secrets._AUTOMATON is not None
