@@ -34,6 +34,7 @@ from readmodel.store.sources import check_source, default_source
 from . import dictionary as block_dictionary
 from .ingest import LogOutcome, ingest_log, session_columns
 from .layout import Compression, LayoutProblem, discover, expected_transcript_path, revision_token, same_file
+from .ownership import clashes, has_problem, other_owners, owned_elsewhere, refuse_owned_elsewhere, register_source, reserve_sids, store_problems
 from .preparation import (
     BAD_LOG_ERRORS,
     MIN_PARALLEL_BYTES,
@@ -205,7 +206,7 @@ class Reconciler:
                 for item in items:
                     problems.append(LayoutProblem("duplicate-id", item.path, f'session "{session_id}" appears in multiple transcripts: {paths}'))
             elif session_id in owners:
-                problems.append(_owned_elsewhere(items[0].path, session_id, *owners[session_id]))
+                problems.append(owned_elsewhere(items[0].path, session_id, *owners[session_id]))
             else:
                 usable.append(items[0])
         if training is not None:
@@ -216,11 +217,8 @@ class Reconciler:
         return report
 
     def _other_owners(self) -> dict[str, tuple[str, str]]:
-        """``id -> (source, path)`` of every session another source holds."""
         with self.engine.connect() as conn:
-            cur = conn.connection.driver_connection.cursor()
-            rows = cur.execute('SELECT "id", "source", "path" FROM "sessions" WHERE "source" IS NOT ?', (self.source,))
-            return {row[0]: (row[1] or "", row[2]) for row in rows}
+            return other_owners(conn.connection.driver_connection.cursor(), self.source)
 
     def reconcile_paths(self, paths: Iterable[str]) -> ReconcileReport:
         """A targeted pass over transcripts that changed (watch events).
@@ -237,7 +235,7 @@ class Reconciler:
                 return self.reconcile()  # documents of other rules, or grams of another scheme: a full pass first
             for path in sorted({os.path.abspath(p) for p in paths}):
                 item = self._observe(path)
-                if item.problem is not None or _clashes(cur, item, self.source) or _has_problem(cur, path, self.source) or _beside_opposite(path, self.compression):
+                if item.problem is not None or (item.header is not None and clashes(cur, item.header["id"], path, self.source)) or has_problem(cur, path, self.source) or _beside_opposite(path, self.compression):
                     return self.reconcile()
                 items.append(item)
         try:
@@ -329,7 +327,7 @@ class Reconciler:
             todo = [item for item in items if item.header is not None and self._needs_work(stored.get(item.path), item, now)]
             report.scanned += len(items)
             report.unchanged += len(items) - len(todo) - sum(1 for item in items if item.header is None)
-            self._register_source(cur, now)
+            register_source(cur, self.source, self.root, self.compression.value, now)
             # New sessions get sids reserved now: a prepared session knows its sid before
             # its transaction, and another source's daemon may commit sessions meanwhile.
             self._reserve_sids(cur, sum(1 for item in todo if item.path not in stored or stored[item.path][6] != item.header["id"]))  # type: ignore[index]
@@ -373,7 +371,7 @@ class Reconciler:
                     changed = True
                 gone = []
                 if pending_problems is not None:
-                    changed |= _store_problems(cur, pending_problems, now, self.source)
+                    changed |= store_problems(cur, pending_problems, now, self.source)
                     pending_problems = None
                 budget = self.batch_events
                 sessions_in_batch = 0
@@ -493,29 +491,8 @@ class Reconciler:
         return sid
 
     def _reserve_sids(self, cur: sqlite3.Cursor, count: int) -> None:
-        """Reserve ``count`` sids for this pass in ``index_meta.next_sid`` (one atomic statement).
-
-        Daemons of other sources reserve from the same counter, so no two
-        writers ever hand out one sid; sids reserved but unused leave gaps.
-        """
-        if count <= 0:
-            self._next_sid = self._sid_limit = 1
-            return
-        end = cur.execute(_RESERVE_SIDS, (count,)).fetchall()[0][0]  # fetched to the end: the statement completes
-        self._next_sid, self._sid_limit = end - count, end
-
-    def _register_source(self, cur: sqlite3.Cursor, now: float) -> None:
-        """This reconciler's row in ``sources`` (created on its first pass; its root kept current)."""
-        row = cur.execute('SELECT "root", "compression" FROM "sources" WHERE "source" = ?', (self.source,)).fetchone()
-        if row is not None and row[0] == self.root and row[1] == self.compression.value:
-            return
-        cur.execute("BEGIN IMMEDIATE")
-        cur.execute(
-            'INSERT INTO "sources" ("source", "root", "compression", "first_seen_at", "generation") VALUES (?, ?, ?, ?, 0) '
-            'ON CONFLICT ("source") DO UPDATE SET "root" = excluded."root", "compression" = excluded."compression"',
-            (self.source, self.root, self.compression.value, now),
-        )
-        cur.execute("COMMIT")
+        """This pass's sids: ``count`` reserved across writers (:func:`~indexer.ownership.reserve_sids`)."""
+        self._next_sid, self._sid_limit = reserve_sids(cur, count) if count > 0 else (1, 1)
 
     def _needs_work(self, row: tuple[Any, ...] | None, item: _Observed, now: float) -> bool:
         if row is None or item.stat is None or self._rederive:
@@ -549,17 +526,9 @@ class Reconciler:
         if row is not None and sid is None:
             delete_session_rows(cur, row[0])
             cur.execute('DELETE FROM "sessions" WHERE "sid" = ?', (row[0],))
-        if sid is None:
-            owner = cur.execute('SELECT "source", "path" FROM "sessions" WHERE "id" = ?', (header["id"],)).fetchone()
-            if owner is not None and owner[0] != self.source:
-                # Another source committed this id since the pass looked: never merged, never overwritten.
-                problem = _owned_elsewhere(item.path, header["id"], owner[0] or "", owner[1])
-                cur.execute(
-                    'INSERT OR REPLACE INTO "layout_problems" ("path", "kind", "message", "observed_at", "source") VALUES (?, ?, ?, ?, ?)',
-                    (problem.path, problem.kind, problem.message, now, self.source),
-                )
-                log.warning("%s", problem.message)
-                return 0
+        if sid is None and (problem := refuse_owned_elsewhere(cur, item.path, header["id"], self.source, now)) is not None:
+            log.warning("%s", problem.message)
+            return 0
         fresh = sid is None
         if fresh:
             sid = prepared.sid if prepared is not None else kept if kept is not None and self._rederive else self._allocate_sid(cur)
@@ -802,23 +771,6 @@ def _insert_indexed_session(
     )
 
 
-_RESERVE_SIDS: Final = (
-    'UPDATE "index_meta" SET "next_sid" = max(coalesce("next_sid", 1), (SELECT coalesce(max("sid"), 0) + 1 FROM "sessions")) + ? '
-    'RETURNING "next_sid"'
-)
-"""Reserve sids atomically: returns the end of the reserved range (its start is the end minus the count)."""
-
-
-def _owned_elsewhere(path: str, session_id: str, source: str, owner_path: str) -> LayoutProblem:
-    """The identity problem of a transcript whose session id another source already holds."""
-    return LayoutProblem(
-        "identity",
-        path,
-        f"{path} holds session {clip_repr(session_id)}, which source {clip_repr(source)} already indexed from {clip_path(owner_path)}; "
-        "not indexed from this source (ids are never merged)",
-    )
-
-
 def _update_failed(cur: sqlite3.Cursor, sid: int, item: _Observed, generation: int, now: float, status: str, code: str, message: str) -> None:
     assert item.stat is not None
     cur.execute(
@@ -829,21 +781,6 @@ def _update_failed(cur: sqlite3.Cursor, sid: int, item: _Observed, generation: i
     )
 
 
-def _store_problems(cur: sqlite3.Cursor, problems: list[LayoutProblem], now: float, source: str) -> bool:
-    """Replace ``source``'s layout problems (other sources' stay); whether anything changed."""
-    rows = cur.execute('SELECT "path", "kind", "message" FROM "layout_problems" WHERE "source" = ?', (source,))
-    before = {(row[0], row[1], row[2]) for row in rows}
-    after = {(p.path, p.kind, p.message) for p in problems}
-    if before == after:
-        return False
-    cur.execute('DELETE FROM "layout_problems" WHERE "source" = ?', (source,))
-    cur.executemany(
-        'INSERT OR REPLACE INTO "layout_problems" ("path", "kind", "message", "observed_at", "source") VALUES (?, ?, ?, ?, ?)',
-        [(path, kind, message, now, source) for path, kind, message in sorted(after)],
-    )
-    return True
-
-
 def _storable(header: dict[str, Any]) -> bool:
     try:
         _encode_json(header)
@@ -852,21 +789,8 @@ def _storable(header: dict[str, Any]) -> bool:
         return False
 
 
-def _clashes(cur: sqlite3.Cursor, item: _Observed, source: str) -> bool:
-    """The item's id is stored under another path or by another source (a full pass decides)."""
-    if item.header is None:
-        return False
-    row = cur.execute('SELECT "path", "source" FROM "sessions" WHERE "id" = ?', (item.header["id"],)).fetchone()
-    return row is not None and (row[0] != item.path or row[1] != source)
-
-
 def _beside_opposite(path: str, compression: Compression) -> bool:
     # discover() excludes a session dir that also holds the opposite-suffix
     # transcript (mixed-encoding, reported under the *other* file's path, so
-    # _has_problem misses it); only a full pass decides such a dir consistently.
+    # has_problem misses it); only a full pass decides such a dir consistently.
     return os.path.lexists(os.path.join(os.path.dirname(path), compression.opposite.transcript_name))
-
-
-def _has_problem(cur: sqlite3.Cursor, path: str, source: str) -> bool:
-    sql = 'SELECT 1 FROM "layout_problems" WHERE "source" = ? AND ("path" = ? OR "kind" = \'duplicate-id\') LIMIT 1'
-    return cur.execute(sql, (source, path)).fetchone() is not None

@@ -310,8 +310,7 @@ class SessionQuery:
             yield reader
 
     def _records(self, signal: AbortSignal | None, sources: dict[tuple[str, ...], set[str]] | None = None) -> list[SessionRecord]:
-        """§1.5: the cross-corpus listing, newest first (one observation); fills ``sources``
-        (source names -> the ids of their stored sessions) in the listing's own snapshot."""
+        """§1.5: the listing, newest first (one observation); fills ``sources`` (names -> their sessions' ids)."""
         throw_if_aborted(signal)
         keyed: list[tuple[Header, Any, bytes]] | None = None
         headers: list[Header] = []
@@ -450,14 +449,11 @@ class SessionQuery:
             return answer(txn)
 
     def filter_sessions(self, filters: Any, signal: AbortSignal | None = None) -> list[SessionRecord]:
-        """``filterSessions``: the listing restricted by session filters (§3).
-
-        Filters are copied and validated (``SESSION_QUERY_INVALID_FILTER``)
-        before anything else; an empty list returns the whole corpus.
-        """
+        """``filterSessions``: the listing restricted by session filters (§3), copied and validated
+        first (``SESSION_QUERY_INVALID_FILTER``); an empty list returns the whole corpus."""
         clauses = materialize_session_filters(filters)
         sources: dict[tuple[str, ...], set[str]] = {tuple(c["values"]): set() for c in clauses if c["kind"] == "source"}
-        records = self._records(signal, sources)
+        records = self._records(signal, sources)  # source clauses resolve in the listing's snapshot
         predicate = session_predicate(clauses, lambda names: sources.get(tuple(names), ()))
         return [record for record in records if predicate(record)]
 

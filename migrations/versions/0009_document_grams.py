@@ -53,6 +53,8 @@ def _progress() -> Iterator[Callable[[int, int], None] | None]:
 def upgrade() -> None:
     with op.batch_alter_table("index_meta", recreate="never") as batch:
         batch.add_column(sa.Column("grams", sa.Text))
+    if op.get_bind().dialect.name != "sqlite":
+        return  # the gram index is FTS5 here; PostgreSQL keeps grams as bigint[] with GIN (docs/postgres.md)
     op.execute(gramindex.DDL)
     cursor = op.get_bind().connection.driver_connection.cursor()
     try:

@@ -111,13 +111,18 @@ def handles_errors(func: F) -> F:
 
 def uncoded_message(exc: BaseException, db: str | None = None) -> str:
     """One line for an unexpected failure: a database error names the index and SQLite's
-    reason (never SQLAlchemy's SQL echo or help link); anything else its type and text."""
+    reason (never SQLAlchemy's SQL echo or help link); anything else its type and text.
+    A password in a ``postgresql://`` ``db`` is never shown (:func:`readmodel.store.urls.mask_url`)."""
+    from readmodel.store.urls import mask_password
+
     if _is_database_error(exc):
         from readmodel.store.database import failure_reason
 
         where = f"the index {db}" if db else "the index"
-        return f"{where} cannot be used: {failure_reason(exc)}; `sessionq status` and `sessionq db check` diagnose it"
-    return f"{type(exc).__name__}: {exc}"
+        line = f"{where} cannot be used: {failure_reason(exc)}; `sessionq status` and `sessionq db check` diagnose it"
+    else:
+        line = f"{type(exc).__name__}: {exc}"
+    return mask_password(line, db)
 
 
 def _is_database_error(exc: BaseException) -> bool:

@@ -80,6 +80,13 @@ def connect_message(db: str, exc: BaseException) -> str:
     return f"cannot connect to PostgreSQL ({target(db)}): {_masked_reason(db, reason)}"
 
 
+def mask_password(text: str, db: str | None) -> str:
+    """``text`` with ``db`` masked wherever it appears, and its password wherever else it does."""
+    if not db or not is_postgres(db):
+        return text
+    return _masked_reason(db, text.replace(db, mask_url(db)))
+
+
 def _masked_reason(db: str, reason: str) -> str:
     try:
         password = make_url(db).password

@@ -87,3 +87,13 @@ def test_a_malformed_url_is_one_line_without_its_password() -> None:
     assert result.exit_code == 1
     (line,) = result.output.strip().splitlines()
     assert "is not a valid PostgreSQL URL" in line and SECRET not in line
+
+
+def test_an_unexpected_failure_never_shows_the_password() -> None:
+    from readmodel.cli.support import uncoded_message
+    from sqlalchemy.exc import OperationalError
+
+    url = f"postgresql://alice:{SECRET}@db/history"
+    for exc in (OperationalError("SELECT 1", {}, Exception("boom")), ValueError(f"bad value in {url}")):
+        line = uncoded_message(exc, url)
+        assert SECRET not in line and "alice:***@db/history" in line or "boom" in line

@@ -3,11 +3,30 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 from pathlib import Path
 
+from click.testing import CliRunner
+
+from indexer.cli import main
 from tests.daemon.support import Processes, new_session, query, wait_for
 from tests.indexstate import index_state
 from tests.sources.test_many_sources import PROBES, cold, make_root
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``sessionq ARGS`` in this process (no terminal on stdin), as a finished process would report.
+
+    ``index`` installs its SIGINT/SIGTERM handlers: this process's own are put back afterwards.
+    """
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        result = CliRunner().invoke(main, list(args))
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+    return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, result.stderr)
 
 
 def test_daemons_of_two_sources_watch_two_roots_into_one_index(tmp_path: Path, processes: Processes) -> None:
@@ -22,69 +41,69 @@ def test_daemons_of_two_sources_watch_two_roots_into_one_index(tmp_path: Path, p
     wait_for(lambda: query(db, 'SELECT count(*) FROM "sessions"') == [(10,)], what="both new sessions indexed")
 
     # One daemon per source: a second host-a daemon is refused at once, naming the holder.
-    second = processes.run("index", "--once", "--root", str(root_a), "--db", str(db), "--source", "host-a", timeout=30)
+    second = cli("index", "--once", "--root", str(root_a), "--db", str(db), "--source", "host-a")
     assert second.returncode == 1 and "already writing" in second.stderr and f"pid {daemon_a.pid}" in second.stderr, second.stderr
     assert "for source host-a" in second.stderr and "Traceback" not in second.stderr
     # An upgrade needs every daemon stopped; pruning a running source is refused too.
-    upgrade = processes.run("db", "upgrade", "--db", str(db))
+    upgrade = cli("db", "upgrade", "--db", str(db))
     assert upgrade.returncode == 1 and "already writing" in upgrade.stderr, upgrade.stderr
-    refused = processes.run("prune", "--db", str(db), "--source", "host-b", "--yes")
+    refused = cli("prune", "--db", str(db), "--source", "host-b", "--yes")
     assert refused.returncode == 1 and f"pid {daemon_b.pid}" in refused.stderr, refused.stderr
 
-    status = json.loads(processes.run("status", "--db", str(db), "--json").stdout)
+    status = json.loads(cli("status", "--db", str(db), "--json").stdout)
     by_source = {entry["source"]: entry for entry in status["sources"]}
     assert by_source["host-a"]["writerPid"] == daemon_a.pid and by_source["host-b"]["writerPid"] == daemon_b.pid
     assert by_source["host-a"]["sessions"] == by_source["host-b"]["sessions"] == 5
-    text = processes.run("status", "--db", str(db)).stdout
+    text = cli("status", "--db", str(db)).stdout
     assert "sources:" in text and "host-a  5 sessions" in text and f"indexer pid {daemon_b.pid}" in text
 
     assert daemon_a.stop() == 0 and daemon_b.stop() == 0
     assert index_state(str(db), PROBES) == cold(tmp_path, "cold", [(root_a, "host-a"), (root_b, "host-b")])
 
 
-def test_prune_removes_a_sources_sessions_on_purpose(tmp_path: Path, processes: Processes) -> None:
+def test_prune_removes_a_sources_sessions_on_purpose(tmp_path: Path) -> None:
     root_a, root_b = tmp_path / "a", tmp_path / "b"
     make_root(root_a, "a", 3)
     make_root(root_b, "b", 2)
     db = tmp_path / "index.db"
     for root, source in ((root_a, "host-a"), (root_b, "host-b")):
-        built = processes.run("index", "--once", "--root", str(root), "--db", str(db), "--source", source)
+        built = cli("index", "--once", "--root", str(root), "--db", str(db), "--source", source, "--workers", "0")
         assert built.returncode == 0, built.stderr
 
     # Without a terminal, --yes is required: nothing is removed.
-    unconfirmed = processes.run("prune", "--db", str(db), "--source", "host-a")
+    unconfirmed = cli("prune", "--db", str(db), "--source", "host-a")
     assert unconfirmed.returncode == 1 and "would remove 3 sessions of source host-a" in unconfirmed.stderr
     assert "--yes" in unconfirmed.stderr and query(db, 'SELECT count(*) FROM "sessions"') == [(5,)]
     # An unknown source: nothing to remove, success.
-    unknown = processes.run("prune", "--db", str(db), "--source", "nobody", "--yes")
+    unknown = cli("prune", "--db", str(db), "--source", "nobody", "--yes")
     assert unknown.returncode == 0 and "nothing to remove" in unknown.stdout
     # Usage errors: no source, an invalid name.
-    assert processes.run("prune", "--db", str(db), "--yes").returncode == 2
-    invalid = processes.run("prune", "--db", str(db), "--source", "../x", "--yes")
+    assert cli("prune", "--db", str(db), "--yes").returncode == 2
+    invalid = cli("prune", "--db", str(db), "--source", "../x", "--yes")
     assert invalid.returncode == 2 and "invalid source name" in invalid.stderr
 
     generation = query(db, 'SELECT "global_generation" FROM "index_meta"')[0][0]
-    pruned = processes.run("prune", "--db", str(db), "--source", "host-a", "--yes")
+    pruned = cli("prune", "--db", str(db), "--source", "host-a", "--yes")
     assert pruned.returncode == 0 and "removed 3 sessions of source host-a" in pruned.stdout, pruned.stderr
     assert query(db, 'SELECT "global_generation" FROM "index_meta"')[0][0] == generation + 1
     assert query(db, 'SELECT "source" FROM "sources"') == [("host-b",)]
     assert index_state(str(db), PROBES) == cold(tmp_path, "cold", [(root_b, "host-b")])
     # Listing, reads and search no longer see them.
-    listed = processes.run("sessions", "--db", str(db), "--plain", "--limit", "0")
+    listed = cli("sessions", "--db", str(db), "--plain", "--limit", "0")
     assert sorted(line.split("\t")[0] for line in listed.stdout.splitlines()) == ["b-000", "b-001"]
 
 
-def test_the_source_defaults_to_the_host_name_and_can_come_from_the_environment(tmp_path: Path, processes: Processes, monkeypatch) -> None:
+def test_the_source_defaults_to_the_host_name_and_can_come_from_the_environment(tmp_path: Path, monkeypatch) -> None:
     from readmodel.store.sources import default_source
 
     root = tmp_path / "root"
     new_session(root, "one", "alpha")
     db = tmp_path / "index.db"
-    assert processes.run("index", "--once", "--root", str(root), "--db", str(db)).returncode == 0
+    assert cli("index", "--once", "--root", str(root), "--db", str(db), "--workers", "0").returncode == 0
     assert query(db, 'SELECT "source" FROM "sessions"') == [(default_source(),)]
     monkeypatch.setenv("SESSIONQ_SOURCE", "from-env")
     new_session(tmp_path / "other", "two", "omega")
-    assert processes.run("index", "--once", "--root", str(tmp_path / "other"), "--db", str(db)).returncode == 0
+    assert cli("index", "--once", "--root", str(tmp_path / "other"), "--db", str(db), "--workers", "0").returncode == 0
     assert query(db, 'SELECT "id", "source" FROM "sessions" ORDER BY "id"') == [("one", default_source()), ("two", "from-env")]
 
 

@@ -18,7 +18,7 @@ SOURCES = ("host-a", "host-b")
 operation = st.tuples(st.sampled_from(["new", "append", "delete", "reconcile"]), st.sampled_from(SOURCES), st.integers(0, 3))
 
 
-@settings(max_examples=20)
+@settings(max_examples=12)
 @given(st.lists(operation, max_size=14))
 def test_any_history_of_two_sources_equals_a_cold_build(operations: list[tuple[str, str, int]]) -> None:
     base = Path(tempfile.mkdtemp(prefix="sources-property-"))
