@@ -354,7 +354,7 @@ def db_check(db: str) -> None:
 
 
 def _is_postgres(db: str) -> bool:
-    from readmodel.store.postgres import is_postgres
+    from readmodel.store.urls import is_postgres
 
     return is_postgres(db)
 

@@ -152,7 +152,7 @@ POSTGRES_COMMANDS: frozenset[str] = frozenset({"db upgrade", "db current", "db c
 
 def _refuse_unsupported_postgres(ctx: click.Context, _param: click.Parameter, value: str) -> str:
     """A PostgreSQL ``--db`` for a command that cannot use one yet: one line, exit 1."""
-    from readmodel.store.postgres import is_postgres, not_supported_message
+    from readmodel.store.urls import is_postgres, not_supported_message
 
     if value and is_postgres(value):
         name = " ".join(ctx.command_path.split()[1:])

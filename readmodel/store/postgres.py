@@ -26,9 +26,10 @@ import time
 import uuid
 from typing import Any, Final
 
-from sqlalchemy import BigInteger, Connection, Engine, Integer, create_engine, text
+from sqlalchemy import BigInteger, Connection, Engine, Integer, SmallInteger, create_engine, text
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.pool import NullPool
+from alembic.ddl.base import AddColumn, visit_add_column
 from sqlalchemy.schema import CreateColumn
 
 from readmodel.store.database import IndexDatabaseError
@@ -139,6 +140,15 @@ def schema_drift(conn: Connection) -> list[str]:
     if "index_meta" in tables(conn) and conn.execute(text('SELECT count(*) FROM "index_meta"')).scalar() != 1:
         problems.append("index_meta must hold exactly one row")
     return problems
+
+
+@compiles(AddColumn, "postgresql")
+def _add_bigint_column(element: AddColumn, compiler: Any, **kw: Any) -> str:
+    """An integer column a migration adds (``ALTER TABLE … ADD COLUMN``) is BIGINT too (see below)."""
+    column = element.column
+    if isinstance(column.type, Integer) and not isinstance(column.type, (BigInteger, SmallInteger)):
+        column.type = BigInteger()  # the migration's own, freshly built column object
+    return visit_add_column(element, compiler, **kw)
 
 
 @compiles(CreateColumn, "postgresql")

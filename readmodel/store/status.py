@@ -286,7 +286,7 @@ def _has_table(conn: Connection, name: str) -> bool:
 
 def _shown(db: str) -> str:
     """``db`` as reports show it: a URL's password masked."""
-    from readmodel.store.postgres import mask_url
+    from readmodel.store.urls import mask_url
 
     return mask_url(db)
 
@@ -354,7 +354,7 @@ def read_status(db: str) -> dict[str, Any]:
     a damaged schema is reported with its repair as long as the figures can
     still be read.
     """
-    from readmodel.store.postgres import is_postgres
+    from readmodel.store.urls import is_postgres
 
     if is_postgres(db):
         return _postgres_status(db)

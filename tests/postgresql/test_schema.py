@@ -30,8 +30,11 @@ def test_db_upgrade_creates_the_relational_schema_and_check_finds_no_drift(postg
         types = dict(conn.execute(
             "SELECT table_name || '.' || column_name, data_type FROM information_schema.columns WHERE table_schema = 'public'"
         ).fetchall())
-        # Epoch-millisecond times and packed document ids need 64 bits.
+        # Epoch-millisecond times and packed document ids need 64 bits: every integer column is BIGINT,
+        # whether a table was created with it or a later migration added it.
         assert types["documents.docid"] == types["events.time"] == types["documents.time"] == "bigint"
+        assert types["sessions.last_activity"] == types["event_links.span"] == types["index_meta.next_sid"] == "bigint"
+        assert "integer" not in types.values(), sorted(name for name, kind in types.items() if kind == "integer")
         assert conn.execute('SELECT count(*), min("global_generation") FROM "index_meta"').fetchone() == (1, 0)
         # The partial index of the current surface exists there too.
         (definition,) = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'events_surface'").fetchone()
