@@ -171,8 +171,13 @@ def _lock(path: str, mode: int, db: str, source: str | None) -> int:
             ) from None
         raise DaemonError(f"cannot lock {path}: {exc}") from exc
     if mode == fcntl.LOCK_EX:
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+        except OSError as exc:
+            # The flock is the lock; the pid only names the holder in messages.  A full
+            # disk must not stop a daemon that would otherwise wait for room and recover.
+            log.debug("could not record the pid in %s: %s", path, exc)
     return fd
 
 
@@ -418,13 +423,15 @@ class Checkpointer:
         self.failures = FailureEpisode("checkpoint", "retrying with back-off", path, logging.WARNING)
         self._next_attempt = 0.0
         self._stop = threading.Event()
+        self._final = True
         self._thread = threading.Thread(target=self._run, name="sessionq-checkpoint", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self) -> None:
-        """Stop after a last checkpoint of whatever was committed."""
+    def stop(self, *, final: bool = True) -> None:
+        """Stop after a last checkpoint of whatever was committed (``final=False``: without it)."""
+        self._final = final
         self._stop.set()
         self._thread.join()
 
@@ -441,7 +448,8 @@ class Checkpointer:
             while not self._stop.wait(self.interval):
                 if self._wal_size() >= self.wal_bytes and time.monotonic() >= self._next_attempt:
                     self._checkpoint(conn)
-            self._checkpoint(conn)
+            if self._final:
+                self._checkpoint(conn)
         finally:
             conn.close()
 
@@ -622,11 +630,16 @@ class Daemon:
         the daemon's initial pass, at the same speed.
         """
         checkpointer = self._start_checkpointer()
+        passed = False
         try:
-            return self._initial_pass(retry=False)
+            report = self._initial_pass(retry=False)
+            passed = True
+            return report
         finally:
             if checkpointer is not None:
-                checkpointer.stop()
+                # After a failed pass the failure is the one message: a last checkpoint
+                # would only fail again the same way (a full disk) and say so twice.
+                checkpointer.stop(final=passed)
 
     def _initial_pass(self, *, retry: bool = True) -> ReconcileReport | None:
         with progress_bar(self.options.progress) as update:

@@ -102,7 +102,7 @@ def test_sigkill_at_random_moments_then_once_equals_a_cold_rebuild(tmp_path: Pat
             # Every other daemon prepares new sessions in worker processes.
             child = context.Process(target=_run_cli, args=(args, cycle % 2 == 1), daemon=False)
             child.start()
-            time.sleep(rng.uniform(0.02, 0.35))
+            time.sleep(rng.uniform(0.02, 0.5))
             if child.exitcode is None:
                 killed_mid_life += 1
             assert child.pid is not None
@@ -122,12 +122,12 @@ def test_sigkill_at_random_moments_then_once_equals_a_cold_rebuild(tmp_path: Pat
     assert writer.returncode == 0, (tmp_path / "growth.log").read_text()
 
     # The killed daemons must have committed real work between kills.  Each lives
-    # 20-350 ms, of which start-up (imports, opening the index) takes a share that
-    # grows with the machine's load, so the bound is loose: one commit per five
+    # 20-500 ms, of which start-up (imports, opening the index) takes a share that
+    # grows with the machine's load, so the bound is loose: one commit per ten
     # lives on average (an idle machine commits in most lives, a loaded one in
     # fewer; either way the kills land before, inside and after transactions).
     generation = query(db, 'SELECT "global_generation" FROM "index_meta"')[0][0]
-    assert generation >= KILLS // 5, generation
+    assert generation >= KILLS // 10, generation
     final = _once(root, db)
     cold = tmp_path / "cold.db"
     _once(root, cold)
