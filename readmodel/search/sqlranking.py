@@ -1,0 +1,116 @@
+"""The ranking of the ``words`` and ``substring`` modes computed by SQLite (the fast path).
+
+Same order as :class:`readmodel.search.modes.Ranking` (the slow path, also the
+tests' oracle): specific before boilerplate, then strength (more first), then
+shorter, then newer time, then higher seq; cross-session, each session's first
+document in that order, sessions ordered by it, ties by session id (SQLite's
+``BINARY`` collation compares UTF-8 bytes, as the slow path compares ids).
+
+What makes it fast and memory-bounded:
+
+* **The boilerplate verdict from the index.**  ``document_hashes`` (migration
+  0013) holds each stored document's text hash
+  (:func:`readmodel.projection.texthash.text_hash`) indexed by hash, so
+  whether at least :data:`~readmodel.search.modes.BOILERPLATE_SESSIONS`
+  stored sessions with status ok hold a text is one index range read per
+  *distinct* matching text, stopped at that many sessions; no text is read
+  or compared.  Equal hashes stand for equal texts (a collision, about 2⁻⁶⁴ per
+  pair, could only reorder a hit).
+* **Ranking in SQL.**  Matches are materialised by SQLite (its temporary
+  storage, which spills to disk), each session's best is chosen by a window
+  function, and only the page asked for reaches Python.
+* **Substring strength in SQL when exact.**  For a query without whitespace
+  that is ASCII, over a document whose text is ASCII (its UTF-8 is as long as
+  its code points), JS ``iu`` folding is ASCII lowering and the occurrences
+  are ``replace()``'s non-overlapping left-to-right ones, counted by SQLite
+  without the text reaching Python; every other document is counted by
+  :meth:`readmodel.search.substring.Substring.count` (the SQL function
+  ``sessionq_occurrences``).
+
+It applies when the index has ``document_hashes`` and no live session is
+overlaid (live documents are not in it: the slow path ranks those), and for
+``words`` only with the C accelerator (spans from the position lists).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any, Final
+
+from readmodel.search.modes import BOILERPLATE_SESSIONS
+from readmodel.search.substring import compiled_substring
+
+_NO_TIME: Final = -(2**63)
+
+# The rows the caller's selection selects (materialised first, so that SQLite plans it as the
+# slow path's statement: with session filters, the eligible sessions first), each with its text
+# hash; those with strength > 0 are the matches.  Strength is filtered on in the later steps, not here: in a WHERE it would be
+# computed for every candidate before the scope's filters (SQLite tests a term at the first
+# loop it can), and a substring's strength reads the text.
+_MATCHES: Final = """
+  "q" AS MATERIALIZED ({selection}),
+  "m" AS MATERIALIZED (
+    SELECT q."session_id", q."header_json", q."live", q."persisted", q."docid", q."seq", q."type", q."time", q."surface",
+           q."document_length" AS "length", q."strength" AS "strength", h."hash" AS "hash",
+           CASE WHEN typeof(q."time") IN ('integer', 'real') THEN q."time" ELSE {no_time} END AS "t"
+    FROM "q" JOIN "document_hashes" h ON h."docid" = q."docid"),
+  "v" AS MATERIALIZED (
+    SELECT u."hash", (
+      SELECT count(*) FROM (
+        SELECT DISTINCT o."docid" >> 32 FROM "document_hashes" o JOIN "sessions" s ON s."sid" = o."docid" >> 32
+        WHERE o."hash" = u."hash" AND s."status" = 'ok' LIMIT {holders})) >= {holders} AS "shared"
+    FROM (SELECT DISTINCT "hash" FROM "m" WHERE "strength" > 0) u)"""
+_KEY: Final = '"shared", "strength" DESC, "length", "t" DESC, "seq" DESC'
+_ROW: Final = '"session_id", "header_json", "live", "persisted", "docid", "seq", "type", "time", "surface"'
+
+_SESSIONS: Final = f"""
+WITH {_MATCHES},
+  "r" AS (
+    SELECT m.*, v."shared", row_number() OVER (PARTITION BY m."session_id" ORDER BY {_KEY}) AS "place"
+    FROM "m" JOIN "v" ON v."hash" = m."hash" WHERE m."strength" > 0)
+SELECT {_ROW} FROM "r" WHERE "place" = 1
+ORDER BY {_KEY}, "session_id" LIMIT ? OFFSET ?"""
+
+_EVENTS: Final = f"""
+WITH {_MATCHES}
+SELECT {_ROW} FROM "m" JOIN "v" ON v."hash" = m."hash" WHERE m."strength" > 0
+ORDER BY {_KEY} LIMIT ? OFFSET ?"""
+
+
+def applies(backend: Any, mode: str) -> bool:
+    """Whether the fast path ranks this search (see the module docstring)."""
+    return bool(backend._sql_ranking and backend._hashes and not backend._live_state.fingerprints and (mode == "substring" or backend._accelerated))
+
+
+def substring_strength(query: str) -> tuple[str, list[Any]]:
+    """The SQL expression (over ``d."text"`` and ``d."length"``) of a substring match's occurrences."""
+    general = "sessionq_occurrences(?, d.\"text\")"
+    if not query.isascii() or " " in query:
+        return general, [query]
+    lowered = query.lower()
+    # An ASCII text's UTF-8 has one byte per code point (d."length" counts code points).
+    ascii_count = '(length(lower(d."text")) - length(replace(lower(d."text"), ?, \'\'))) / ?'
+    return f'CASE WHEN length(CAST(d."text" AS BLOB)) = d."length" THEN {ascii_count} ELSE {general} END', [lowered, len(lowered), query]
+
+
+def occurrences(query: str, text: str) -> int:
+    """``sessionq_occurrences(query, text)``: the non-overlapping occurrences of a normalised substring query."""
+    return compiled_substring(query).count(text)
+
+
+def install(conn: sqlite3.Connection) -> bool:
+    """Register ``sessionq_occurrences``; whether the index has ``document_hashes``."""
+    conn.create_function("sessionq_occurrences", 2, occurrences, deterministic=True)
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'document_hashes'").fetchone() is not None
+
+
+def ranked_sessions(conn: sqlite3.Connection, selection: str, args: list[Any], limit: int, skip: int) -> list[tuple[Any, ...]]:
+    """Rows ``skip .. skip + limit`` of the cross-session ranking of the matches ``selection`` selects."""
+    sql = _SESSIONS.format(selection=selection, no_time=_NO_TIME, holders=BOILERPLATE_SESSIONS)
+    return conn.execute(sql, [*args, limit, skip]).fetchall()
+
+
+def ranked_events(conn: sqlite3.Connection, selection: str, args: list[Any], limit: int, skip: int) -> list[tuple[Any, ...]]:
+    """Rows ``skip .. skip + limit`` of the one-session ranking of the matches ``selection`` selects."""
+    sql = _EVENTS.format(selection=selection, no_time=_NO_TIME, holders=BOILERPLATE_SESSIONS)
+    return conn.execute(sql, [*args, limit, skip]).fetchall()
