@@ -62,18 +62,19 @@ _MATCHES: Final = """
     FROM (SELECT DISTINCT "hash" FROM "m" WHERE "strength" > 0) u)"""
 _KEY: Final = '"shared", "strength" DESC, "length", "t" DESC, "seq" DESC'
 _ROW: Final = '"session_id", "header_json", "live", "persisted", "docid", "seq", "type", "time", "surface"'
+# Each match with its verdict.  A scalar subquery, not a join: SQLite then builds an automatic
+# index on v (a join of the two materialised tables was planned as a nested scan of both).
+_JUDGED: Final = '(SELECT m.*, (SELECT v."shared" FROM "v" WHERE v."hash" = m."hash") AS "shared" FROM "m" WHERE m."strength" > 0)'
 
 _SESSIONS: Final = f"""
 WITH {_MATCHES},
-  "r" AS (
-    SELECT m.*, v."shared", row_number() OVER (PARTITION BY m."session_id" ORDER BY {_KEY}) AS "place"
-    FROM "m" JOIN "v" ON v."hash" = m."hash" WHERE m."strength" > 0)
+  "r" AS (SELECT j.*, row_number() OVER (PARTITION BY j."session_id" ORDER BY {_KEY}) AS "place" FROM {_JUDGED} j)
 SELECT {_ROW} FROM "r" WHERE "place" = 1
 ORDER BY {_KEY}, "session_id" LIMIT ? OFFSET ?"""
 
 _EVENTS: Final = f"""
 WITH {_MATCHES}
-SELECT {_ROW} FROM "m" JOIN "v" ON v."hash" = m."hash" WHERE m."strength" > 0
+SELECT {_ROW} FROM {_JUDGED} j
 ORDER BY {_KEY} LIMIT ? OFFSET ?"""
 
 
