@@ -19,13 +19,11 @@ What makes it fast and memory-bounded:
 * **Ranking in SQL.**  Matches are materialised by SQLite (its temporary
   storage, which spills to disk), each session's best is chosen by a window
   function, and only the page asked for reaches Python.
-* **Substring strength in SQL when exact.**  For a query without whitespace
-  that is ASCII, over a document whose text is ASCII (its UTF-8 is as long as
-  its code points), JS ``iu`` folding is ASCII lowering and the occurrences
-  are ``replace()``'s non-overlapping left-to-right ones, counted by SQLite
-  without the text reaching Python; every other document is counted by
-  :meth:`readmodel.search.substring.Substring.count` (the SQL function
-  ``sessionq_occurrences``).
+* **Substring strength without a Python row per candidate.**  The SQL
+  function ``sessionq_occurrences(query, text)`` counts a candidate's
+  occurrences (:meth:`readmodel.search.substring.Substring.count`) inside the
+  statement.  (Counting ASCII texts with ``lower()``/``replace()`` in SQL was
+  tried: no faster, since reading the candidates dominates.)
 
 It applies when the index has ``document_hashes`` and no live session is
 overlaid (live documents are not in it: the slow path ranks those), and for
@@ -42,9 +40,8 @@ from readmodel.search.substring import compiled_substring
 
 _NO_TIME: Final = -(2**63)
 
-# The rows the caller's selection selects (materialised first, so that SQLite plans it as the
-# slow path's statement: with session filters, the eligible sessions first), each with its text
-# hash; those with strength > 0 are the matches.  Strength is filtered on in the later steps, not here: in a WHERE it would be
+# The rows the caller's selection selects (materialised first, so that SQLite plans it as it
+# plans the slow path's statement, not around the joins after it), each with its text hash; those with strength > 0 are the matches.  Strength is filtered on in the later steps, not here: in a WHERE it would be
 # computed for every candidate before the scope's filters (SQLite tests a term at the first
 # loop it can), and a substring's strength reads the text.
 _MATCHES: Final = """
@@ -84,14 +81,8 @@ def applies(backend: Any, mode: str) -> bool:
 
 
 def substring_strength(query: str) -> tuple[str, list[Any]]:
-    """The SQL expression (over ``d."text"`` and ``d."length"``) of a substring match's occurrences."""
-    general = "sessionq_occurrences(?, d.\"text\")"
-    if not query.isascii() or " " in query:
-        return general, [query]
-    lowered = query.lower()
-    # An ASCII text's UTF-8 has one byte per code point (d."length" counts code points).
-    ascii_count = '(length(lower(d."text")) - length(replace(lower(d."text"), ?, \'\'))) / ?'
-    return f'CASE WHEN length(CAST(d."text" AS BLOB)) = d."length" THEN {ascii_count} ELSE {general} END', [lowered, len(lowered), query]
+    """The SQL expression (over ``d."text"``) of a substring match's occurrences, and its parameters."""
+    return 'sessionq_occurrences(?, d."text")', [query]
 
 
 def occurrences(query: str, text: str) -> int:
