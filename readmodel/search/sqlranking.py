@@ -41,9 +41,10 @@ from readmodel.search.substring import compiled_substring
 _NO_TIME: Final = -(2**63)
 
 # The rows the caller's selection selects (materialised first, so that SQLite plans it as it
-# plans the slow path's statement, not around the joins after it), each with its text hash; those with strength > 0 are the matches.  Strength is filtered on in the later steps, not here: in a WHERE it would be
-# computed for every candidate before the scope's filters (SQLite tests a term at the first
-# loop it can), and a substring's strength reads the text.
+# plans the slow path's statement, not around the joins after it), each with its text hash;
+# those with strength > 0 are the matches.  Strength is filtered on in the later steps, not
+# here: in a WHERE it would be computed for every candidate before the scope's filters (SQLite
+# tests a term at the first loop it can), and a substring's strength reads the text.
 _MATCHES: Final = """
   "q" AS MATERIALIZED ({selection}),
   "m" AS MATERIALIZED (
