@@ -84,12 +84,17 @@ class _Mode:
             self.substring = compiled_substring(query)
 
     @property
+    def substring_query(self) -> str | None:
+        """The normalised query of a substring search (``None`` in words mode)."""
+        return self.query if self.mode == "substring" else None
+
+    @property
     def empty(self) -> bool:
         return self.mode == "words" and not self.expression
 
     def persisted(self, conn: sqlite3.Connection, doc_range: tuple[int, int] | None, counted: bool = False) -> tuple[str, list[Any]]:
-        """The stored matches' rows; with ``counted`` a substring match's strength is computed
-        in SQL (:func:`readmodel.search.sqlranking.substring_strength`) and its text not read."""
+        """The stored matches' rows; with ``counted`` a substring candidate's text is not read
+        (:mod:`readmodel.search.sqlranking` counts its strength per distinct text)."""
         range_sql = ' AND d."docid" BETWEEN ? AND ?' if doc_range is not None else ""
         range_args = list(doc_range) if doc_range is not None else []
         if self.mode == "words":
@@ -110,9 +115,8 @@ class _Mode:
         # The docid range of each session: with session filters SQLite reads the eligible
         # sessions first, and documents has no index on sid.
         session_range = ' AND d."docid" BETWEEN s."sid" << 32 AND (s."sid" << 32) | 4294967295'
-        if counted:
-            strength, strength_args = sqlranking.substring_strength(self.query)
-            return _PERSISTED.format(text="NULL", strength=strength, source='"documents" d', range=session_range, conditions=conditions), [*strength_args, *args]
+        if counted:  # the strength is counted per distinct text by sqlranking
+            return _PERSISTED.format(text="NULL", strength="NULL", source='"documents" d', range=session_range, conditions=conditions), args
         return _PERSISTED.format(text='d."text"', strength="NULL", source='"documents" d', range=session_range, conditions=conditions), args
 
     def _words_columns(self, table: str) -> tuple[str, str, list[str]]:
@@ -166,7 +170,7 @@ def query_sessions(
         if sqlranking.applies(backend, mode.mode):
             persisted, persisted_args = mode.persisted(conn, None, counted=True)
             selection = f"SELECT * FROM ({persisted})" + (f" WHERE {where}" if where else "")
-            return sqlranking.ranked_sessions(conn, selection, [*persisted_args, *filters], limit, skip)
+            return sqlranking.ranked_sessions(conn, selection, [*persisted_args, *filters], limit, skip, mode.substring_query)
         persisted, persisted_args = mode.persisted(conn, None)
         live, live_args = mode.live(None)
         sql = f"SELECT * FROM ({persisted} UNION ALL {live})" + (f" WHERE {where}" if where else "")
@@ -190,7 +194,7 @@ def query_events(
         if sid is not None and sqlranking.applies(backend, mode.mode):
             inner, args = mode.persisted(conn, (sid << 32, (sid << 32) | 0xFFFFFFFF), counted=True)
             selection = f"SELECT * FROM ({inner}) WHERE {where}"
-            return sqlranking.ranked_events(conn, selection, [*args, request.session_id, *events.params], limit, skip)
+            return sqlranking.ranked_events(conn, selection, [*args, request.session_id, *events.params], limit, skip, mode.substring_query)
         if sid is None:
             inner, args = mode.live(request.session_id)
         else:

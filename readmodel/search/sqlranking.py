@@ -19,11 +19,14 @@ What makes it fast and memory-bounded:
 * **Ranking in SQL.**  Matches are materialised by SQLite (its temporary
   storage, which spills to disk), each session's best is chosen by a window
   function, and only the page asked for reaches Python.
-* **Substring strength without a Python row per candidate.**  The SQL
-  function ``sessionq_occurrences(query, text)`` counts a candidate's
-  occurrences (:meth:`readmodel.search.substring.Substring.count`) inside the
-  statement.  (Counting ASCII texts with ``lower()``/``replace()`` in SQL was
-  tried: no faster, since reading the candidates dominates.)
+* **Substring strength once per distinct text.**  A candidate's occurrences
+  depend on its text alone, so the SQL function
+  ``sessionq_occurrences(query, text)``
+  (:meth:`readmodel.search.substring.Substring.count`) counts them in one
+  document per distinct hash, inside the statement: the boilerplate copies
+  that make up most candidates of a common substring are never read.
+  (Counting ASCII texts with ``lower()``/``replace()`` in SQL was tried: no
+  faster than this count.)
 
 It applies when the index has ``document_hashes`` and no live session is
 overlaid (live documents are not in it: the slow path ranks those), and for
@@ -57,33 +60,51 @@ _MATCHES: Final = """
       SELECT count(*) FROM (
         SELECT DISTINCT o."docid" >> 32 FROM "document_hashes" o JOIN "sessions" s ON s."sid" = o."docid" >> 32
         WHERE o."hash" = u."hash" AND s."status" = 'ok' LIMIT {holders})) >= {holders} AS "shared"
-    FROM (SELECT DISTINCT "hash" FROM "m" WHERE "strength" > 0) u)"""
+    FROM ({matching}) u)"""
+# A substring match's strength depends on its text alone: it is counted once per distinct
+# text (hash), in one document holding it (``c``), instead of in every candidate — boilerplate
+# copies are most of the candidates of a common substring.
+_PER_TEXT: Final = """
+  "c" AS MATERIALIZED (
+    SELECT g."hash", sessionq_occurrences(?, d."text") AS "strength"
+    FROM (SELECT "hash", min("docid") AS "docid" FROM "m" GROUP BY "hash") g JOIN "documents" d ON d."docid" = g."docid"),"""
+_WITH_TEXT_STRENGTH: Final = """(
+    SELECT m."session_id", m."header_json", m."live", m."persisted", m."docid", m."seq", m."type", m."time", m."surface",
+           m."length", m."hash", m."t", (SELECT c."strength" FROM "c" WHERE c."hash" = m."hash") AS "strength" FROM "m")"""
 _KEY: Final = '"shared", "strength" DESC, "length", "t" DESC, "seq" DESC'
 _ROW: Final = '"session_id", "header_json", "live", "persisted", "docid", "seq", "type", "time", "surface"'
-# Each match with its verdict.  A scalar subquery, not a join: SQLite then builds an automatic
-# index on v (a join of the two materialised tables was planned as a nested scan of both).
-_JUDGED: Final = '(SELECT m.*, (SELECT v."shared" FROM "v" WHERE v."hash" = m."hash") AS "shared" FROM "m" WHERE m."strength" > 0)'
+# Each match with its verdict.  Scalar subqueries, not joins: SQLite then builds an automatic
+# index on v and c (a join of two materialised tables was planned as a nested scan of both).
+_JUDGED: Final = '(SELECT m.*, (SELECT v."shared" FROM "v" WHERE v."hash" = m."hash") AS "shared" FROM {source} m WHERE m."strength" > 0)'
 
-_SESSIONS: Final = f"""
-WITH {_MATCHES},
-  "r" AS (SELECT j.*, row_number() OVER (PARTITION BY j."session_id" ORDER BY {_KEY}) AS "place" FROM {_JUDGED} j)
-SELECT {_ROW} FROM "r" WHERE "place" = 1
-ORDER BY {_KEY}, "session_id" LIMIT ? OFFSET ?"""
+_SESSIONS: Final = """
+WITH {matches},
+  "r" AS (SELECT j.*, row_number() OVER (PARTITION BY j."session_id" ORDER BY {key}) AS "place" FROM {judged} j)
+SELECT {row} FROM "r" WHERE "place" = 1
+ORDER BY {key}, "session_id" LIMIT ? OFFSET ?"""
 
-_EVENTS: Final = f"""
-WITH {_MATCHES}
-SELECT {_ROW} FROM {_JUDGED} j
-ORDER BY {_KEY} LIMIT ? OFFSET ?"""
+_EVENTS: Final = """
+WITH {matches}
+SELECT {row} FROM {judged} j
+ORDER BY {key} LIMIT ? OFFSET ?"""
+
+
+def _statement(template: str, selection: str, per_text: bool) -> str:
+    if per_text:
+        matches = _MATCHES.replace('  "v" AS', _PER_TEXT + '\n  "v" AS').format(
+            selection=selection, no_time=_NO_TIME, holders=BOILERPLATE_SESSIONS, matching='SELECT "hash" FROM "c" WHERE "strength" > 0'
+        )
+        judged = _JUDGED.format(source=_WITH_TEXT_STRENGTH)
+    else:
+        matching = 'SELECT DISTINCT "hash" FROM "m" WHERE "strength" > 0'
+        matches = _MATCHES.format(selection=selection, no_time=_NO_TIME, holders=BOILERPLATE_SESSIONS, matching=matching)
+        judged = _JUDGED.format(source='"m"')
+    return template.format(matches=matches, judged=judged, key=_KEY, row=_ROW)
 
 
 def applies(backend: Any, mode: str) -> bool:
     """Whether the fast path ranks this search (see the module docstring)."""
     return bool(backend._sql_ranking and backend._hashes and not backend._live_state.fingerprints and (mode == "substring" or backend._accelerated))
-
-
-def substring_strength(query: str) -> tuple[str, list[Any]]:
-    """The SQL expression (over ``d."text"``) of a substring match's occurrences, and its parameters."""
-    return 'sessionq_occurrences(?, d."text")', [query]
 
 
 def occurrences(query: str, text: str) -> int:
@@ -97,13 +118,17 @@ def install(conn: sqlite3.Connection) -> bool:
     return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'document_hashes'").fetchone() is not None
 
 
-def ranked_sessions(conn: sqlite3.Connection, selection: str, args: list[Any], limit: int, skip: int) -> list[tuple[Any, ...]]:
-    """Rows ``skip .. skip + limit`` of the cross-session ranking of the matches ``selection`` selects."""
-    sql = _SESSIONS.format(selection=selection, no_time=_NO_TIME, holders=BOILERPLATE_SESSIONS)
-    return conn.execute(sql, [*args, limit, skip]).fetchall()
+def ranked_sessions(conn: sqlite3.Connection, selection: str, args: list[Any], limit: int, skip: int, substring: str | None = None) -> list[tuple[Any, ...]]:
+    """Rows ``skip .. skip + limit`` of the cross-session ranking of the matches ``selection`` selects.
+
+    ``selection`` (with ``args``) selects the candidates as :mod:`readmodel.search.sqlitemodes`
+    does; with ``substring`` (the normalised query) their strength is NULL and counted here.
+    """
+    sql = _statement(_SESSIONS, selection, substring is not None)
+    return conn.execute(sql, [*args, *([substring] if substring is not None else []), limit, skip]).fetchall()
 
 
-def ranked_events(conn: sqlite3.Connection, selection: str, args: list[Any], limit: int, skip: int) -> list[tuple[Any, ...]]:
-    """Rows ``skip .. skip + limit`` of the one-session ranking of the matches ``selection`` selects."""
-    sql = _EVENTS.format(selection=selection, no_time=_NO_TIME, holders=BOILERPLATE_SESSIONS)
-    return conn.execute(sql, [*args, limit, skip]).fetchall()
+def ranked_events(conn: sqlite3.Connection, selection: str, args: list[Any], limit: int, skip: int, substring: str | None = None) -> list[tuple[Any, ...]]:
+    """Rows ``skip .. skip + limit`` of the one-session ranking of the matches ``selection`` selects (as :func:`ranked_sessions`)."""
+    sql = _statement(_EVENTS, selection, substring is not None)
+    return conn.execute(sql, [*args, *([substring] if substring is not None else []), limit, skip]).fetchall()
