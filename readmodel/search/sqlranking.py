@@ -77,11 +77,14 @@ _ROW: Final = '"session_id", "header_json", "live", "persisted", "docid", "seq",
 # index on v and c (a join of two materialised tables was planned as a nested scan of both).
 _JUDGED: Final = '(SELECT m.*, (SELECT v."shared" FROM "v" WHERE v."hash" = m."hash") AS "shared" FROM {source} m WHERE m."strength" > 0)'
 
+# Every match in ranking order, ties by session id: a session's first row is its best document,
+# and sessions come in the order of their first rows (ranked_sessions reads until it has enough).
+# One sort; a window function choosing each session's best before a second sort measured slower.
 _SESSIONS: Final = """
-WITH {matches},
-  "r" AS (SELECT j.*, row_number() OVER (PARTITION BY j."session_id" ORDER BY {key}) AS "place" FROM {judged} j)
-SELECT {row} FROM "r" WHERE "place" = 1
-ORDER BY {key}, "session_id" LIMIT ? OFFSET ?"""
+WITH {matches}
+SELECT {row} FROM {judged} j
+ORDER BY {key}, "session_id"
+"""
 
 _EVENTS: Final = """
 WITH {matches}
@@ -123,9 +126,21 @@ def ranked_sessions(conn: sqlite3.Connection, selection: str, args: list[Any], l
 
     ``selection`` (with ``args``) selects the candidates as :mod:`readmodel.search.sqlitemodes`
     does; with ``substring`` (the normalised query) their strength is NULL and counted here.
+    Rows are read in ranking order only until ``skip + limit`` sessions are seen: Python holds
+    at most that many.
     """
     sql = _statement(_SESSIONS, selection, substring is not None)
-    return conn.execute(sql, [*args, *([substring] if substring is not None else []), limit, skip]).fetchall()
+    leaders: dict[str, tuple[Any, ...]] = {}
+    cursor = conn.execute(sql, [*args, *([substring] if substring is not None else [])])
+    try:
+        for row in cursor:
+            if row[0] not in leaders:
+                leaders[row[0]] = row
+                if len(leaders) >= skip + limit:
+                    break
+    finally:
+        cursor.close()
+    return list(leaders.values())[skip : skip + limit]
 
 
 def ranked_events(conn: sqlite3.Connection, selection: str, args: list[Any], limit: int, skip: int, substring: str | None = None) -> list[tuple[Any, ...]]:
