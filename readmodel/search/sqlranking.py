@@ -83,8 +83,10 @@ _JUDGED: Final = '(SELECT m.*, (SELECT v."shared" FROM "v" WHERE v."hash" = m."h
 _SESSIONS: Final = """
 WITH {matches}
 SELECT {row} FROM {judged} j
-ORDER BY {key}, "session_id"
-"""
+ORDER BY {key}, "session_id" LIMIT ?"""
+
+_ROWS_PER_SESSION: Final = 4
+"""Rows sorted per wanted session at first (ranked_sessions)."""
 
 _EVENTS: Final = """
 WITH {matches}
@@ -126,21 +128,28 @@ def ranked_sessions(conn: sqlite3.Connection, selection: str, args: list[Any], l
 
     ``selection`` (with ``args``) selects the candidates as :mod:`readmodel.search.sqlitemodes`
     does; with ``substring`` (the normalised query) their strength is NULL and counted here.
-    Rows are read in ranking order only until ``skip + limit`` sessions are seen: Python holds
-    at most that many.
+
+    The first rows in ranking order hold the leading sessions' best documents, so SQLite
+    sorts with a ``LIMIT`` (it keeps only that many rows, instead of sorting every match):
+    :data:`_ROWS_PER_SESSION` per wanted session, and when those rows hold fewer sessions and
+    more rows remain, eight times as many, then all.  Python holds at most that many rows.
     """
     sql = _statement(_SESSIONS, selection, substring is not None)
-    leaders: dict[str, tuple[Any, ...]] = {}
-    cursor = conn.execute(sql, [*args, *([substring] if substring is not None else [])])
-    try:
-        for row in cursor:
+    params = [*args, *([substring] if substring is not None else [])]
+    want = skip + limit
+    rows_limit = _ROWS_PER_SESSION * want
+    while True:
+        leaders: dict[str, tuple[Any, ...]] = {}
+        rows = 0
+        for row in conn.execute(sql, [*params, rows_limit]):
+            rows += 1
             if row[0] not in leaders:
                 leaders[row[0]] = row
-                if len(leaders) >= skip + limit:
+                if len(leaders) >= want:
                     break
-    finally:
-        cursor.close()
-    return list(leaders.values())[skip : skip + limit]
+        if len(leaders) >= want or rows < rows_limit or rows_limit < 0:
+            return list(leaders.values())[skip:want]
+        rows_limit = rows_limit * 8 if rows_limit < _ROWS_PER_SESSION * want * 64 else -1  # -1: no limit
 
 
 def ranked_events(conn: sqlite3.Connection, selection: str, args: list[Any], limit: int, skip: int, substring: str | None = None) -> list[tuple[Any, ...]]:
