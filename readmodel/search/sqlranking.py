@@ -17,8 +17,10 @@ What makes it fast and memory-bounded:
   or compared.  Equal hashes stand for equal texts (a collision, about 2⁻⁶⁴ per
   pair, could only reorder a hit).
 * **Ranking in SQL.**  Matches are materialised by SQLite (its temporary
-  storage, which spills to disk), each session's best is chosen by a window
-  function, and only the page asked for reaches Python.
+  storage, which spills to disk) and sorted in ranking order with a
+  ``LIMIT`` (the sorter keeps only that many rows); a session's first row is
+  its best document, and Python reads rows only until the page's sessions
+  are seen.
 * **Substring strength once per distinct text.**  A candidate's occurrences
   depend on its text alone, so the SQL function
   ``sessionq_occurrences(query, text)``
