@@ -12,7 +12,11 @@ includes ranking.  The load average is recorded beside the figures.
 
 Usage::
 
-    python -m bench.search_modes DB [--repeat 2]
+    python -m bench.search_modes DB [--repeat 2] [--python-ranking]
+
+``--python-ranking`` ranks words and substring matches in Python (the slow
+path, :class:`readmodel.search.modes.Ranking`) instead of SQLite
+(:mod:`readmodel.search.sqlranking`): the before/after of the same index.
 """
 
 from __future__ import annotations
@@ -45,9 +49,11 @@ def _stats(values: list[float]) -> dict[str, Any]:
     return {"n": len(values), "p50_ms": round(statistics.median(values), 2), "p95_ms": round(percentile(values, 0.95), 2), "max_ms": round(max(values), 2)}
 
 
-def run(db: str, repeat: int = 2) -> dict[str, Any]:
+def run(db: str, repeat: int = 2, python_ranking: bool = False) -> dict[str, Any]:
     sessions, events = _counts(db)
     search = sqlite_search(db)
+    search.open()
+    search.backend._sql_ranking = not python_ranking
     workspace, workspace_sessions = _largest_workspace(db)
     big, big_events = _largest_session(db)
     scoped = [{"kind": "cwd", "values": [workspace]}]
@@ -85,6 +91,7 @@ def run(db: str, repeat: int = 2) -> dict[str, Any]:
         session_events=big_events,
         queries=len(QUERIES),
         repeat=repeat,
+        ranking="python" if python_ranking else "sql",
         page_size=20,
         load_before=[round(x, 2) for x in load_before],
         load_after=[round(x, 2) for x in os.getloadavg()],
@@ -107,8 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Search latency per mode and scope over the issue's query set")
     parser.add_argument("db")
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--python-ranking", action="store_true", help="rank words and substring matches in Python (the slow path)")
     args = parser.parse_args(argv)
-    emit(run(args.db, args.repeat))
+    emit(run(args.db, args.repeat, args.python_ranking))
     return 0
 
 

@@ -43,6 +43,7 @@ from readmodel.store.blocks import (
 from readmodel.projection.extraction import TEXT_EVENT_TYPES, extract_event_text
 from readmodel.projection.grams import document_tokens
 from readmodel.projection.secrets import redact
+from readmodel.projection.texthash import text_hash
 from readmodel.core.jsvalues import MAX_SAFE_INTEGER
 from readmodel.store import gramindex
 from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, docid
@@ -54,6 +55,7 @@ FLUSH_EVENTS: Final = 4096
 _CURRENT: Final = SURFACE_CODES["current"]
 _SHADOWED: Final = SURFACE_CODES["shadowed"]
 _LOG_ONLY: Final = SURFACE_CODES["log-only"]
+_INSERT_HASH: Final = 'INSERT INTO "document_hashes" ("docid", "hash") VALUES (?, ?)'
 _SANITIZE: Final = str.maketrans({"\x00": "\ufffd", "\ufdd0": "\ufffd", "\ufdd1": "\ufffd"})
 
 # msgspec encoders keep no per-call state (thread-safe since msgspec 0.16): one is shared.
@@ -482,6 +484,7 @@ class SessionProjector:
                 'INSERT INTO "documents" ("docid", "sid", "seq", "type", "time", "surface", "length", "text") VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
                 self.docs,
             )
+            cur.executemany(_INSERT_HASH, [(doc[0], text_hash(doc[-1])) for doc in self.docs])
             fts_rows = fts_rows_of(self.docs)
             if self.fts is not None:
                 self.fts.add(cur, fts_rows)
@@ -587,6 +590,7 @@ def delete_session_rows(cur: sqlite3.Cursor, sid: int, from_seq: int = 0, synthe
         (low, high),
     )
     gramindex.delete_range(cur, low, high)
+    cur.execute('DELETE FROM "document_hashes" WHERE "docid" BETWEEN ? AND ?', (low, high))
     cur.execute('DELETE FROM "documents" WHERE "docid" BETWEEN ? AND ?', (low, high))
     cur.execute('DELETE FROM "events" WHERE "sid" = ? AND "seq" >= ?', (sid, from_seq))
     if from_seq > 0:

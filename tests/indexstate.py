@@ -34,6 +34,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from readmodel.projection.grams import document_tokens
+from readmodel.projection.texthash import text_hash
 from readmodel.store.blocks import decompress_block, register_dictionary, unpack_run_times, unpack_run_types
 
 SESSION_SKIP = frozenset({"sid", "generation", "indexed_at"})
@@ -135,6 +136,7 @@ def index_state(db_path: str, probes: Iterable[str] = DEFAULT_PROBES) -> dict[st
             fts[term] = sorted((round(rank, 9), key(rowid >> 32), rowid & 0xFFFFFFFF) for rowid, rank in hits)
         fts_rows = conn.execute('SELECT count(*) FROM "documents_fts"').fetchone()[0]
         grams = _gram_words(conn, key, block_problems)
+        hashes = _text_hashes(conn, key, block_problems)
         conn.execute("COMMIT")
     finally:
         conn.close()
@@ -148,6 +150,7 @@ def index_state(db_path: str, probes: Iterable[str] = DEFAULT_PROBES) -> dict[st
         "fts": fts,
         "fts_rows": fts_rows,
         "grams": grams,
+        "document_hashes": hashes,
         "consistency": block_problems,
     }
 
@@ -166,6 +169,19 @@ def _gram_words(conn: sqlite3.Connection, key: Any, problems: list[str]) -> dict
     known = {row[0] for row in conn.execute('SELECT "docid" FROM "documents"')}
     problems += [f"grams of a deleted document {rowid}" for rowid in sorted(set(words) - known)]
     return {(key(rowid >> 32), rowid & 0xFFFFFFFF): tuple(sorted(terms)) for rowid, terms in sorted(words.items())}
+
+
+def _text_hashes(conn: sqlite3.Connection, key: Any, problems: list[str]) -> dict[tuple[str, int], int]:
+    """Each document's row in ``document_hashes``; a hash its stored text does not give, a missing
+    row or a row of a deleted document is a problem."""
+    stored = dict(conn.execute('SELECT "docid", "hash" FROM "document_hashes"'))
+    known = set()
+    for rowid, text in conn.execute('SELECT "docid", "text" FROM "documents"'):
+        known.add(rowid)
+        if stored.get(rowid) != text_hash(text):
+            problems.append(f"document {rowid}: text hash {stored.get(rowid)} is not its text's")
+    problems += [f"text hash of a deleted document {rowid}" for rowid in sorted(set(stored) - known)]
+    return {(key(rowid >> 32), rowid & 0xFFFFFFFF): value for rowid, value in sorted(stored.items())}
 
 
 def diff_states(left: dict[str, Any], right: dict[str, Any], limit: int = 20) -> list[str]:

@@ -43,6 +43,7 @@ from readmodel.search.predicates import (
     session_where,
 )
 from readmodel.search import sqlitemodes
+from readmodel.search import sqlranking
 from readmodel.search.requests import EventsRequest, SessionsRequest, bounded_terms, match_expression
 from readmodel.search.snippets import END_MARK, START_MARK, prefix_decides_snippet, sanitize_text, snippet_source_decides
 from readmodel.store.readonly import reader_uri
@@ -231,6 +232,8 @@ class SqliteSearchBackend:
         self._ranked_rows: OrderedDict[tuple[str, ...], tuple[list[tuple[Any, ...]], bool]] = OrderedDict()
         # Per generation: whether documents of a length are held by enough sessions to be boilerplate (sqlitemodes).
         self._length_verdicts: tuple[str, dict[int, bool]] = ("", {})
+        self._sql_ranking = True  # words/substring ranked by SQLite when it can (sqlranking); false: always in Python
+        self._hashes = False  # whether the index has document_hashes (set with the connection)
 
     # -- connection -----------------------------------------------------------
 
@@ -248,6 +251,7 @@ class SqliteSearchBackend:
                 for ddl in (*_TEMP_DDL, *_TERMS_DDL):
                     conn.execute(ddl)
                 self._accelerated = ftsaux.install(conn)
+                self._hashes = sqlranking.install(conn)
                 # Unquoted names: a missing column is an error, never SQLite's string-literal fallback.
                 identity, secret = conn.execute("SELECT identity, cursor_secret FROM index_meta").fetchone()
                 codec = CursorCodec(identity, secret)

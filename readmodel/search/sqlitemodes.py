@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from readmodel.search.backend import Row
 from readmodel.search.modes import BOILERPLATE_SESSIONS, Match, Ranking, words_expression
+from readmodel.search import sqlranking
 from readmodel.search.predicates import Where
 from readmodel.search.requests import EventsRequest, SessionsRequest, bounded_terms
 from readmodel.search.snippets import END_MARK, START_MARK, snippet_source_decides
@@ -83,10 +84,17 @@ class _Mode:
             self.substring = compiled_substring(query)
 
     @property
+    def substring_query(self) -> str | None:
+        """The normalised query of a substring search (``None`` in words mode)."""
+        return self.query if self.mode == "substring" else None
+
+    @property
     def empty(self) -> bool:
         return self.mode == "words" and not self.expression
 
-    def persisted(self, conn: sqlite3.Connection, doc_range: tuple[int, int] | None) -> tuple[str, list[Any]]:
+    def persisted(self, conn: sqlite3.Connection, doc_range: tuple[int, int] | None, counted: bool = False) -> tuple[str, list[Any]]:
+        """The stored matches' rows; with ``counted`` a substring candidate's text is not read
+        (:mod:`readmodel.search.sqlranking` counts its strength per distinct text)."""
         range_sql = ' AND d."docid" BETWEEN ? AND ?' if doc_range is not None else ""
         range_args = list(doc_range) if doc_range is not None else []
         if self.mode == "words":
@@ -107,6 +115,8 @@ class _Mode:
         # The docid range of each session: with session filters SQLite reads the eligible
         # sessions first, and documents has no index on sid.
         session_range = ' AND d."docid" BETWEEN s."sid" << 32 AND (s."sid" << 32) | 4294967295'
+        if counted:  # the strength is counted per distinct text by sqlranking
+            return _PERSISTED.format(text="NULL", strength="NULL", source='"documents" d', range=session_range, conditions=conditions), args
         return _PERSISTED.format(text='d."text"', strength="NULL", source='"documents" d', range=session_range, conditions=conditions), args
 
     def _words_columns(self, table: str) -> tuple[str, str, list[str]]:
@@ -157,6 +167,10 @@ def query_sessions(
     where = " AND ".join(fragment for fragment in (sessions.sql(), events.sql()) if fragment)
 
     def fetch(limit: int, skip: int) -> list[tuple[Any, ...]]:
+        if sqlranking.applies(backend, mode.mode):
+            persisted, persisted_args = mode.persisted(conn, None, counted=True)
+            selection = f"SELECT * FROM ({persisted})" + (f" WHERE {where}" if where else "")
+            return sqlranking.ranked_sessions(conn, selection, [*persisted_args, *filters], limit, skip, mode.substring_query)
         persisted, persisted_args = mode.persisted(conn, None)
         live, live_args = mode.live(None)
         sql = f"SELECT * FROM ({persisted} UNION ALL {live})" + (f" WHERE {where}" if where else "")
@@ -177,6 +191,10 @@ def query_events(
     where = " AND ".join(["session_id = ?", *([events.sql()] if events.fragments else [])])
 
     def fetch(limit: int, skip: int) -> list[tuple[Any, ...]]:
+        if sid is not None and sqlranking.applies(backend, mode.mode):
+            inner, args = mode.persisted(conn, (sid << 32, (sid << 32) | 0xFFFFFFFF), counted=True)
+            selection = f"SELECT * FROM ({inner}) WHERE {where}"
+            return sqlranking.ranked_events(conn, selection, [*args, request.session_id, *events.params], limit, skip, mode.substring_query)
         if sid is None:
             inner, args = mode.live(request.session_id)
         else:

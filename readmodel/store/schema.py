@@ -37,6 +37,11 @@ The index is a projection of the logs, rebuilt from them at will.  Its tables:
     FTS5 index (``unicode61``) over them; surface updates touch only the
     plain table.  ``documents_text_key`` (length and first 32 code points)
     finds the copies of a text, for boilerplate demotion in search.
+``document_hashes``
+    Each document's stable 64-bit text hash
+    (:func:`readmodel.projection.texthash.text_hash`), written with the
+    document; indexed by hash, it counts the sessions holding a text, which
+    ranks the words and substring search modes without reading texts.
 ``document_grams``
     The substring candidate index (:mod:`readmodel.store.gramindex`): a
     contentless ``detail=none`` FTS5 table of each document's character grams,
@@ -80,7 +85,7 @@ from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, SURFACE_NAMES,
 APPLICATION_ID: Final = 0x53515849  # "SQXI"
 """``PRAGMA application_id`` of a sessionq index; any other non-zero id is foreign."""
 
-SCHEMA_REVISION: Final = "0012"
+SCHEMA_REVISION: Final = "0013"
 """The Alembic head revision this code reads and writes."""
 
 
@@ -221,6 +226,16 @@ documents = Table(
 # texts share this key, which narrows an exact comparison to a few rows.
 Index("documents_text_key", documents.c.length, func.substr(documents.c.text, 1, 32))
 
+document_hashes = Table(
+    "document_hashes",
+    metadata,
+    Column("docid", Integer, primary_key=True),
+    Column("hash", Integer, nullable=False),
+)
+# The boilerplate verdict of the words and substring search modes (migration 0013): the
+# sessions holding a text are the docids under its hash (docid >> 32 is the session's sid).
+Index("document_hashes_hash", document_hashes.c.hash)
+
 layout_problems = Table(
     "layout_problems",
     metadata,
@@ -261,6 +276,7 @@ KNOWN_TABLES: Final = frozenset(
         "event_runs",
         "event_links",
         "documents",
+        "document_hashes",
         "layout_problems",
         "sources",
         "documents_fts",

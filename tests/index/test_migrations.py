@@ -36,7 +36,7 @@ def test_an_older_index_is_refused_until_upgraded_and_keeps_its_rows(tmp_path: P
         open_writer(str(db))
     engine = open_writer(str(db), allow_upgrade=True)
     with engine.connect() as conn:
-        assert current_revision(conn) == SCHEMA_REVISION == "0012"
+        assert current_revision(conn) == SCHEMA_REVISION == "0013"
     Reconciler(engine, root, Compression.ZSTD, settle_seconds=0).reconcile()
     engine.dispose()
     conn = sqlite3.connect(db)
@@ -114,3 +114,36 @@ def test_migration_0010_fills_last_activity_as_the_indexer_writes_it(tmp_path: P
     engine.dispose()
     assert _last_activity(db) == written
     assert transcript_path(root, header("broken")).exists()
+
+
+def _document_hashes(db: Path) -> dict[int, int]:
+    conn = sqlite3.connect(db)
+    try:
+        return dict(conn.execute('SELECT "docid", "hash" FROM "document_hashes"').fetchall())
+    finally:
+        conn.close()
+
+
+def test_migration_0013_hashes_the_stored_documents_as_the_indexer_does(tmp_path: Path) -> None:
+    """An index from before ``document_hashes`` (revision 0010) gets, on upgrade, the rows the
+    indexer writes with the documents: one per document, the hash of its stored text."""
+    from readmodel.projection.texthash import text_hash
+    from tests.logfactory import user
+
+    root = tmp_path / "root"
+    for index in range(3):
+        write_log(root, header(f"s{index}", created_at=index), [[*simple_turn(), user(9, "shared boilerplate"), user(10, f"own {index}")]])
+    db = tmp_path / "index.db"
+    engine = open_writer(str(db))
+    Reconciler(engine, root, Compression.ZSTD, settle_seconds=0).reconcile()
+    engine.dispose()
+    written = _document_hashes(db)
+    texts = dict(sqlite3.connect(db).execute('SELECT "docid", "text" FROM "documents"').fetchall())
+    assert written == {docid: text_hash(text) for docid, text in texts.items()} and len(written) >= 6
+
+    with create_index_engine(str(db)).begin() as conn:
+        command.downgrade(alembic_config(conn), "0012")
+    assert sqlite3.connect(db).execute("SELECT name FROM sqlite_master WHERE name = 'document_hashes'").fetchall() == []
+    engine = open_writer(str(db), allow_upgrade=True)
+    engine.dispose()
+    assert _document_hashes(db) == written

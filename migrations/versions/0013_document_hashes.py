@@ -1,0 +1,49 @@
+"""Each document's text hash, for the boilerplate verdict of the words and substring search modes.
+
+``document_hashes(docid, hash)`` holds
+:func:`readmodel.projection.texthash.text_hash` of every stored document's
+text, indexed by hash (``document_hashes_hash``): the sessions holding a text
+are the docids under its hash.  The indexer writes a document's row in the
+same transaction as the document and deletes it with the document, so
+incremental and cold builds agree.  The upgrade hashes the stored documents
+(no log is re-read), :data:`CHUNK` at a time.
+
+Revision ID: 0013
+Revises: 0010
+Create Date: 2026-12-02
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from alembic import op
+
+from readmodel.projection.texthash import text_hash
+
+revision = "0013"
+down_revision = "0012"
+branch_labels = None
+depends_on = None
+
+CHUNK: Final = 2_000
+
+
+def upgrade() -> None:
+    op.execute('CREATE TABLE IF NOT EXISTS "document_hashes" ("docid" INTEGER NOT NULL PRIMARY KEY, "hash" INTEGER NOT NULL)')
+    op.execute('CREATE INDEX IF NOT EXISTS "document_hashes_hash" ON "document_hashes" ("hash")')
+    cursor = op.get_bind().connection.driver_connection.cursor()
+    try:
+        last = -1
+        while True:
+            rows = cursor.execute('SELECT "docid", "text" FROM "documents" WHERE "docid" > ? ORDER BY "docid" LIMIT ?', (last, CHUNK)).fetchall()
+            if not rows:
+                break
+            cursor.executemany('INSERT OR REPLACE INTO "document_hashes" ("docid", "hash") VALUES (?, ?)', [(docid, text_hash(text)) for docid, text in rows])
+            last = rows[-1][0]
+    finally:
+        cursor.close()
+
+
+def downgrade() -> None:
+    op.execute('DROP TABLE IF EXISTS "document_hashes"')

@@ -1,0 +1,143 @@
+"""The words and substring rankings computed by SQLite (readmodel.search.sqlranking) are the
+Python ranking's (readmodel.search.modes.Ranking), page for page, in every scope."""
+
+from __future__ import annotations
+
+import random
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from readmodel.live import InMemoryLiveSource
+from readmodel.search import sqlranking
+from readmodel.search.engine import SessionSearch
+from readmodel.search.sqlite import sqlite_search
+from tests.logfactory import header, user
+from tests.search.test_search_engine import build
+from tests.search.test_search_modes import _SETTINGS, _substring, cached_documents, corpora, walk
+
+__all__ = ["corpora"]  # the module-scoped fixture, shared with the mode tests
+
+
+def _searches(db: str, **options: Any) -> tuple[SessionSearch, SessionSearch]:
+    """``(sql, python)``: the same index ranked by SQLite and by the Python oracle."""
+    fast, slow = sqlite_search(db, **options), sqlite_search(db, **options)
+    fast.open()
+    slow.open()
+    slow.backend._sql_ranking = False
+    assert fast.backend._hashes
+    return fast, slow
+
+
+def _words_query(data: st.DataObject, rows: list[tuple[str, int, int, str]]) -> str:
+    rng = random.Random(data.draw(st.integers(0, 2**32)))
+    words = re.findall(r"\w+", rng.choice([row[3] for row in rows if re.search(r"\w", row[3])]))
+    chosen = rng.sample(words, min(len(words), data.draw(st.integers(1, 2))))
+    if data.draw(st.booleans()):
+        chosen[-1] = chosen[-1][:2]  # a short prefix: thousands of matches, boilerplate among them
+    return " ".join(chosen) + data.draw(st.sampled_from(["", " "]))
+
+
+def _answer(search: SessionSearch, method: str, request: dict[str, Any]) -> list[tuple[Any, ...]]:
+    hits = walk(search, method, request)
+    if method == "events":
+        return [(hit.seq, hit.snippet) for hit in hits]
+    return [(hit.header["id"], hit.best_match.seq, hit.best_match.snippet) for hit in hits]
+
+
+def _sessions(db: str) -> list[tuple[str, str]]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return conn.execute('SELECT "id", "cwd" FROM "sessions" WHERE "status" = \'ok\' ORDER BY "id"').fetchall()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("corpus", ["shared", "synthetic"])
+@_SETTINGS
+@given(data=st.data())
+def test_the_sql_ranking_is_the_python_ranking_on_every_page(corpora: dict[str, str], corpus: str, data: st.DataObject) -> None:
+    db = corpora[corpus]
+    rows = cached_documents(db)
+    mode = data.draw(st.sampled_from(["words", "substring"]))
+    query = _words_query(data, rows) if mode == "words" else _substring(data, rows)
+    if mode == "substring" and len(query.strip()) == 1 and query.strip().isascii() and query.strip().isalnum():
+        return
+    fast, slow = _searches(db)
+    assert sqlranking.applies(fast.backend, mode) or mode == "words" and not fast.backend._accelerated
+    request: dict[str, Any] = {"query": query, "match": mode, "limit": data.draw(st.integers(1, 9))}
+    sessions = _sessions(db)
+    scope = data.draw(st.sampled_from(["all", "workspace", "session"]))
+    method = "sessions"
+    if scope == "workspace":
+        cwd = data.draw(st.sampled_from(sorted({cwd for _, cwd in sessions if cwd})))
+        request["sessionFilters"] = [{"kind": "cwd", "values": [cwd]}]
+    elif scope == "session":
+        method = "events"
+        request["sessionId"] = data.draw(st.sampled_from([session_id for session_id, _ in sessions]))
+    assert _answer(fast, method, request) == _answer(slow, method, request)
+
+
+_BOILERPLATE = "Runtime context: sandbox policy; the sandbox is read-only."
+
+
+@pytest.mark.parametrize("mode", ["words", "substring"])
+def test_the_sql_ranking_demotes_shared_texts_by_every_session_of_the_index(tmp_path: Path, mode: str) -> None:
+    """Boilerplate held by three sessions, a text held by two (not boilerplate), error sessions
+    not counted, ties on strength, length and time: both rankings agree, scoped or not."""
+    sessions = {
+        "a": [_BOILERPLATE, "sandbox twice: sandbox"],
+        "b": [_BOILERPLATE, "pasted sandbox note"],
+        "c": ["pasted sandbox note", _BOILERPLATE],
+        "d": ["my own sandbox"],
+        "e": ["your own sandbox"],
+        "f": [_BOILERPLATE[::-1] + " sandbox"],
+        "g": [_BOILERPLATE],
+    }
+    db = build(tmp_path, sessions)[1]
+    fast, slow = _searches(db)
+    everyone = {"query": "sandbox", "match": mode, "limit": 2}
+    answer = _answer(fast, "sessions", everyone)
+    assert answer == _answer(slow, "sessions", everyone)
+    assert [session_id for session_id, _, _ in answer][-1] == "g"  # only boilerplate: last
+    for chosen in (["a", "b"], ["c", "g"], ["g"]):
+        scoped = {"query": "sandbox", "match": mode, "limit": 1, "sessionFilters": [{"kind": "id", "values": chosen}]}
+        assert _answer(fast, "sessions", scoped) == _answer(slow, "sessions", scoped)
+    for session_id in sessions:
+        request = {"query": "sandbox", "match": mode, "limit": 1, "sessionId": session_id}
+        assert _answer(fast, "events", request) == _answer(slow, "events", request)
+
+
+def test_a_live_overlay_is_ranked_by_the_python_path(tmp_path: Path) -> None:
+    """Live documents are not in document_hashes: with any live session the Python ranking runs."""
+    db = build(tmp_path, {"a": [_BOILERPLATE], "b": [_BOILERPLATE], "c": ["sandbox"]})[1]
+    live = InMemoryLiveSource()
+    live.create(header("live-1", created_at=9), [user(0, _BOILERPLATE)])
+    search = sqlite_search(db, live=live)
+    hits = walk(search, "sessions", {"query": "sandbox", "match": "words"})
+    assert not sqlranking.applies(search.backend, "words")
+    assert [hit.header["id"] for hit in hits][0] == "c"
+    assert {hit.header["id"] for hit in hits} == {"a", "b", "c", "live-1"}
+
+
+@pytest.mark.parametrize("rows_per_session", [1, 4])
+def test_sessions_behind_one_session_s_many_strong_matches_are_all_ranked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows_per_session: int) -> None:
+    """The sort's row limit grows when its rows hold too few sessions: a session whose 70
+    strongest matches fill every first row does not hide the sessions after it."""
+    sessions = {"heavy": [f"sandbox sandbox sandbox note {index}" for index in range(70)]}
+    sessions.update({f"light-{index:02}": [f"one sandbox here {index}", "sandbox"] for index in range(12)})
+    db = build(tmp_path, sessions)[1]
+    monkeypatch.setattr(sqlranking, "_ROWS_PER_SESSION", rows_per_session)
+    fast, slow = _searches(db)
+    for mode in ("words", "substring"):
+        for limit in (1, 5, 13):
+            request = {"query": "sandbox", "match": mode, "limit": limit}
+            answer = _answer(fast, "sessions", request)
+            assert answer == _answer(slow, "sessions", request)
+            order = [session_id for session_id, _, _ in answer]
+            assert order[0] == "heavy" and sorted(order) == sorted(sessions)
