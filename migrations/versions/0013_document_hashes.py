@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Final
 
+import sqlalchemy as sa
 from alembic import op
 
 from readmodel.projection.texthash import text_hash
@@ -30,9 +31,26 @@ CHUNK: Final = 2_000
 
 
 def upgrade() -> None:
+    bind = op.get_bind()
+    if bind.dialect.name != "sqlite":
+        # PostgreSQL (phase 1 of issue 18: the schema only): the table from the
+        # models (integers as BIGINT there) and a portable backfill.
+        op.create_table(
+            "document_hashes",
+            sa.Column("docid", sa.Integer, primary_key=True, autoincrement=False),
+            sa.Column("hash", sa.Integer, nullable=False),
+        )
+        op.create_index("document_hashes_hash", "document_hashes", ["hash"])
+        select = sa.text('SELECT "docid", "text" FROM "documents" WHERE "docid" > :last ORDER BY "docid" LIMIT :chunk')
+        insert = sa.text('INSERT INTO "document_hashes" ("docid", "hash") VALUES (:docid, :hash)')
+        last = -1
+        while rows := bind.execute(select, {"last": last, "chunk": CHUNK}).fetchall():
+            bind.execute(insert, [{"docid": docid, "hash": text_hash(text)} for docid, text in rows])
+            last = rows[-1][0]
+        return
     op.execute('CREATE TABLE IF NOT EXISTS "document_hashes" ("docid" INTEGER NOT NULL PRIMARY KEY, "hash" INTEGER NOT NULL)')
     op.execute('CREATE INDEX IF NOT EXISTS "document_hashes_hash" ON "document_hashes" ("hash")')
-    cursor = op.get_bind().connection.driver_connection.cursor()
+    cursor = bind.connection.driver_connection.cursor()
     try:
         last = -1
         while True:
