@@ -310,16 +310,8 @@ def db_current(db: str) -> None:
     """Print the index's schema revision (and whether it is the head).  PostgreSQL URLs too."""
     from readmodel.store.revisions import current_revision, head_revision
 
-    if _is_postgres(db):
-        with _postgres_index(db) as conn:
-            current = current_revision(conn)
-    else:
-        engine = _open_existing(db)
-        try:
-            with engine.connect() as conn:
-                current = current_revision(conn)
-        finally:
-            engine.dispose()
+    with _index_connection(db) as conn:
+        current = current_revision(conn)
     head = head_revision()
     click.echo(f"{current or '(none)'}" + (" (head)" if current == head else f" (head is {head}; run `sessionq db upgrade`)"))
 
@@ -331,21 +323,12 @@ def db_check(db: str) -> None:
     """Compare the index's schema with the models; exit 1 on any drift.  PostgreSQL URLs too."""
     from readmodel.store.schemacheck import schema_drift
 
-    if _is_postgres(db):
-        from readmodel.store.postgres import mask_url
-        from readmodel.store.postgres import schema_drift as postgres_drift
+    from readmodel.store.postgres import mask_url
+    from readmodel.store.postgres import schema_drift as postgres_drift
 
-        with _postgres_index(db) as conn:
-            drift = postgres_drift(conn)
-        shown = mask_url(db)
-    else:
-        engine = _open_existing(db)
-        try:
-            with engine.connect() as conn:
-                drift = schema_drift(conn)
-        finally:
-            engine.dispose()
-        shown = db
+    with _index_connection(db) as conn:
+        drift = postgres_drift(conn) if _is_postgres(db) else schema_drift(conn)
+    shown = mask_url(db)
     if drift:
         for line in drift:
             click.echo(f"drift: {line}", err=True)
@@ -357,6 +340,21 @@ def _is_postgres(db: str) -> bool:
     from readmodel.store.urls import is_postgres
 
     return is_postgres(db)
+
+
+@contextmanager
+def _index_connection(db: str) -> Iterator[Any]:
+    """A connection to an existing index: a SQLite file, or PostgreSQL for a URL."""
+    if _is_postgres(db):
+        with _postgres_index(db) as conn:
+            yield conn
+        return
+    engine = _open_existing(db)
+    try:
+        with engine.connect() as conn:
+            yield conn
+    finally:
+        engine.dispose()
 
 
 @contextmanager

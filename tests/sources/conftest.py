@@ -1,19 +1,3 @@
-"""Fixtures for the sources tests (daemon processes)."""
+"""Fixtures for the sources tests: the daemon tests' ``processes`` (daemons that are always cleaned up)."""
 
-from __future__ import annotations
-
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
-from tests.daemon.support import Processes
-
-
-@pytest.fixture
-def processes(tmp_path: Path) -> Iterator[Processes]:
-    owner = Processes(tmp_path)
-    try:
-        yield owner
-    finally:
-        owner.cleanup()
+from tests.daemon.conftest import processes  # noqa: F401  - re-exported as this directory's fixture
