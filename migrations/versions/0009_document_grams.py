@@ -23,7 +23,7 @@ from alembic import op
 from readmodel.store import gramindex
 
 revision = "0009"
-down_revision = "0008"  # "0007" on its own; chained after s17-modes' 0008 here
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 

@@ -9,7 +9,7 @@ Existing indexes are filled from their stored events, with the same function
 the indexer uses.
 
 Revision ID: 0010
-Revises: 0007
+Revises: 0009
 Create Date: 2026-12-02
 """
 

@@ -7,7 +7,7 @@ they are: they stay readable, and an index built before this revision shrinks
 only when it is rebuilt (``sessionq status`` says so).
 
 Revision ID: 0011
-Revises: 0007
+Revises: 0010
 Create Date: 2026-12-02
 """
 

@@ -13,7 +13,7 @@ or ``sessionq db upgrade --source NAME``), else this host's name at upgrade
 time (:func:`readmodel.store.sources.default_source`).
 
 Revision ID: 0012
-Revises: 0007
+Revises: 0011
 Create Date: 2026-12-02
 """
 

@@ -9,7 +9,7 @@ incremental and cold builds agree.  The upgrade hashes the stored documents
 (no log is re-read), :data:`CHUNK` at a time.
 
 Revision ID: 0013
-Revises: 0010
+Revises: 0012
 Create Date: 2026-12-02
 """
 
