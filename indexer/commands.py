@@ -380,7 +380,11 @@ def _postgres_upgrade(db: str, source: str) -> None:
         before, head = upgrade(db, source=source)
     except PostgresError as exc:
         raise click.ClickException(str(exc)) from None
-    shown = mask_url(db)
+    _report_upgrade(mask_url(db), before, head)
+
+
+def _report_upgrade(shown: str, before: str | None, head: str) -> None:
+    """The one line ``db upgrade`` prints, for either backend (``shown``: the index, password masked)."""
     if before == head:
         click.echo(f"{shown}: already at {head} (head)")
     elif before is None:
@@ -437,13 +441,7 @@ def db_upgrade(db: str, source: str) -> None:
         except IndexDatabaseError as exc:
             raise click.ClickException(str(exc)) from None
         engine.dispose()
-        head = head_revision()
-        if before == head:
-            click.echo(f"{db}: already at {head} (head)")
-        elif before is None:
-            click.echo(f"{db}: created at {head} (head)")
-        else:
-            click.echo(f"{db}: upgraded {before} -> {head} (head)")
+        _report_upgrade(db, before, head_revision())
     finally:
         lock.release()
 

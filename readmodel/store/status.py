@@ -256,8 +256,7 @@ def _report(conn: Connection, db: str, now: float | None) -> dict[str, Any]:
 
 def _add_substring_index(conn: Connection, out: dict[str, Any]) -> None:
     """The ``substringIndex`` entry, when the index has one (schema 0009 on)."""
-    columns = {row[1] for row in conn.exec_driver_sql('PRAGMA table_info("index_meta")')}
-    if "grams" not in columns:
+    if "grams" not in _meta_columns(conn):
         return
     from readmodel.store import gramindex
 
@@ -329,13 +328,16 @@ def _sources(conn: Connection, db: str, now: float) -> list[dict[str, Any]]:
     return entries
 
 
+def _meta_columns(conn: Connection) -> set[str]:
+    """The columns ``index_meta`` has (older schemas lack the later ones)."""
+    if conn.dialect.name != "sqlite":
+        return {column["name"] for column in inspect(conn).get_columns("index_meta")}
+    return {row[1] for row in conn.exec_driver_sql('PRAGMA table_info("index_meta")')}
+
+
 def _add_redaction(conn: Connection, out: dict[str, Any]) -> None:
     """The ``redaction`` entry, when the index stores a fingerprint (schema 0007 on)."""
-    if conn.dialect.name != "sqlite":
-        columns = {column["name"] for column in inspect(conn).get_columns("index_meta")}
-    else:
-        columns = {row[1] for row in conn.exec_driver_sql('PRAGMA table_info("index_meta")')}
-    if "redaction" not in columns:
+    if "redaction" not in _meta_columns(conn):
         return
     stored = conn.exec_driver_sql('SELECT "redaction" FROM "index_meta"').scalar()
     try:
