@@ -85,7 +85,7 @@ from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, SURFACE_NAMES,
 APPLICATION_ID: Final = 0x53515849  # "SQXI"
 """``PRAGMA application_id`` of a sessionq index; any other non-zero id is foreign."""
 
-SCHEMA_REVISION: Final = "0013"
+SCHEMA_REVISION: Final = "0014"
 """The Alembic head revision this code reads and writes."""
 
 
@@ -288,8 +288,14 @@ KNOWN_TABLES: Final = frozenset(
         "document_grams_data",
         "document_grams_idx",
         "document_grams_config",
+        "terms",
+        "postings",
+        "document_gram_keys",
     }
 )
+
+SERVER_TABLES: Final = ("terms", "postings", "document_gram_keys")
+"""PostgreSQL-only tables (migration 0014, :mod:`readmodel.search.serverterms`): explicit DDL, not models."""
 
 FTS_PREFIXES: Final = ("documents_fts", "document_grams")
 """Names of the FTS5 tables and their shadow tables start with one of these (explicit DDL, not models)."""
