@@ -41,7 +41,13 @@ def copy_index(sqlite_db: str, url: str) -> str:
                     while chunk := rows.fetchmany(COPY_CHUNK):
                         for row in chunk:
                             copy.write_row(row)
+            # Bulk load first, secondary indexes after (a build is far cheaper than row-by-row upkeep).
+            indexes = [ddl for ddl in serverterms.DDL if ddl.startswith("CREATE INDEX")]
+            for ddl in indexes:
+                cur.execute("DROP INDEX " + ddl.split('"')[1])
             serverterms.backfill(cur)
+            for ddl in indexes:
+                cur.execute(ddl)
             cur.execute("ANALYZE")
     finally:
         source.close()

@@ -85,13 +85,21 @@ def write_documents(cur: Any, tokenizer: Tokenizer, documents: Iterable[tuple[in
         posting_rows += rows
         gram_rows.append((docid, document_gram_keys(text)))
     _write_dictionary(cur, dictionary)
+    # COPY's text format written directly: several times faster than adapting each array.
     with cur.copy('COPY "postings" ("term", "docid", "tf", "positions") FROM STDIN') as copy:
-        for row in posting_rows:
-            copy.write_row(row)
+        for start in range(0, len(posting_rows), _COPY_ROWS):
+            copy.write("".join(f"{key}\t{docid}\t{tf}\t{{{_joined(positions)}}}\n" for key, docid, tf, positions in posting_rows[start : start + _COPY_ROWS]))
     with cur.copy('COPY "document_gram_keys" ("docid", "grams") FROM STDIN') as copy:
-        for row in gram_rows:
-            copy.write_row(row)
+        for docid, keys in gram_rows:
+            copy.write(f"{docid}\t{{{_joined(keys)}}}\n")
     return len(posting_rows)
+
+
+_COPY_ROWS: Final = 10_000
+
+
+def _joined(numbers: list[int]) -> str:
+    return ",".join(map(str, numbers))
 
 
 def _write_dictionary(cur: Any, dictionary: dict[int, bytes]) -> None:
