@@ -36,8 +36,13 @@ from readmodel.search.tokens import Tokenizer, postings, term_hash
 TABLES: Final = ("terms", "postings", "document_gram_keys")
 """The PostgreSQL-only tables (explicit DDL in migration 0014, no SQLAlchemy model)."""
 
+PREFIX_KEY_BYTES: Final = 16
+"""Bytes of a term in the ``terms_prefix`` index."""
+
 DDL: Final = (
     'CREATE TABLE "terms" ("term" bigint PRIMARY KEY, "text" bytea NOT NULL)',
+    # The words mode's prefix terms: a term's first bytes (a whole term may exceed a btree entry).
+    f'CREATE INDEX "terms_prefix" ON "terms" (substr("text", 1, {PREFIX_KEY_BYTES}))',
     'CREATE TABLE "postings" ("term" bigint NOT NULL, "docid" bigint NOT NULL, "tf" integer NOT NULL, '
     '"positions" integer[] NOT NULL, PRIMARY KEY ("term", "docid"))',
     'CREATE INDEX "postings_top" ON "postings" ("term", "tf" DESC, "docid")',
