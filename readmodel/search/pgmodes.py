@@ -83,8 +83,23 @@ def merged_spans(instances: list[tuple[int, int]]) -> int:
     return spans
 
 
-def query(snap: Any, request: Any, sessions: Where | None, events: Where, sid: int | None, offset: int) -> list[Row]:
-    """A page of a ``words`` or ``substring`` search (``sid``: within that session)."""
+def query(snap: Any, request: Any, sessions: Where | None, events: Where, sid: int | None, offset: int, key: tuple[str, ...]) -> list[Row]:
+    """A page of a ``words`` or ``substring`` search (``sid``: within that session; ``key``: its ranking's cache key)."""
+    tokenizer = snap.backend.tokenizer()
+    if request.match == "words":
+        expression, terms = words_expression(request.query, request.prefix, tokenizer.tokens)
+        bounded_terms(terms)
+        if not expression:
+            return []
+        marker = None
+    else:
+        expression, marker = None, compiled_substring(request.query).mark_first
+    rows = snap.backend.ranked(key, lambda want: _ranking(snap, request, sessions, events, sid), offset, request.limit + 1)
+    return snap.fill(rows, expression, marker)
+
+
+def _ranking(snap: Any, request: Any, sessions: Where | None, events: Where, sid: int | None) -> list[tuple[Any, ...]]:
+    """The whole ranking, as ``(strength, candidate columns…)`` rows (:func:`readmodel.search.postgres.to_row`'s shape)."""
     cur = snap.cur
     conditions, params = snap.filters(sessions, events)
     scope, scope_params = "", []
@@ -92,29 +107,20 @@ def query(snap: Any, request: Any, sessions: Where | None, events: Where, sid: i
         scope = ' AND d."docid" BETWEEN %s AND %s'
         scope_params = [sid << 32, (sid << 32) | 0xFFFFFFFF]
     where = (scope, scope_params, conditions, params)
-    need = offset + request.limit + 1
     scoped = sid is not None or bool(conditions)
     ranking = Ranking(keep_all=sid is not None)
     if request.match == "words":
-        tokenizer = snap.backend.tokenizer()
-        phrases, last_prefix, terms = phrases_of(request.query, request.prefix, tokenizer.tokens)
-        bounded_terms(terms)
-        if not phrases:
-            return []
-        matches = _words(cur, phrases, last_prefix, where)
-        expression = words_expression(request.query, request.prefix, tokenizer.tokens)[0]
-        marker = None
+        phrases, last_prefix, _ = phrases_of(request.query, request.prefix, snap.backend.tokenizer().tokens)
+        matches = _words(cur, phrases, last_prefix, where) if phrases else []
     else:
-        substring = compiled_substring(request.query)
-        matches = _substring(cur, request.query, substring, where)
-        expression, marker = None, substring.mark_first
+        matches = _substring(cur, request.query, compiled_substring(request.query), where)
     for match in matches:
         ranking.add(match)
     if scoped:
         _add_holders(cur, ranking)
     ranked = ranking.sessions() if sid is None else ranking.events()
-    rows = [Row(*match.row()) for match in ranked[offset:need]]
-    return snap.fill(rows, expression, marker)
+    # The shape of readmodel.search.postgres's candidates: (strength, id, sid, created, cwd, parent, live, persisted, docid, …).
+    return [(m.strength, m.session_id, m.header_json, None, None, None, m.live, m.persisted, m.docid, m.seq, m.type, m.time, m.surface, m.length) for m in ranked]
 
 
 def _match(row: Sequence[Any], strength: int) -> Match:
