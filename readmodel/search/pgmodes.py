@@ -129,12 +129,13 @@ def _match(row: Sequence[Any], strength: int) -> Match:
     return Match(session_id, sid, 0, 1, docid, seq, etype, time, surface, length, strength, digest)
 
 
-def _select(cur: Any, source: str, source_params: list[Any], where: tuple[Any, ...], text: bool = False) -> list[tuple[Any, ...]]:
-    """The candidate rows of the documents ``source`` (a relation ``c`` of docids) names, filtered."""
+def _select(cur: Any, source: str, source_params: list[Any], where: tuple[Any, ...], text: bool = False, counted: bool = False) -> list[tuple[Any, ...]]:
+    """The candidate rows of the documents ``source`` (a relation ``c`` of docids) names, filtered;
+    with ``text`` each row ends with the document's text, with ``counted`` with ``c.strength``."""
     scope, scope_params, conditions, params = where
-    extra = ', d."text" AS text' if text else ""
+    extra = ', d."text" AS text' if text else ', c."strength" AS strength' if counted else ""
     sql = (
-        f'SELECT {_OUTER}{", text" if text else ""} FROM ({_INNER}{extra} FROM {source} JOIN "documents" d ON d."docid" = c."docid" '
+        f'SELECT {_OUTER}{", text" if text else ", strength" if counted else ""} FROM ({_INNER}{extra} FROM {source} JOIN "documents" d ON d."docid" = c."docid" '
         f'JOIN "sessions" s ON s."sid" = d."sid" LEFT JOIN "document_hashes" h ON h."docid" = d."docid" '
         f"WHERE s.\"status\" = 'ok'{scope}) f" + (f" WHERE {conditions}" if conditions else "")
     )
@@ -161,6 +162,13 @@ def _words(cur: Any, phrases: list[list[bytes]], last_prefix: bool, where: tuple
     if prefix is not None:
         required.append([term_hash(term) for term in expansions[prefix]])
     required.sort(key=len)
+    if all(len(phrase) == 1 for phrase in phrases):
+        # One-token phrases: an instance is one position, and a position holds one term,
+        # so the merged spans are the positions of the distinct terms: the sum of their tf.
+        having = " AND ".join('bool_or("term" = ANY(%s))' for _ in required)
+        source = f'(SELECT "docid", sum("tf") AS "strength" FROM "postings" WHERE "term" = ANY(%s) GROUP BY "docid" HAVING {having}) c'
+        counted = _select(cur, source, [list(keys), *required], where, counted=True)
+        return [_match(row, int(row[9])) for row in counted]
     source = "(SELECT DISTINCT p0.\"docid\" FROM \"postings\" p0" + "".join(
         f' JOIN "postings" p{i} ON p{i}."docid" = p0."docid" AND p{i}."term" = ANY(%s)' for i in range(1, len(required))
     ) + ' WHERE p0."term" = ANY(%s)) c'
