@@ -75,7 +75,6 @@ from readmodel.search.postgres import postgres_search
 from readmodel.search.summaries import SessionSummary, SessionSummaryPage, TitleCache, WorkspaceSummary, summaries_for, summary_page, summary_request, workspaces
 from readmodel.search.vocabulary import SessionEventSearchPage, SessionSearchPage
 from readmodel.store.interface import IndexReader, IndexSource, StoredSession
-from readmodel.store.sqlite import IndexStore
 from readmodel.store.pgreader import PostgresIndexStore, open_index_source
 from readmodel.projection.surface import fold_session_surface
 from readmodel.projection.titles import title_observation, title_snapshot
