@@ -73,10 +73,17 @@ class PostgresBackend(Backend):
         built = _BUILT.get(key)
         if built is None:
             scratch = Path(tempfile.mkdtemp(prefix="sessionq-pgcopy-"))
-            built = _BUILT[key] = copy_index(SQLITE.build(root, str(scratch / "index.db")), db)
+            source = SQLITE.build(root, str(scratch / "index.db"))
+            built = _BUILT[key] = copy_index(source, db)
+            _TWINS[built] = source
         elif built != db:
             shared_server().drop(db)
         return built
+
+    @staticmethod
+    def sqlite_twin(db: str) -> str:
+        """The SQLite index (built by the real indexer) that the PostgreSQL index ``db`` was copied from."""
+        return _TWINS[db]
 
     def open_source(self, db: str) -> IndexSource:
         from readmodel.store.pgreader import PostgresIndexStore
@@ -85,5 +92,6 @@ class PostgresBackend(Backend):
 
 
 _BUILT: dict[tuple[Path, str, str], str] = {}
+_TWINS: dict[str, str] = {}
 POSTGRES = PostgresBackend("postgresql")
 BACKENDS: tuple[Backend, ...] = (SQLITE, POSTGRES)

@@ -204,11 +204,39 @@ class PostgresSearchBackend:
         _check(signal)
         if self.live is not None and self.live.list():
             raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", "searching live sessions is not supported on a PostgreSQL index yet")
-        with self.store.transaction() as cur:
+        with self.store.transaction() as cur, _cancelling(cur.connection, signal):
             cur.execute('SELECT "identity", "cursor_secret" FROM "index_meta"')
             identity, secret = cur.fetchone()
             yield _Snapshot(self, cur, CursorCodec(identity, bytes(secret)), signal)
         _check(signal)
+
+
+@contextmanager
+def _cancelling(conn: Any, signal: Any) -> Iterator[None]:
+    """Cancel the running statement on the server once ``signal`` aborts (as SQLite's progress handler
+    interrupts one); the cancelled statement's error becomes ``SESSION_QUERY_ABORTED``."""
+    if signal is None or not hasattr(signal, "wait"):
+        yield
+        return
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            if signal.wait(0.05):
+                if not done.is_set():
+                    conn.cancel_safe()
+                return
+
+    watcher = threading.Thread(target=watch, name="sessionq-pg-cancel", daemon=True)
+    watcher.start()
+    try:
+        yield
+    except Exception:
+        if signal.aborted:
+            _check(signal)
+        raise
+    finally:
+        done.set()
 
 
 def _check(signal: Any) -> None:
