@@ -26,9 +26,24 @@ from readmodel.store.schema import metadata
 COPY_CHUNK = 5_000
 
 
-def copy_index(sqlite_db: str, url: str) -> str:
-    """Fill the empty PostgreSQL database ``url`` with the SQLite index ``sqlite_db``; returns ``url``."""
-    upgrade(url)
+def copy_index(sqlite_db: str, url: str, *, revision: str | None = None) -> str:
+    """Fill the empty PostgreSQL database ``url`` with the SQLite index ``sqlite_db``; returns ``url``.
+
+    With ``revision`` (one before 0014) the schema is created at that revision and only the
+    relational tables are copied: what an index built before the search tables holds.
+    """
+    if revision is None:
+        upgrade(url)
+    else:
+        from alembic import command
+
+        from readmodel.store.postgres import create_postgres_engine
+        from readmodel.store.revisions import alembic_config
+
+        engine = create_postgres_engine(url)
+        with engine.begin() as conn:
+            command.upgrade(alembic_config(conn), revision)
+        engine.dispose()
     source = sqlite3.connect(f"file:{sqlite_db}?mode=ro", uri=True)
     try:
         with psycopg.connect(url) as conn, conn.cursor() as cur:
@@ -41,6 +56,8 @@ def copy_index(sqlite_db: str, url: str) -> str:
                     while chunk := rows.fetchmany(COPY_CHUNK):
                         for row in chunk:
                             copy.write_row(row)
+            if revision is not None:
+                return url
             # Bulk load first, secondary indexes after (a build is far cheaper than row-by-row upkeep).
             indexes = [ddl for ddl in serverterms.DDL if ddl.startswith("CREATE INDEX")]
             for ddl in indexes:

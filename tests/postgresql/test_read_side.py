@@ -159,3 +159,25 @@ def test_an_abort_cancels_the_running_statement_on_the_server(postgres_url: str)
         with _cancelling(conn, controller.signal):
             conn.execute("SELECT pg_sleep(30)")
     assert caught.value.code == "SESSION_QUERY_ABORTED" and time.monotonic() - started < 10
+
+
+def test_migration_0014_builds_the_search_rows_of_an_existing_index(pair: Any, postgres_url: str) -> None:
+    from readmodel.store.postgres import upgrade
+    from tests.pgcopy import copy_index
+
+    sqlite_db, built, (sqlite_query, _) = pair
+    copy_index(sqlite_db, postgres_url, revision="0013")  # documents, but no search tables yet
+    upgrade(postgres_url)  # 0014 computes terms, postings and gram keys from the stored documents
+    tables = ("terms", "postings", "document_gram_keys")
+    order = {"terms": '"term"', "postings": '"term", "docid"', "document_gram_keys": '"docid"'}
+
+    def rows(url: str, table: str) -> list[Any]:
+        with psycopg.connect(url) as conn:
+            found = conn.execute(f'SELECT * FROM "{table}" ORDER BY {order[table]}').fetchall()
+        return [tuple(sorted(value) if table == "document_gram_keys" and isinstance(value, list) else value for value in row) for row in found]
+
+    for table in tables:
+        assert rows(postgres_url, table) == rows(built, table), table
+    with SessionQuery.open(postgres_url) as upgraded:
+        request = {"query": "the", "limit": 5, "match": "words"}
+        assert _walk(upgraded.search_sessions, request) == _walk(sqlite_query.search_sessions, request)
