@@ -30,6 +30,7 @@ from readmodel.store.database import sqlite_path
 from readmodel.core.jsvalues import js_string
 from readmodel.store.readonly import reader_uri
 from readmodel.export.frames import FrameSpan, ZstdFrameError, iter_frames, scan_frames
+from readmodel.export.pipeline import shared_pool
 
 READ_CHUNK: Final = 1 << 16
 TEXT_SLICE: Final = 65_536
@@ -76,7 +77,7 @@ def _zstd_bytes(fh: BinaryIO) -> Iterator[bytes]:
         spans = [item for item in scan_frames(fh, 0, size) if isinstance(item, FrameSpan)]
         if not spans:
             raise ArtifactError("zstd session log holds no complete frame")
-        yield from iter_frames(fh, spans)
+        yield from iter_frames(fh, spans, executor=shared_pool())  # runs decoded ahead on the pool
     except ZstdFrameError as exc:
         raise ArtifactError(exc.message) from None
 

@@ -16,7 +16,9 @@ it fails before any of it reaches a consumer.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future
 from typing import BinaryIO, Final
 
 import msgspec
@@ -328,22 +330,11 @@ class _Window:
         return self.data[start : start + size]
 
 
-def iter_frames(
-    fh: BinaryIO,
-    spans: list[FrameSpan],
-    max_plaintext: int = DEFAULT_MAX_FRAME_PLAINTEXT,
-    group_plaintext: int = GROUP_PLAINTEXT,
-) -> Iterator[bytes]:
-    """The plaintext of ``spans`` in order: :func:`iter_frame` over each, faster.
-
-    A run of consecutive frames that each declare a content size, together at
-    most ``group_plaintext`` bytes, is read in one call and decoded in one
-    call (per-frame Python costs more than decoding a small frame).  Anything
-    else, and any run whose decode fails, goes through :func:`iter_frame`
-    frame by frame, so failures are the same errors at the same frames, after
-    the same plaintext.  Memory: one run (bounded by the declared sizes, which
-    libzstd enforces) or one piece.
-    """
+def _runs(
+    fh: BinaryIO, spans: list[FrameSpan], max_plaintext: int, group_plaintext: int,
+) -> Iterator[tuple[list[FrameSpan], int, bytes | None]]:
+    """``spans`` as runs ``(spans, declared plaintext, compressed bytes)`` and, for a large
+    frame or one without a declared size, ``([span], -1, None)`` (to be streamed)."""
     index = 0
     count = len(spans)
     window = _Window(fh)
@@ -357,23 +348,76 @@ def iter_frames(
                 break
             declared += size
             index += 1
-        if index == first:  # a large frame or one without a declared size: streamed
-            yield from iter_frame(fh, spans[index], max_plaintext)
+        if index == first:
+            yield [spans[index]], -1, None
             index += 1
             continue
         run = spans[first:index]
-        data = window.read(run[0].start, run[-1].end - run[0].start)
-        plaintext = None
-        if len(data) == run[-1].end - run[0].start:
-            try:
-                plaintext = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True).decompress(data)
-            except zstandard.ZstdError:
-                plaintext = None
-        if plaintext is None or len(plaintext) != declared:
+        yield run, declared, window.read(run[0].start, run[-1].end - run[0].start)
+
+
+def _decode_run(run: list[FrameSpan], declared: int, data: bytes) -> bytes | None:
+    """A run's plaintext in one call; ``None`` when the bytes are short, the decoder fails
+    or the plaintext is not the declared size (the slow path then finds and words it)."""
+    if len(data) != run[-1].end - run[0].start:
+        return None
+    try:
+        plaintext = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True).decompress(data)
+    except zstandard.ZstdError:
+        return None
+    return plaintext if len(plaintext) == declared else None
+
+
+def iter_frames(
+    fh: BinaryIO,
+    spans: list[FrameSpan],
+    max_plaintext: int = DEFAULT_MAX_FRAME_PLAINTEXT,
+    group_plaintext: int = GROUP_PLAINTEXT,
+    executor: Executor | None = None,
+    ahead: int = 2,
+) -> Iterator[bytes]:
+    """The plaintext of ``spans`` in order: :func:`iter_frame` over each, faster.
+
+    A run of consecutive frames that each declare a content size, together at
+    most ``group_plaintext`` bytes, is read in one call and decoded in one
+    call (per-frame Python costs more than decoding a small frame).  Anything
+    else, and any run whose decode fails, goes through :func:`iter_frame`
+    frame by frame, so failures are the same errors at the same frames, after
+    the same plaintext.  With an ``executor``, up to ``ahead`` runs beyond the
+    one being handed over are decoded on it meanwhile (libzstd releases the
+    GIL), still handed over in order.  Memory: ``ahead + 1`` runs (bounded by
+    the declared sizes, which libzstd enforces) or one piece.
+    """
+    pending: deque[tuple[list[FrameSpan], Future[bytes | None]]] = deque()
+
+    def settle(run: list[FrameSpan], plaintext: bytes | None) -> Iterator[bytes]:
+        if plaintext is None:
             for span in run:  # the slow path finds and words the failure exactly
                 yield from iter_frame(fh, span, max_plaintext)
-            continue
-        yield plaintext
+        else:
+            yield plaintext
+
+    try:
+        for run, declared, data in _runs(fh, spans, max_plaintext, group_plaintext):
+            if data is None:  # a large frame or one without a declared size: streamed, after the runs before it
+                while pending:
+                    yield from settle(*_resolved(pending.popleft()))
+                yield from iter_frame(fh, run[0], max_plaintext)
+            elif executor is None:
+                yield from settle(run, _decode_run(run, declared, data))
+            else:
+                pending.append((run, executor.submit(_decode_run, run, declared, data)))
+                if len(pending) > ahead:
+                    yield from settle(*_resolved(pending.popleft()))
+        while pending:
+            yield from settle(*_resolved(pending.popleft()))
+    finally:
+        for _run, future in pending:
+            future.cancel()
+
+
+def _resolved(item: tuple[list[FrameSpan], Future[bytes | None]]) -> tuple[list[FrameSpan], bytes | None]:
+    return item[0], item[1].result()
 
 
 def decoder_error(exc: zstandard.ZstdError) -> str:

@@ -63,7 +63,7 @@ _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
 
-def _shared_pool() -> ThreadPoolExecutor:
+def shared_pool() -> ThreadPoolExecutor:
     """One pool for every export of the process, one thread per core (2–8):
     concurrent exports share the cores instead of each starting its own threads."""
     global _pool
@@ -98,7 +98,7 @@ class SegmentDeflater:
         self._level = level
         self._segment = segment
         self._depth = depth
-        self._pool = _shared_pool()
+        self._pool = shared_pool()
         self._inflight: deque[Future[bytes]] = deque()
         self._pending: list[memoryview] = []
         self._pending_size = 0

@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from readmodel.export.archive import DEFAULT_LEVEL, Exporter
-from readmodel.export.pipeline import codec
+from readmodel.export.pipeline import codec, shared_pool
 from readmodel.export.artifacts import ImageScanner, RawArtifact, _scan_line
 from readmodel.export.frames import FrameSpan, ZstdFrameError, iter_frame, iter_frames, scan_frames
 
@@ -45,13 +45,13 @@ def _spans(path: Path) -> list[FrameSpan]:
         return [item for item in scan_frames(fh) if isinstance(item, FrameSpan)]
 
 
-def _decode(path: Path, fast: bool, group: int = 1 << 20) -> tuple[bytes, str | None]:
+def _decode(path: Path, fast: bool, group: int = 1 << 20, pooled: bool = False) -> tuple[bytes, str | None]:
     out = bytearray()
     with open(path, "rb") as fh:
         spans = _spans(path)
         try:
             if fast:
-                for piece in iter_frames(fh, spans, group_plaintext=group):
+                for piece in iter_frames(fh, spans, group_plaintext=group, executor=shared_pool() if pooled else None, ahead=1):
                     out += piece
             else:
                 for span in spans:
@@ -72,8 +72,12 @@ raw_bytes = st.binary(max_size=40)
     sized=st.lists(st.booleans(), min_size=13, max_size=13),
     damage=st.one_of(st.none(), st.integers(min_value=0, max_value=11)),
     group=st.sampled_from([1, 64, 1 << 20]),
+    pooled=st.booleans(),
 )
-def test_runs_of_frames_decode_like_single_frames(tmp_path: Path, pieces: list[bytes], sized: list[bool], damage: int | None, group: int) -> None:
+def test_runs_of_frames_decode_like_single_frames(
+    tmp_path: Path, pieces: list[bytes], sized: list[bool], damage: int | None, group: int, pooled: bool,
+) -> None:
+    # Runs decoded ahead on the pool (``pooled``) come out in order, failures included.
     data = bytearray(_frames(pieces, sized))
     if damage is not None and damage < len(pieces):
         # Flip a byte of frame ``damage``'s checksum: a content failure found only by decoding.
@@ -81,7 +85,7 @@ def test_runs_of_frames_decode_like_single_frames(tmp_path: Path, pieces: list[b
         data[end - 1] ^= 0xFF
     path = tmp_path / f"log-{len(pieces)}-{damage}-{group}.zstd"
     path.write_bytes(bytes(data))
-    assert _decode(path, fast=True, group=group) == _decode(path, fast=False)
+    assert _decode(path, fast=True, group=group, pooled=pooled) == _decode(path, fast=False)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
