@@ -447,10 +447,11 @@ def export_command(
         return engines[0]
 
     exporter = Exporter(db, engine, root, AttachmentStore(attachments), redact=redacts_reads(redact))
-    try:
-        session_id = resolve_id(engine(), session_id)  # a unique id prefix names its session
-    except SessionQueryError as error:
-        raise click.ClickException(error.message) from None
+    if not _indexed_log(db, session_id, root):  # an exact id needs no engine (nor SQLAlchemy's import)
+        try:
+            session_id = resolve_id(engine(), session_id)  # a unique id prefix names its session
+        except SessionQueryError as error:
+            raise click.ClickException(error.message) from None
     try:
         prepared = exporter.prepare(session_id)
     except Exception as error:  # noqa: BLE001
@@ -464,6 +465,17 @@ def export_command(
         for opened in engines:
             opened.close()
     click.echo(target)
+
+
+def _indexed_log(db: str, session_id: str, root: str | None) -> bool:
+    """Whether the index records a log for exactly ``session_id`` (``False`` when it cannot tell:
+    the engine's path then resolves prefixes and words any failure)."""
+    from readmodel.export.artifacts import locate_artifact
+
+    try:
+        return locate_artifact(db, session_id, root) is not None
+    except Exception:  # noqa: BLE001 - answered by the engine's path
+        return False
 
 
 def _write_whole(target: str, chunks: Iterable[bytes]) -> None:

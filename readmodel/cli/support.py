@@ -152,9 +152,11 @@ POSTGRES_COMMANDS: frozenset[str] = frozenset({"db upgrade", "db current", "db c
 
 def _refuse_unsupported_postgres(ctx: click.Context, _param: click.Parameter, value: str) -> str:
     """A PostgreSQL ``--db`` for a command that cannot use one yet: one line, exit 1."""
+    if not value or "://" not in value:  # a file path: no URL parsing (nor SQLAlchemy's import) needed
+        return value
     from readmodel.store.urls import is_postgres, not_supported_message
 
-    if value and is_postgres(value):
+    if is_postgres(value):
         name = " ".join(ctx.command_path.split()[1:])
         if name not in POSTGRES_COMMANDS:
             raise click.ClickException(not_supported_message(value, f"`sessionq {name}`"))

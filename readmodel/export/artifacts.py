@@ -26,9 +26,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
-from readmodel.store.database import sqlite_path
 from readmodel.core.jsvalues import js_string
-from readmodel.store.readonly import reader_uri
+from readmodel.store.readonly import reader_uri, sqlite_path
 from readmodel.export.frames import FrameSpan, ZstdFrameError, iter_frames, scan_frames
 from readmodel.export.pipeline import shared_pool
 
