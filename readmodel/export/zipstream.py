@@ -68,6 +68,9 @@ class ZipStream:
         self._entries: list[_Entry] = []
         self._open: _Entry | None = None
         self._zip64 = False
+        # Every entry is stamped with the time the archive was started (local time, as zipfile does).
+        year, month, day, hour, minute, second = time.localtime(time.time())[:6]
+        self._stamp = (hour << 11 | minute << 5 | (second // 2), (year - 1980) << 9 | month << 5 | day)
 
     def begin(self, name: str, zip64: bool) -> bytes:
         """The local header of a deflated entry; ``zip64`` declares 64-bit sizes up front
@@ -78,9 +81,7 @@ class ZipStream:
             encoded, flags = name.encode("ascii"), _DATA_DESCRIPTOR
         except UnicodeEncodeError:
             encoded, flags = name.encode("utf-8"), _DATA_DESCRIPTOR | _UTF8_NAME
-        year, month, day, hour, minute, second = time.localtime(time.time())[:6]
-        dosdate = (year - 1980) << 9 | month << 5 | day
-        dostime = hour << 11 | minute << 5 | (second // 2)
+        dostime, dosdate = self._stamp
         version = _ZIP64_VERSION if zip64 else _DEFAULT_VERSION
         entry = _Entry(encoded, flags, dostime, dosdate, self.offset, version)
         extra = struct.pack("<HHQQ", 1, 16, 0, 0) if zip64 else b""
