@@ -48,6 +48,10 @@ READAHEAD: Final = 2
 """Pieces the read-ahead thread holds ready at most."""
 
 _crc32 = _isal_zlib.crc32 if _isal_zlib is not None else zlib.crc32
+# With ISA-L, each segment's CRC-32 is computed on the pool and combined in order
+# (a call that gives up the GIL on the consumer's thread costs up to a switch
+# interval to get it back from a busy thread); zlib has no combine in Python.
+_crc32_combine = getattr(_isal_zlib, "crc32_combine", None)
 
 
 def codec(level: int) -> ModuleType:
@@ -74,13 +78,15 @@ def shared_pool() -> ThreadPoolExecutor:
         return _pool
 
 
-def _deflate_segment(module: Any, level: int, data: memoryview | bytes, window: memoryview | bytes) -> bytes:
-    """One segment as raw deflate ending in a sync flush (byte-aligned, not final)."""
+def _deflate_segment(module: Any, level: int, data: memoryview | bytes, window: memoryview | bytes) -> tuple[bytes, int | None, int]:
+    """One segment as raw deflate ending in a sync flush (byte-aligned, not final),
+    its CRC-32 (``None`` when it cannot be combined: the consumer computes it) and length."""
     if window:
         compressor = module.compressobj(level, module.DEFLATED, -15, module.DEF_MEM_LEVEL, module.Z_DEFAULT_STRATEGY, window)
     else:
         compressor = module.compressobj(level, module.DEFLATED, -15)
-    return compressor.compress(data) + compressor.flush(module.Z_SYNC_FLUSH)  # type: ignore[no-any-return]
+    deflated = compressor.compress(data) + compressor.flush(module.Z_SYNC_FLUSH)
+    return deflated, (_crc32(data) if _crc32_combine is not None else None), len(data)
 
 
 class SegmentDeflater:
@@ -99,7 +105,7 @@ class SegmentDeflater:
         self._segment = segment
         self._depth = depth
         self._pool = shared_pool()
-        self._inflight: deque[Future[bytes]] = deque()
+        self._inflight: deque[Future[tuple[bytes, int | None, int]]] = deque()
         self._pending: list[memoryview] = []
         self._pending_size = 0
         self._window: memoryview | bytes = b""
@@ -111,7 +117,8 @@ class SegmentDeflater:
         """Adds ``data`` to the entry; yields the deflate bytes ready meanwhile."""
         if not data:
             return
-        self.crc = _crc32(data, self.crc)
+        if _crc32_combine is None:
+            self.crc = _crc32(data, self.crc)
         self.size += len(data)
         view = memoryview(data)
         if self._pending:
@@ -135,8 +142,10 @@ class SegmentDeflater:
             yield from self._submit(b"".join(self._pending))
             self._pending, self._pending_size = [], 0
         while self._inflight:
-            yield self._counted(self._inflight.popleft().result())
-        yield self._counted(self._module.compressobj(self._level, self._module.DEFLATED, -15).flush())
+            yield self._settled(self._inflight.popleft().result())
+        final = self._module.compressobj(self._level, self._module.DEFLATED, -15).flush()
+        self.compressed += len(final)
+        yield final
 
     def cancel(self) -> None:
         while self._inflight:
@@ -148,9 +157,13 @@ class SegmentDeflater:
         self._window = data[-WINDOW:]
         self._inflight.append(self._pool.submit(_deflate_segment, self._module, self._level, data, window))
         while self._inflight and (len(self._inflight) > self._depth or self._inflight[0].done()):
-            yield self._counted(self._inflight.popleft().result())
+            yield self._settled(self._inflight.popleft().result())
 
-    def _counted(self, data: bytes) -> bytes:
+    def _settled(self, result: tuple[bytes, int | None, int]) -> bytes:
+        """A segment's deflate bytes, its CRC-32 and size counted in (segments settle in order)."""
+        data, crc, length = result
+        if crc is not None and _crc32_combine is not None:
+            self.crc = _crc32_combine(self.crc, crc, length)
         self.compressed += len(data)
         return data
 
