@@ -143,7 +143,7 @@ def run(directory: Path, megabytes: float, vias: list[str], against: Path | None
             results.append(
                 record(
                     "export",
-                    code=code if against is not None else None,
+                    **({"code": code} if against is not None else {}),
                     via=via,
                     target_mb=megabytes,
                     log_mb=round(log_mb, 1),
