@@ -2,10 +2,11 @@
 
 ``session.jsonl`` (the raw artifact's plaintext), ``subagents/<safeId>/session.jsonl``
 for each descendant with ``includeDescendants``, and ``media/<attachmentId>.<ext>``
-for the images the logs reference.  The archive is written to a non-seekable
-sink in data-descriptor mode and handed out chunk by chunk, so memory stays
-bounded whatever the size of the logs; ``sessionq export`` and
-``GET /api/session.export`` stream the same bytes.
+for the images the logs reference.  The archive is written forward only, in
+data-descriptor mode (:mod:`readmodel.export.zipstream`), and handed out chunk by
+chunk while the logs are decoded ahead and deflated in segments on threads
+(:mod:`readmodel.export.pipeline`), so memory stays bounded whatever the size of
+the logs; ``sessionq export`` and ``GET /api/session.export`` stream the same bytes.
 """
 
 from __future__ import annotations
