@@ -146,7 +146,7 @@ def refuse_impossible_db(db: str) -> None:
         raise click.ClickException(str(exc)) from None
 
 
-POSTGRES_COMMANDS: frozenset[str] = frozenset({"db upgrade", "db current", "db check", "status"})
+POSTGRES_COMMANDS: frozenset[str] = frozenset({"db upgrade", "db current", "db check", "status", "index", "prune"})
 """The commands that accept a PostgreSQL ``--db`` so far (phase 1; docs/postgres.md)."""
 
 
