@@ -69,7 +69,7 @@ def not_supported_message(db: str, what: str) -> str:
     """The one-line refusal of a command or API whose PostgreSQL support is not built yet."""
     return (
         f"{mask_url(db)}: {what} does not support PostgreSQL yet; on PostgreSQL only "
-        "`sessionq db upgrade|current|check` and `sessionq status` work so far (docs/postgres.md)"
+        "`sessionq index`, `prune`, `db upgrade|current|check` and `status` work so far (docs/postgres.md)"
     )
 
 

@@ -10,6 +10,8 @@ keys equal its ``document_grams`` words.
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,8 +20,10 @@ from sqlalchemy.engine import make_url
 
 from indexer.cli import main
 from tests.corpus import SYNTHETIC_ROOT, ZSTD_ROOT
+from tests.daemon.support import append_turn, new_session
 from tests.indexstate import diff_states, index_state
 from tests.postgresql.state import pg_state, sqlite_columns, sqlite_search_rows
+from tests.sources.test_many_sources import make_root
 
 COMMON = ("sessions", "events", "raw_events", "event_links", "documents", "layout_problems", "document_hashes", "consistency")
 
@@ -47,4 +51,115 @@ def test_a_postgresql_index_equals_the_sqlite_index_of_the_same_root_row_for_row
     index(root, str(sqlite_db))
     output = index(root, postgres_url)
     assert make_url(postgres_url).password not in output and "***" in output  # the summary masks the password
+    assert_same_index(sqlite_db, postgres_url)
+
+
+def test_incremental_indexing_into_postgresql_equals_a_cold_sqlite_build(postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "root"
+    paths = make_root(root, "inc", 12)
+    # The first pass prepares the new sessions in worker processes (their recorded
+    # statements are replayed on the PostgreSQL cursor); later passes read in the writer.
+    monkeypatch.setenv("SESSIONQ_PARALLEL_MIN_BYTES", "0")
+    index(root, postgres_url, "host-a", "--workers", "2")
+    for n, path in enumerate(paths[:6]):
+        append_turn(path, 9 + 9 * (n % 3), f"omega appended turn {n} with tokenizer words")
+    shutil.rmtree(paths[7].parent)  # a deleted session: its rows and search rows go
+    new_session(root, "inc-new", "alpha a session new to the index")
+    index(root, postgres_url)
+    sqlite_db = tmp_path / "cold.db"
+    index(root, str(sqlite_db))
+    assert_same_index(sqlite_db, postgres_url)
+
+
+def test_a_server_restarted_mid_pass_loses_nothing_the_next_pass_redoes_the_batch(postgres_server, postgres_url: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from indexer.layout import Compression
+    from indexer.reconcile import Reconciler
+    from readmodel.store.postgres import open_writer
+
+    root = tmp_path / "root"
+    make_root(root, "restart", 30)
+    engine = open_writer(postgres_url)
+    calls = []
+
+    def restart_once(done: int, total: int, events: int) -> None:
+        calls.append(done)
+        if len(calls) == 12:  # mid-pass: earlier batches are committed, this one is open
+            postgres_server.restart()
+
+    reconciler = Reconciler(engine, root, Compression.ZSTD, settle_seconds=0, batch_events=40, workers=0, source="host-a", progress=restart_once)
+    try:
+        with pytest.raises(Exception) as failure:  # noqa: PT011 - whatever psycopg says of the lost connection
+            reconciler.reconcile()
+        assert "terminat" in str(failure.value) or "connection" in str(failure.value).lower()
+        reconciler.progress = None
+        report = reconciler.reconcile()  # a new connection (no pool): the interrupted batch again
+        assert report.failed == 0 and report.reloaded > 0
+    finally:
+        engine.dispose()
+    sqlite_db = tmp_path / "cold.db"
+    index(root, str(sqlite_db))
+    assert_same_index(sqlite_db, postgres_url)
+
+
+def test_three_daemons_of_three_sources_writing_one_database_at_once_equal_one_cold_build(postgres_url: str, tmp_path: Path) -> None:
+    roots = []
+    for name in ("a", "b", "c"):
+        make_root(tmp_path / name, name, 16)
+        roots.append((tmp_path / name, f"host-{name}"))
+    upgraded = CliRunner().invoke(main, ["db", "upgrade", "--db", postgres_url])  # the schema before the race
+    assert upgraded.exit_code == 0, upgraded.output
+    processes = [
+        subprocess.Popen(
+            [str(Path(sys.executable).parent / "sessionq"), "index", "--once", "--root", str(root), "--db", postgres_url, "--source", source, "--workers", "0"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        for root, source in roots
+    ]
+    outputs = [process.communicate(timeout=120)[0] for process in processes]
+    assert [process.returncode for process in processes] == [0, 0, 0], outputs
+    assert not any("ERROR" in output or "failed" in output.replace("0 failed", "") for output in outputs), outputs
+    sqlite_db = tmp_path / "cold.db"
+    for root, source in roots:
+        index(root, str(sqlite_db), source)
+    assert_same_index(sqlite_db, postgres_url)
+
+
+def test_a_second_indexer_of_one_source_is_refused_while_other_sources_index(postgres_url: str, tmp_path: Path) -> None:
+    from indexer.pgwriter import LockHeld, SourceLock
+
+    make_root(tmp_path / "a", "a", 2)
+    index(tmp_path / "a", postgres_url, "host-a")
+    held = SourceLock(postgres_url, "host-a")
+    held.acquire()
+    try:
+        result = CliRunner().invoke(main, ["index", "--once", "--root", str(tmp_path / "a"), "--db", postgres_url, "--source", "host-a"])
+        assert result.exit_code == 1
+        assert "another sessionq indexer" in result.output and "for source host-a" in result.output
+        assert make_url(postgres_url).password not in result.output
+        index(tmp_path / "a", postgres_url, "host-b")  # another source is not held up
+        with pytest.raises(LockHeld):
+            SourceLock(postgres_url, "host-a").acquire()
+    finally:
+        held.release()
+
+
+def test_an_unreachable_server_is_one_line_and_exit_1_with_once(tmp_path: Path) -> None:
+    url = "postgresql://sessionq:secret-pw@127.0.0.1:1/index"
+    result = CliRunner().invoke(main, ["index", "--once", "--root", str(tmp_path), "--db", url])
+    assert result.exit_code == 1
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: cannot connect to PostgreSQL (host 127.0.0.1:1, database index)")
+    assert "secret-pw" not in result.output
+
+
+def test_prune_removes_a_sources_sessions_and_search_rows_on_postgresql(postgres_url: str, tmp_path: Path) -> None:
+    make_root(tmp_path / "a", "a", 4)
+    make_root(tmp_path / "b", "b", 4)
+    index(tmp_path / "a", postgres_url, "host-a")
+    index(tmp_path / "b", postgres_url, "host-b")
+    result = CliRunner().invoke(main, ["prune", "--db", postgres_url, "--source", "host-b", "--yes"])
+    assert result.exit_code == 0, result.output
+    assert "removed 4 sessions of source host-b" in result.output and make_url(postgres_url).password not in result.output
+    sqlite_db = tmp_path / "a.db"
+    index(tmp_path / "a", str(sqlite_db), "host-a")
     assert_same_index(sqlite_db, postgres_url)
