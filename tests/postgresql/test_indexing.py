@@ -163,3 +163,28 @@ def test_prune_removes_a_sources_sessions_and_search_rows_on_postgresql(postgres
     sqlite_db = tmp_path / "a.db"
     index(tmp_path / "a", str(sqlite_db), "host-a")
     assert_same_index(sqlite_db, postgres_url)
+
+
+def test_the_whole_migration_chain_runs_on_a_postgresql_index_holding_rows(postgres_url: str, tmp_path: Path) -> None:
+    """Down to 0009 and up again on PostgreSQL with sessions stored: 0010's backfill (named binds), 0012's
+    labelling, 0013's hashes, 0014's postings and 0015's per-source paths; the index equals a cold one."""
+    from alembic import command
+
+    from readmodel.store.postgres import connect
+    from readmodel.store.revisions import alembic_config
+
+    root = tmp_path / "root"
+    make_root(root, "chain", 5)
+    index(root, postgres_url, "host-a")
+    engine, conn = connect(postgres_url)
+    try:
+        with conn.begin():
+            command.downgrade(alembic_config(conn), "0009")
+        with conn.begin():
+            command.upgrade(alembic_config(conn, source="host-a"), "head")
+    finally:
+        conn.close()
+        engine.dispose()
+    sqlite_db = tmp_path / "cold.db"
+    index(root, str(sqlite_db), "host-a")
+    assert_same_index(sqlite_db, postgres_url)  # last_activity again by 0010's backfill, postings by 0014's
