@@ -155,7 +155,12 @@ def _refuse_unsupported_postgres(ctx: click.Context, _param: click.Parameter, va
     from readmodel.store.urls import is_postgres, not_supported_message
 
     if value and is_postgres(value):
-        name = " ".join(ctx.command_path.split()[1:])
+        # The command's own names below the root group (the program name may be `python -m …`).
+        names, current = [], ctx
+        while current.parent is not None:
+            names.append(current.info_name or "")
+            current = current.parent
+        name = " ".join(reversed(names))
         if name not in POSTGRES_COMMANDS:
             raise click.ClickException(not_supported_message(value, f"`sessionq {name}`"))
     return value

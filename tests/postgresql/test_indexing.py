@@ -9,10 +9,12 @@ keys equal its ``document_grams`` words.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -188,3 +190,57 @@ def test_the_whole_migration_chain_runs_on_a_postgresql_index_holding_rows(postg
     sqlite_db = tmp_path / "cold.db"
     index(root, str(sqlite_db), "host-a")
     assert_same_index(sqlite_db, postgres_url)  # last_activity again by 0010's backfill, postings by 0014's
+
+
+def test_the_daemon_keeps_indexing_across_a_server_restart_and_reports_status_per_source(processes, postgres_server, postgres_url: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A running `sessionq index` daemon: the server restarts, the daemon reconnects (and takes its
+    source lock again), indexes what changed meanwhile; the final index equals a cold build."""
+    import psycopg
+
+    from tests.daemon.support import wait_for
+
+    root = tmp_path / "root"
+    paths = make_root(root, "live", 6)
+    daemon = processes.start("index", "--root", str(root), "--db", postgres_url, "--source", "host-a", "--workers", "0", "--settle", "0", name="daemon")
+    daemon.wait_ready()
+
+    def stored(sql: str) -> Any:
+        try:
+            with psycopg.connect(postgres_url) as conn:
+                return conn.execute(sql).fetchone()[0]
+        except psycopg.OperationalError:
+            return None
+
+    postgres_server.restart()
+    append_turn(paths[0], 9, "omega after the restart")
+    new_session(root, "live-new", "alpha born after the restart")
+    wait_for(lambda: stored("SELECT count(*) FROM sessions") == 7, 30, 0.1, "the new session through the restarted server")
+    wait_for(lambda: stored("SELECT max(event_count) FROM sessions WHERE id = 'live-000'") == 18, 30, 0.1, "the append")
+    assert "taking the source lock again" in daemon.stderr()  # its lock's connection died with the server
+    assert "another sessionq indexer" not in daemon.stderr()
+    status = CliRunner().invoke(main, ["status", "--json", "--db", postgres_url])
+    assert status.exit_code == 0, status.output
+    assert daemon.stop() == 0
+    sqlite_db = tmp_path / "cold.db"
+    index(root, str(sqlite_db), "host-a")
+    assert_same_index(sqlite_db, postgres_url)
+    entries = json.loads(status.output)["sources"]
+    assert [(entry["source"], entry["sessions"]) for entry in entries] == [("host-a", 7)]
+
+
+def test_the_daemon_waits_for_an_unreachable_server_logging_it_once(processes, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import time
+
+    url = "postgresql://sessionq:secret-pw@127.0.0.1:1/index"
+    daemon = processes.start("index", "--root", str(tmp_path), "--db", url, "--source", "host-a", name="daemon")
+    from tests.daemon.support import wait_for
+
+    def errors() -> list[str]:
+        return [line for line in daemon.stderr().splitlines() if "cannot connect to PostgreSQL" in line]
+
+    wait_for(errors, 30, 0.1, "the first failure's line")
+    time.sleep(3.5)  # back-off 1 s, 2 s: more attempts, no more lines
+    assert daemon.popen.poll() is None, daemon.stderr()  # still waiting, not exited
+    errors = errors()  # type: ignore[assignment]
+    assert len(errors) == 1 and "retrying with back-off" in errors[0]
+    assert "secret-pw" not in daemon.stderr()
