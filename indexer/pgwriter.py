@@ -17,8 +17,9 @@ serial, different sources never wait on each other and no global row is
 hot), the sid reservation in ``index_meta.next_sid`` (one atomic ``UPDATE …
 RETURNING`` in its own short transaction), and the substring gram keys'
 rebuild.  Nothing of a failed transaction is kept: a server restarted
-mid-batch loses the batch's transaction, the next pass reconnects (the
-engine has no pool) and redoes it from the stored offsets.
+mid-batch loses the batch's transaction, the next pass reconnects (the pool
+checks a connection before handing it out and drops a broken one) and redoes
+it from the stored offsets.
 
 :class:`SourceLock` is one daemon per (database, source): a session-level
 ``pg_try_advisory_lock(K, hash(source))`` held on its own connection for the
@@ -158,13 +159,15 @@ class PostgresWriter:
         raw = self.engine.raw_connection()
         try:
             conn = raw.driver_connection
+            if conn.info.transaction_status != TransactionStatus.IDLE:
+                conn.rollback()  # left open by the pool's ping: autocommit can only change when idle
             conn.autocommit = True  # the reconciler issues BEGIN / COMMIT itself
             conn.adapters.register_dumper(bool, _BoolAsInteger)
             cur = PgCursor(conn)
             try:
                 yield cur
             finally:
-                cur.close()
+                _settle(raw, cur)
         finally:
             raw.close()
 
@@ -207,6 +210,19 @@ class PostgresWriter:
             cur.executemany('INSERT INTO "document_gram_keys" ("docid", "grams") VALUES (?, ?)', [(doc, document_gram_keys(text)) for doc, text in rows])
             last = rows[-1][0]
         cur.execute('UPDATE "index_meta" SET "grams" = ?', (scheme_fingerprint(),))
+
+
+def _settle(raw: Any, cur: PgCursor) -> None:
+    """A pass's connection back to the pool: idle, or dropped if the server went away."""
+    conn = cur.conn
+    try:
+        cur.close()
+        if not (conn.broken or conn.closed) and conn.info.transaction_status != TransactionStatus.IDLE:
+            conn.execute("ROLLBACK")  # nothing of an unfinished transaction is kept
+    except psycopg.Error:
+        pass
+    if conn.broken or conn.closed:
+        raw.invalidate()  # the pool must not hand it out again
 
 
 class LockHeld(RuntimeError):

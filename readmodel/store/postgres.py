@@ -49,9 +49,14 @@ class Unreachable(PostgresError):
     """The server cannot be reached or refuses the connection (a daemon retries; ``--once`` exits 1)."""
 
 
-def create_postgres_engine(db: str) -> Engine:
-    """An engine for the PostgreSQL index ``db`` (no pool: commands connect once)."""
-    return create_engine(parse(db), poolclass=NullPool, connect_args={"connect_timeout": CONNECT_TIMEOUT_SECONDS})
+def create_postgres_engine(db: str, *, pooled: bool = False) -> Engine:
+    """An engine for the PostgreSQL index ``db``: no pool (commands connect once), or with
+    ``pooled`` a small pool whose connections are checked before use (an indexer daemon: a
+    pass does not pay for new connections, and one the server dropped is replaced)."""
+    connect_args = {"connect_timeout": CONNECT_TIMEOUT_SECONDS}
+    if pooled:
+        return create_engine(parse(db), pool_size=2, max_overflow=2, pool_pre_ping=True, connect_args=connect_args)
+    return create_engine(parse(db), poolclass=NullPool, connect_args=connect_args)
 
 
 def connect(db: str) -> tuple[Engine, Connection]:
@@ -148,7 +153,8 @@ def open_writer(db: str, *, allow_upgrade: bool = False, source: str | None = No
                 "run `sessionq db upgrade --db URL` (or `sessionq index --upgrade`)"
             )
         upgrade(db, source=source)
-    return engine
+    engine.dispose()
+    return create_postgres_engine(db, pooled=True)
 
 
 def schema_drift(conn: Connection) -> list[str]:
