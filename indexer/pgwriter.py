@@ -48,6 +48,8 @@ from readmodel.search.tokens import Tokenizer
 from readmodel.store.schema import metadata
 from readmodel.store.urls import connect_message, mask_url, parse
 
+from .layout import LayoutProblem
+
 log = logging.getLogger("sessionq.indexer")
 
 LOCK_CLASS: Final = 0x5351_5849
@@ -197,6 +199,18 @@ class PostgresWriter:
             'UPDATE "sources" SET "generation" = "generation" + ?, "last_reconcile_at" = ? WHERE "source" = ?',
             (int(changed), now, source),
         )
+
+    def storable(self, item: Any) -> Any:
+        """``item`` (an observed transcript), or its ``unindexable`` layout problem when its header
+        puts a NUL character into a text column of the session row: PostgreSQL text cannot
+        hold one, and the row is written outside the session's savepoint (a failure there would
+        fail every batch of the source).  SQLite stores such a session; the problem says why
+        this index does not."""
+        header = item.header
+        if header is None or not any(type(value) is str and "\x00" in value for value in (header.get("id"), header.get("cwd"), header.get("parentSession"))):
+            return item
+        problem = LayoutProblem("unindexable", item.path, f"{item.path}: the header holds a NUL character, which PostgreSQL text cannot store")
+        return type(item)(item.path, item.stat, None, problem)
 
     def grams_current(self, cur: PgCursor) -> bool:
         row = cur.execute('SELECT "grams" FROM "index_meta"').fetchone()

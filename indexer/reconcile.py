@@ -192,7 +192,7 @@ class Reconciler:
             threading.Thread(target=_warm_up, args=(pool,), name="pool-warm-up", daemon=True).start()
         found = discover(self.root, self.compression)
         training = self._start_training([ref.path for ref in found.transcripts]) if cold else None
-        observed = self._observe_all([ref.path for ref in found.transcripts])
+        observed = [self.writer.storable(item) for item in self._observe_all([ref.path for ref in found.transcripts])]
         problems = list(found.problems)
         by_id: dict[str, list[_Observed]] = {}
         for item in observed:
@@ -235,7 +235,7 @@ class Reconciler:
             if _stored_fingerprint(cur) != self.fingerprint or not self.writer.grams_current(cur):
                 return self.reconcile()  # documents of other rules, or grams of another scheme: a full pass first
             for path in sorted({os.path.abspath(p) for p in paths}):
-                item = self._observe(path)
+                item = self.writer.storable(self._observe(path))
                 if item.problem is not None or (item.header is not None and clashes(cur, item.header["id"], path, self.source)) or has_problem(cur, path, self.source) or _beside_opposite(path, self.compression):
                     return self.reconcile()
                 items.append(item)

@@ -15,7 +15,8 @@ A backend supplies, through an :class:`IndexWriter`:
 * the search rows: a cursor with ``write_search_rows``/``delete_search_rows``
   methods takes a document's search rows itself (:func:`indexer.projection.write_fts_rows`);
   SQLite's cursor has none and gets FTS5 and gram rows;
-* the exceptions a bad log's rows raise (:attr:`~IndexWriter.data_errors`).
+* the exceptions a bad log's rows raise (:attr:`~IndexWriter.data_errors`), and which
+  observed headers its session rows cannot hold (:meth:`~IndexWriter.storable`).
 
 :func:`writer_for` picks the backend from an engine's dialect.
 """
@@ -57,6 +58,8 @@ class IndexWriter(Protocol):
     def grams_current(self, cur: Any) -> bool: ...
 
     def rebuild_grams(self, cur: Any) -> None: ...
+
+    def storable(self, item: Any) -> Any: ...
 
 
 class SqliteWriter:
@@ -105,6 +108,10 @@ class SqliteWriter:
 
     def rebuild_grams(self, cur: sqlite3.Cursor) -> None:
         gramindex.rebuild(cur)
+
+    def storable(self, item: Any) -> Any:
+        """An observed transcript as it is (the listing already refused what SQLite cannot hold)."""
+        return item
 
 
 def writer_for(engine: Engine) -> IndexWriter:

@@ -244,3 +244,18 @@ def test_the_daemon_waits_for_an_unreachable_server_logging_it_once(processes, t
     errors = errors()  # type: ignore[assignment]
     assert len(errors) == 1 and "retrying with back-off" in errors[0]
     assert "secret-pw" not in daemon.stderr()
+
+
+def test_a_header_postgresql_text_cannot_hold_is_a_layout_problem_and_the_others_are_indexed(postgres_url: str, tmp_path: Path) -> None:
+    import psycopg
+
+    from tests.logfactory import header, simple_turn, write_log
+
+    root = tmp_path / "root"
+    write_log(root, header("good"), [simple_turn(0, "fine")])
+    write_log(root, header("nul-cwd", cwd="/work/a\x00b"), [simple_turn(0, "text")])
+    index(root, postgres_url)
+    with psycopg.connect(postgres_url) as conn:
+        assert conn.execute('SELECT "id", "status" FROM "sessions"').fetchall() == [("good", "ok")]
+        (kind, message), = conn.execute('SELECT "kind", "message" FROM "layout_problems"').fetchall()
+    assert kind == "unindexable" and "NUL character" in message
