@@ -4,8 +4,11 @@ Each backend knows how to make a fresh, empty index and how to build one from
 a log root with the real indexer.  Suites take the ``backend`` fixture
 (tests/conftest.py), parameterised over :data:`BACKENDS`, so every backend
 answers the same tests, as a recorder test case runs against every recorder.
-SQLite is the only backend today; a server backend adds an entry here (and the
-services its fixture starts).
+PostgreSQL's entry (:data:`POSTGRES`) builds with the real indexer into SQLite
+and copies the index into a database of a throwaway cluster
+(tests/pgcopy.py) until the PostgreSQL writer lands; one database per log
+root is built once per test session and shared, since these suites only
+read.
 """
 
 from __future__ import annotations
@@ -45,4 +48,42 @@ class Backend:
 
 
 SQLITE = Backend("sqlite")
-BACKENDS: tuple[Backend, ...] = (SQLITE,)
+
+
+@dataclass(frozen=True)
+class PostgresBackend(Backend):
+    """PostgreSQL on the tests' shared server (tests/postgres.py)."""
+
+    def database(self, directory: Path, name: str) -> str:
+        from tests.postgres import shared_server
+
+        return shared_server().database()
+
+    def build(self, root: Path, db: str) -> str:
+        """The index of ``root``: built once per session (``db`` is then dropped unused)."""
+        import tempfile
+
+        from tests.pgcopy import copy_index
+        from tests.postgres import shared_server
+
+        from indexer import repair
+
+        # Keyed by what the indexer writes: some suites build with the reference's closer texts patched in.
+        key = (root, repair.OUTCOME_UNKNOWN_TEXT, repair.NOT_STARTED_TEXT)
+        built = _BUILT.get(key)
+        if built is None:
+            scratch = Path(tempfile.mkdtemp(prefix="sessionq-pgcopy-"))
+            built = _BUILT[key] = copy_index(SQLITE.build(root, str(scratch / "index.db")), db)
+        elif built != db:
+            shared_server().drop(db)
+        return built
+
+    def open_source(self, db: str) -> IndexSource:
+        from readmodel.store.pgreader import PostgresIndexStore
+
+        return PostgresIndexStore.open(db)
+
+
+_BUILT: dict[tuple[Path, str, str], str] = {}
+POSTGRES = PostgresBackend("postgresql")
+BACKENDS: tuple[Backend, ...] = (SQLITE, POSTGRES)

@@ -179,3 +179,17 @@ def require_server() -> Server:
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             pytest.fail(f"PostgreSQL is required under CI: {exc}", pytrace=False)
         pytest.skip(f"no PostgreSQL server: {exc}")
+
+
+_SHARED: list[Server] = []
+
+
+def shared_server() -> Server:
+    """One server for the whole test session (started on first use, stopped at exit); skips or fails as :func:`require_server`."""
+    if not _SHARED:
+        import atexit
+
+        server = require_server()
+        _SHARED.append(server)
+        atexit.register(server.stop)
+    return _SHARED[0]

@@ -1,7 +1,7 @@
 """PostgreSQL's search tables: ``terms``, ``postings`` and ``document_gram_keys``.
 
 PostgreSQL never tokenises (docs/postgres.md): the term dictionary (hash →
-bytes), each document's postings (term hash, docid, tf, every position) with
+bytes, with ``terms_prefix`` on its first bytes for prefix queries), each document's postings (term hash, docid, tf, every position) with
 the indexes the ranking reads (``postings_top``: a term's documents by
 descending tf; ``postings_docid``: a document's rows, for deletes), and each
 document's substring gram keys in a ``bigint[]`` with a GIN index

@@ -36,8 +36,13 @@ from readmodel.search.tokens import Tokenizer, postings, term_hash
 TABLES: Final = ("terms", "postings", "document_gram_keys")
 """The PostgreSQL-only tables (explicit DDL in migration 0014, no SQLAlchemy model)."""
 
+PREFIX_KEY_BYTES: Final = 16
+"""Bytes of a term in the ``terms_prefix`` index."""
+
 DDL: Final = (
     'CREATE TABLE "terms" ("term" bigint PRIMARY KEY, "text" bytea NOT NULL)',
+    # The words mode's prefix terms: a term's first bytes (a whole term may exceed a btree entry).
+    f'CREATE INDEX "terms_prefix" ON "terms" (substr("text", 1, {PREFIX_KEY_BYTES}))',
     'CREATE TABLE "postings" ("term" bigint NOT NULL, "docid" bigint NOT NULL, "tf" integer NOT NULL, '
     '"positions" integer[] NOT NULL, PRIMARY KEY ("term", "docid"))',
     'CREATE INDEX "postings_top" ON "postings" ("term", "tf" DESC, "docid")',
@@ -85,13 +90,21 @@ def write_documents(cur: Any, tokenizer: Tokenizer, documents: Iterable[tuple[in
         posting_rows += rows
         gram_rows.append((docid, document_gram_keys(text)))
     _write_dictionary(cur, dictionary)
-    # COPY's text format built here: integers and integer arrays need no escaping, and
-    # psycopg's per-value array dumping costs several times the rest of the write.
+    # COPY's text format written directly: several times faster than adapting each array.
     with cur.copy('COPY "postings" ("term", "docid", "tf", "positions") FROM STDIN') as copy:
-        copy.write("".join([f"{key}\t{docid}\t{tf}\t{{{','.join(map(str, positions))}}}\n" for key, docid, tf, positions in posting_rows]))
+        for start in range(0, len(posting_rows), _COPY_ROWS):
+            copy.write("".join(f"{key}\t{docid}\t{tf}\t{{{_joined(positions)}}}\n" for key, docid, tf, positions in posting_rows[start : start + _COPY_ROWS]))
     with cur.copy('COPY "document_gram_keys" ("docid", "grams") FROM STDIN') as copy:
-        copy.write("".join([f"{docid}\t{{{','.join(map(str, keys))}}}\n" for docid, keys in gram_rows]))
+        for docid, keys in gram_rows:
+            copy.write(f"{docid}\t{{{_joined(keys)}}}\n")
     return len(posting_rows)
+
+
+_COPY_ROWS: Final = 10_000
+
+
+def _joined(numbers: list[int]) -> str:
+    return ",".join(map(str, numbers))
 
 
 def _write_dictionary(cur: Any, dictionary: dict[int, bytes]) -> None:
