@@ -4,10 +4,9 @@ Each backend knows how to make a fresh, empty index and how to build one from
 a log root with the real indexer.  Suites take the ``backend`` fixture
 (tests/conftest.py), parameterised over :data:`BACKENDS`, so every backend
 answers the same tests, as a recorder test case runs against every recorder.
-PostgreSQL's entry (:data:`POSTGRES`) builds with the real indexer into SQLite
-and copies the index into a database of a throwaway cluster
-(tests/pgcopy.py) until the PostgreSQL writer lands; one database per log
-root is built once per test session and shared, since these suites only
+PostgreSQL's entry (:data:`POSTGRES`) builds with the real indexer into a
+database of a throwaway cluster (:mod:`indexer.pgwriter`); one database per
+log root is built once per test session and shared, since these suites only
 read.
 """
 
@@ -61,9 +60,7 @@ class PostgresBackend(Backend):
 
     def build(self, root: Path, db: str) -> str:
         """The index of ``root``: built once per session (``db`` is then dropped unused)."""
-        import tempfile
-
-        from tests.pgcopy import copy_index
+        from readmodel.store.postgres import open_writer as open_postgres_writer
         from tests.postgres import shared_server
 
         from indexer import repair
@@ -72,8 +69,13 @@ class PostgresBackend(Backend):
         key = (root, repair.OUTCOME_UNKNOWN_TEXT, repair.NOT_STARTED_TEXT)
         built = _BUILT.get(key)
         if built is None:
-            scratch = Path(tempfile.mkdtemp(prefix="sessionq-pgcopy-"))
-            built = _BUILT[key] = copy_index(SQLITE.build(root, str(scratch / "index.db")), db)
+            # The real indexer writing into PostgreSQL (indexer.pgwriter), as SQLITE.build does into SQLite.
+            engine = open_postgres_writer(db)
+            try:
+                Reconciler(engine, root, Compression.ZSTD, settle_seconds=0).reconcile()
+            finally:
+                engine.dispose()
+            built = _BUILT[key] = db
         elif built != db:
             shared_server().drop(db)
         return built
