@@ -13,6 +13,7 @@ import json
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from click.testing import CliRunner
 from sqlalchemy.engine import make_url
 
 from indexer.cli import main
+from readmodel.query import SessionQuery
 from tests.corpus import SYNTHETIC_ROOT, ZSTD_ROOT
 from tests.daemon.support import append_turn, new_session
 from tests.indexstate import diff_states, index_state
@@ -103,7 +105,7 @@ def test_a_server_restarted_mid_pass_loses_nothing_the_next_pass_redoes_the_batc
     assert_same_index(sqlite_db, postgres_url)
 
 
-def test_three_daemons_of_three_sources_writing_one_database_at_once_equal_one_cold_build(postgres_url: str, tmp_path: Path) -> None:
+def test_three_daemons_of_three_sources_writing_one_database_at_once_while_readers_query_equal_one_cold_build(postgres_url: str, tmp_path: Path) -> None:
     roots = []
     for name in ("a", "b", "c"):
         make_root(tmp_path / name, name, 16)
@@ -117,7 +119,30 @@ def test_three_daemons_of_three_sources_writing_one_database_at_once_equal_one_c
         )  # fmt: skip
         for root, source in roots
     ]
-    outputs = [process.communicate(timeout=120)[0] for process in processes]
+    # Readers query the database while the three write (one snapshot per answer).
+    stop, answers, errors = threading.Event(), [], []
+
+    def read() -> None:
+        query = SessionQuery.open(postgres_url)
+        try:
+            while not stop.is_set():
+                try:
+                    answers.append((len(query.list_sessions()), len(query.search_sessions({"query": "alpha", "limit": 5}).items)))
+                except Exception as exc:  # noqa: BLE001 - counted: the test wants none
+                    errors.append(exc)
+        finally:
+            query.close()
+
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    for reader in readers:
+        reader.start()
+    try:
+        outputs = [process.communicate(timeout=120)[0] for process in processes]
+    finally:
+        stop.set()
+        for reader in readers:
+            reader.join()
+    assert errors == [] and answers
     assert [process.returncode for process in processes] == [0, 0, 0], outputs
     assert not any("ERROR" in output or "failed" in output.replace("0 failed", "") for output in outputs), outputs
     sqlite_db = tmp_path / "cold.db"
