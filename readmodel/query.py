@@ -75,9 +75,7 @@ from readmodel.search.postgres import postgres_search
 from readmodel.search.summaries import SessionSummary, SessionSummaryPage, TitleCache, WorkspaceSummary, summaries_for, summary_page, summary_request, workspaces
 from readmodel.search.vocabulary import SessionEventSearchPage, SessionSearchPage
 from readmodel.store.interface import IndexReader, IndexSource, StoredSession
-from readmodel.store.sqlite import IndexStore
-from readmodel.store.pgreader import PostgresIndexStore
-from readmodel.store.urls import is_postgres
+from readmodel.store.pgreader import PostgresIndexStore, open_index_source
 from readmodel.projection.surface import fold_session_surface
 from readmodel.projection.titles import title_observation, title_snapshot
 from readmodel.core.vocabulary import (
@@ -243,9 +241,7 @@ class SessionQuery:
         it cannot be used); ``config`` is validated before the database is touched."""
         validate_config(config)
         search_config(_search_settings(config))
-        if is_postgres(db):
-            return cls(PostgresIndexStore.open(db), live, config, redact)
-        return cls(IndexStore.open(db), live, config, redact)
+        return cls(open_index_source(db), live, config, redact)
 
     def close(self) -> None:
         """Release the database connections (live sessions are not touched)."""

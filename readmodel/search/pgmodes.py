@@ -83,8 +83,23 @@ def merged_spans(instances: list[tuple[int, int]]) -> int:
     return spans
 
 
-def query(snap: Any, request: Any, sessions: Where | None, events: Where, sid: int | None, offset: int) -> list[Row]:
-    """A page of a ``words`` or ``substring`` search (``sid``: within that session)."""
+def query(snap: Any, request: Any, sessions: Where | None, events: Where, sid: int | None, offset: int, key: tuple[str, ...]) -> list[Row]:
+    """A page of a ``words`` or ``substring`` search (``sid``: within that session; ``key``: its ranking's cache key)."""
+    tokenizer = snap.backend.tokenizer()
+    if request.match == "words":
+        expression, terms = words_expression(request.query, request.prefix, tokenizer.tokens)
+        bounded_terms(terms)
+        if not expression:
+            return []
+        marker = None
+    else:
+        expression, marker = None, compiled_substring(request.query).mark_first
+    rows = snap.backend.ranked(key, lambda want: _ranking(snap, request, sessions, events, sid), offset, request.limit + 1)
+    return snap.fill(rows, expression, marker)
+
+
+def _ranking(snap: Any, request: Any, sessions: Where | None, events: Where, sid: int | None) -> list[tuple[Any, ...]]:
+    """The whole ranking, as ``(strength, candidate columns…)`` rows (:func:`readmodel.search.postgres.to_row`'s shape)."""
     cur = snap.cur
     conditions, params = snap.filters(sessions, events)
     scope, scope_params = "", []
@@ -92,29 +107,20 @@ def query(snap: Any, request: Any, sessions: Where | None, events: Where, sid: i
         scope = ' AND d."docid" BETWEEN %s AND %s'
         scope_params = [sid << 32, (sid << 32) | 0xFFFFFFFF]
     where = (scope, scope_params, conditions, params)
-    need = offset + request.limit + 1
     scoped = sid is not None or bool(conditions)
     ranking = Ranking(keep_all=sid is not None)
     if request.match == "words":
-        tokenizer = snap.backend.tokenizer()
-        phrases, last_prefix, terms = phrases_of(request.query, request.prefix, tokenizer.tokens)
-        bounded_terms(terms)
-        if not phrases:
-            return []
-        matches = _words(cur, phrases, last_prefix, where)
-        expression = words_expression(request.query, request.prefix, tokenizer.tokens)[0]
-        marker = None
+        phrases, last_prefix, _ = phrases_of(request.query, request.prefix, snap.backend.tokenizer().tokens)
+        matches = _words(cur, phrases, last_prefix, where) if phrases else []
     else:
-        substring = compiled_substring(request.query)
-        matches = _substring(cur, request.query, substring, where)
-        expression, marker = None, substring.mark_first
+        matches = _substring(cur, request.query, compiled_substring(request.query), where)
     for match in matches:
         ranking.add(match)
     if scoped:
         _add_holders(cur, ranking)
     ranked = ranking.sessions() if sid is None else ranking.events()
-    rows = [Row(*match.row()) for match in ranked[offset:need]]
-    return snap.fill(rows, expression, marker)
+    # The shape of readmodel.search.postgres's candidates: (strength, id, sid, created, cwd, parent, live, persisted, docid, …).
+    return [(m.strength, m.session_id, m.header_json, None, None, None, m.live, m.persisted, m.docid, m.seq, m.type, m.time, m.surface, m.length) for m in ranked]
 
 
 def _match(row: Sequence[Any], strength: int) -> Match:
@@ -123,12 +129,13 @@ def _match(row: Sequence[Any], strength: int) -> Match:
     return Match(session_id, sid, 0, 1, docid, seq, etype, time, surface, length, strength, digest)
 
 
-def _select(cur: Any, source: str, source_params: list[Any], where: tuple[Any, ...], text: bool = False) -> list[tuple[Any, ...]]:
-    """The candidate rows of the documents ``source`` (a relation ``c`` of docids) names, filtered."""
+def _select(cur: Any, source: str, source_params: list[Any], where: tuple[Any, ...], text: bool = False, counted: bool = False) -> list[tuple[Any, ...]]:
+    """The candidate rows of the documents ``source`` (a relation ``c`` of docids) names, filtered;
+    with ``text`` each row ends with the document's text, with ``counted`` with ``c.strength``."""
     scope, scope_params, conditions, params = where
-    extra = ', d."text" AS text' if text else ""
+    extra = ', d."text" AS text' if text else ', c."strength" AS strength' if counted else ""
     sql = (
-        f'SELECT {_OUTER}{", text" if text else ""} FROM ({_INNER}{extra} FROM {source} JOIN "documents" d ON d."docid" = c."docid" '
+        f'SELECT {_OUTER}{", text" if text else ", strength" if counted else ""} FROM ({_INNER}{extra} FROM {source} JOIN "documents" d ON d."docid" = c."docid" '
         f'JOIN "sessions" s ON s."sid" = d."sid" LEFT JOIN "document_hashes" h ON h."docid" = d."docid" '
         f"WHERE s.\"status\" = 'ok'{scope}) f" + (f" WHERE {conditions}" if conditions else "")
     )
@@ -155,6 +162,13 @@ def _words(cur: Any, phrases: list[list[bytes]], last_prefix: bool, where: tuple
     if prefix is not None:
         required.append([term_hash(term) for term in expansions[prefix]])
     required.sort(key=len)
+    if all(len(phrase) == 1 for phrase in phrases):
+        # One-token phrases: an instance is one position, and a position holds one term,
+        # so the merged spans are the positions of the distinct terms: the sum of their tf.
+        having = " AND ".join('bool_or("term" = ANY(%s))' for _ in required)
+        source = f'(SELECT "docid", sum("tf") AS "strength" FROM "postings" WHERE "term" = ANY(%s) GROUP BY "docid" HAVING {having}) c'
+        counted = _select(cur, source, [list(keys), *required], where, counted=True)
+        return [_match(row, int(row[9])) for row in counted]
     source = "(SELECT DISTINCT p0.\"docid\" FROM \"postings\" p0" + "".join(
         f' JOIN "postings" p{i} ON p{i}."docid" = p0."docid" AND p{i}."term" = ANY(%s)' for i in range(1, len(required))
     ) + ' WHERE p0."term" = ANY(%s)) c'

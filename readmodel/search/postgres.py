@@ -39,7 +39,8 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Final
 
@@ -57,6 +58,10 @@ from readmodel.search.requests import EventsRequest, SessionsRequest, bounded_te
 from readmodel.search.tokens import Tokenizer, phrase_spans, term_hash
 from readmodel.store.pgreader import PostgresIndexStore
 
+RANKED_CACHE_ROWS: Final = 500
+"""Ranked rows kept per (request, generation) for cheap later pages (as the SQLite backend)."""
+RANKED_FIRST_ROWS: Final = 64
+RANKED_CACHE_SIZE: Final = 32
 BATCH: Final = 512
 """Candidates whose positions are fetched and counted per step of a pruned ranking."""
 
@@ -143,6 +148,37 @@ class PostgresSearchBackend:
         self.live = live
         self.config = config or SearchConfig()
         self._local = threading.local()
+        self._lock = threading.Lock()
+        self._ranked: OrderedDict[tuple[str, ...], tuple[list[tuple[Any, ...]], bool]] = OrderedDict()
+
+    def ranked(self, key: tuple[str, ...], fetch: Callable[[int], list[tuple[Any, ...]]], offset: int, need: int) -> list[Row]:
+        """Rows ``offset .. offset + need`` of a ranking, cut from a small cache when it holds them.
+
+        The ranking of one request over one generation (``key`` holds both)
+        never changes, so later pages of a cursor walk are cut from the rows
+        an earlier call ranked.  ``fetch(k)`` returns the first ``k`` ranked
+        rows (fewer: the ranking is complete); a miss fetches at least twice
+        what the cache held, up to :data:`RANKED_CACHE_ROWS`.
+        """
+        with self._lock:
+            cached = self._ranked.get(key)
+            if cached is not None:
+                self._ranked.move_to_end(key)
+        held = 0
+        if cached is not None:
+            rows, complete = cached
+            if complete or offset + need <= len(rows):
+                return [to_row(row) for row in rows[offset : offset + need]]
+            held = len(rows)
+        if offset + need > RANKED_CACHE_ROWS:
+            return [to_row(row) for row in fetch(offset + need)[offset : offset + need]]
+        want = min(RANKED_CACHE_ROWS, max(offset + need, 2 * held, RANKED_FIRST_ROWS))
+        rows = fetch(want)
+        with self._lock:
+            self._ranked[key] = (rows[:want], len(rows) < want)
+            while len(self._ranked) > RANKED_CACHE_SIZE:
+                self._ranked.popitem(last=False)
+        return [to_row(row) for row in rows[offset : offset + need]]
 
     def open(self) -> None:
         with self.store.read():
@@ -209,8 +245,8 @@ class _Snapshot:
         if request.match != "phrase":
             from readmodel.search import pgmodes
 
-            return pgmodes.query(self, request, sessions, events, None, offset)
-        return self._phrase(request.query, sessions, events, None, offset + request.limit + 1, offset)
+            return pgmodes.query(self, request, sessions, events, None, offset, cache_key)
+        return self._phrase(request.query, sessions, events, None, request.limit + 1, offset, cache_key)
 
     def events_page(self, request: EventsRequest, handle: int, offset: int, cache_key: tuple[str, ...]) -> list[Row]:
         events = event_where(request.filters)
@@ -218,15 +254,20 @@ class _Snapshot:
         if request.match != "phrase":
             from readmodel.search import pgmodes
 
-            return pgmodes.query(self, request, None, events, handle, offset)
-        return self._phrase(request.query, None, events, handle, offset + request.limit + 1, offset)
+            return pgmodes.query(self, request, None, events, handle, offset, cache_key)
+        return self._phrase(request.query, None, events, handle, request.limit + 1, offset, cache_key)
 
     # -- phrase ------------------------------------------------------------------
 
-    def _phrase(self, query: str, sessions: Where | None, events: Where, sid: int | None, need: int, offset: int) -> list[Row]:
+    def _phrase(self, query: str, sessions: Where | None, events: Where, sid: int | None, need: int, offset: int, key: tuple[str, ...]) -> list[Row]:
         terms = bounded_terms(self.backend.tokenizer().tokens(query))
         if not terms:
             return []
+        rows = self.backend.ranked(key, lambda want: self._phrase_ranking(terms, sessions, events, sid, want), offset, need)
+        return self.fill(rows, match_expression(query))
+
+    def _phrase_ranking(self, terms: list[bytes], sessions: Where | None, events: Where, sid: int | None, need: int) -> list[tuple[Any, ...]]:
+        """The first ``need`` ranked candidates of the phrase ``terms`` (pruned: see the module docstring)."""
         keys = [term_hash(term) for term in terms]
         distinct = list(dict.fromkeys(keys))
         conditions, params = self.filters(sessions, events)
@@ -259,8 +300,7 @@ class _Snapshot:
                 # Peek the next bound: nothing later counts more than it.
                 if _decided(counted, batch[-1][0], need, per_session=sid is None):
                     break
-        ranked = rank_sessions(counted) if sid is None else rank_events(counted)
-        return self.fill([to_row(row) for row in ranked[offset:need]], match_expression(query))
+        return (rank_sessions(counted) if sid is None else rank_events(counted))[:need]
 
     def _count(self, batch: list[tuple[Any, ...]], terms: list[bytes], keys: list[int], single: bool) -> list[tuple[Any, ...]]:
         """``(spans, candidate columns…)`` of a batch's matching documents (the bound replaced by the count)."""

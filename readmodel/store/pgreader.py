@@ -366,3 +366,12 @@ class PostgresIndexStore:
 
     def close(self) -> None:
         self.engine.dispose()
+
+
+def open_index_source(db: str) -> Any:
+    """The index ``db`` opened for reading: a :class:`PostgresIndexStore` for a PostgreSQL URL,
+    else the SQLite :class:`~readmodel.store.sqlite.IndexStore`; ``SESSION_QUERY_INDEX_FAILED`` when unusable."""
+    from readmodel.store.sqlite import IndexStore
+    from readmodel.store.urls import is_postgres
+
+    return PostgresIndexStore.open(db) if is_postgres(db) else IndexStore.open(db)
