@@ -3,8 +3,9 @@
 One pass: discover transcripts, compare each one's revision with the stored
 one, and bring changed sessions up to date — decoding only the new frames of a
 grown file, reloading a replaced or truncated one, removing a deleted one.
-Sessions are committed in batches, each batch one ``BEGIN IMMEDIATE``
-transaction that also stores the new offsets and bumps the generations, so a
+Sessions are committed in batches, each batch one transaction of the index's
+backend (:mod:`indexer.writers`: ``BEGIN IMMEDIATE`` on SQLite, ``READ
+COMMITTED`` on PostgreSQL) that also stores the new offsets and bumps the generations, so a
 crash leaves either the old or the new state and a restart resumes from the
 stored offsets.  A torn or open tail is held back while the file is still
 changing and indexed as the harness's inspect view (flagged synthetic) once it
