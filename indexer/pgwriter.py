@@ -124,6 +124,11 @@ class PgCursor:
     def __iter__(self) -> Iterator[Any]:
         return iter(self._cur.fetchall())
 
+    def pipeline(self) -> Any:
+        """A block whose statements share one round trip (writes only: no results are read
+        inside it, no COPY); an error is raised when the block ends."""
+        return self.conn.pipeline()
+
     # -- search rows (indexer.projection dispatches here instead of FTS5) ---------------------
 
     def write_search_rows(self, rows: Sequence[tuple[int, str, str]]) -> None:
