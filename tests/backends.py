@@ -12,6 +12,7 @@ read.
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,16 +70,24 @@ class PostgresBackend(Backend):
         key = (root, repair.OUTCOME_UNKNOWN_TEXT, repair.NOT_STARTED_TEXT)
         built = _BUILT.get(key)
         if built is None:
-            # The real indexer writing into PostgreSQL (indexer.pgwriter), as SQLITE.build does into SQLite.
+            # The real indexer writing into PostgreSQL (indexer.pgwriter), as SQLITE.build does into
+            # SQLite; its SQLite twin (the same root into SQLite) is what the read side is compared with.
             engine = open_postgres_writer(db)
             try:
                 Reconciler(engine, root, Compression.ZSTD, settle_seconds=0).reconcile()
             finally:
                 engine.dispose()
+            scratch = Path(tempfile.mkdtemp(prefix="sessionq-twin-"))
             built = _BUILT[key] = db
+            _TWINS[built] = SQLITE.build(root, str(scratch / "index.db"))
         elif built != db:
             shared_server().drop(db)
         return built
+
+    @staticmethod
+    def sqlite_twin(db: str) -> str:
+        """The SQLite index the real indexer built from the root of the PostgreSQL index ``db``."""
+        return _TWINS[db]
 
     def open_source(self, db: str) -> IndexSource:
         from readmodel.store.pgreader import PostgresIndexStore
@@ -87,5 +96,6 @@ class PostgresBackend(Backend):
 
 
 _BUILT: dict[tuple[Path, str, str], str] = {}
+_TWINS: dict[str, str] = {}
 POSTGRES = PostgresBackend("postgresql")
 BACKENDS: tuple[Backend, ...] = (SQLITE, POSTGRES)

@@ -19,7 +19,8 @@ are selected with the filters applied, then ranked in Python by
     The candidates hold every chosen gram of the query in
     ``document_gram_keys`` (GIN, ``@>``), with long documents taken by their
     trigrams (:mod:`readmodel.search.gramsearch`'s choice, as integer keys);
-    every candidate's text is verified and counted by the compiled pattern.
+    every candidate text is verified and counted by the compiled pattern, each distinct text
+    (by its stored hash) read and counted once.
 
 A text's identity for the boilerplate verdict is its stored hash
 (``document_hashes``, :mod:`readmodel.projection.texthash`); a scoped search
@@ -129,13 +130,13 @@ def _match(row: Sequence[Any], strength: int) -> Match:
     return Match(session_id, sid, 0, 1, docid, seq, etype, time, surface, length, strength, digest)
 
 
-def _select(cur: Any, source: str, source_params: list[Any], where: tuple[Any, ...], text: bool = False, counted: bool = False) -> list[tuple[Any, ...]]:
+def _select(cur: Any, source: str, source_params: list[Any], where: tuple[Any, ...], counted: bool = False) -> list[tuple[Any, ...]]:
     """The candidate rows of the documents ``source`` (a relation ``c`` of docids) names, filtered;
-    with ``text`` each row ends with the document's text, with ``counted`` with ``c.strength``."""
+    with ``counted`` each row ends with ``c.strength``."""
     scope, scope_params, conditions, params = where
-    extra = ', d."text" AS text' if text else ', c."strength" AS strength' if counted else ""
+    extra = ', c."strength" AS strength' if counted else ""
     sql = (
-        f'SELECT {_OUTER}{", text" if text else ", strength" if counted else ""} FROM ({_INNER}{extra} FROM {source} JOIN "documents" d ON d."docid" = c."docid" '
+        f'SELECT {_OUTER}{", strength" if counted else ""} FROM ({_INNER}{extra} FROM {source} JOIN "documents" d ON d."docid" = c."docid" '
         f'JOIN "sessions" s ON s."sid" = d."sid" LEFT JOIN "document_hashes" h ON h."docid" = d."docid" '
         f"WHERE s.\"status\" = 'ok'{scope}) f" + (f" WHERE {conditions}" if conditions else "")
     )
@@ -245,9 +246,22 @@ def _substring(cur: Any, text: str, substring: Any, where: tuple[Any, ...]) -> l
             gram_condition = ' AND g."grams" @> %s::bigint[]'
             gram_params = [bigrams]
     source = f'(SELECT g."docid" FROM "document_gram_keys" g WHERE true{gram_condition}) c' if grams else '"documents" c'
+    rows = _select(cur, source, gram_params, where)
+    # Each distinct text is read and counted once (boilerplate repeats across sessions), by its
+    # stored hash as the SQLite ranking does (readmodel.search.sqlranking).
+    cur.execute(
+        'SELECT DISTINCT ON (h."hash") h."hash", d."text" FROM "document_hashes" h JOIN "documents" d ON d."docid" = h."docid" '
+        'WHERE h."docid" = ANY(%s) ORDER BY h."hash"',
+        ([row[2] for row in rows if row[8] is not None],),
+    )
+    counts = {text_hash: substring.count(text) for text_hash, text in cur.fetchall()}
+    unhashed = [row[2] for row in rows if row[8] is None]
+    if unhashed:
+        cur.execute('SELECT "docid", "text" FROM "documents" WHERE "docid" = ANY(%s)', (unhashed,))
+        by_docid = {docid: substring.count(text) for docid, text in cur.fetchall()}
     found = []
-    for row in _select(cur, source, gram_params, where, text=True):
-        strength = substring.count(row[9])
+    for row in rows:
+        strength = counts[row[8]] if row[8] is not None else by_docid[row[2]]
         if strength:
             found.append(_match(row, strength))
     return found

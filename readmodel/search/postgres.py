@@ -52,7 +52,8 @@ from readmodel.search.backend import Row
 from readmodel.search.config import SearchConfig
 from readmodel.search.cursors import CursorCodec
 from readmodel.search.engine import SessionSearch
-from readmodel.search.highlighter import Highlighter
+from readmodel.search.highlighter import PREFIX_CHARS, Highlighter
+from readmodel.search.snippets import prefix_decides_snippet
 from readmodel.search.predicates import BINDING_LIMIT, FIXED_BINDINGS, OUTER_PREDICATE_LIMIT, Where, binding_error, budget_error, event_where, session_where
 from readmodel.search.requests import EventsRequest, SessionsRequest, bounded_terms, match_expression
 from readmodel.search.tokens import Tokenizer, phrase_spans, term_hash
@@ -204,11 +205,39 @@ class PostgresSearchBackend:
         _check(signal)
         if self.live is not None and self.live.list():
             raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", "searching live sessions is not supported on a PostgreSQL index yet")
-        with self.store.transaction() as cur:
+        with self.store.transaction() as cur, _cancelling(cur.connection, signal):
             cur.execute('SELECT "identity", "cursor_secret" FROM "index_meta"')
             identity, secret = cur.fetchone()
             yield _Snapshot(self, cur, CursorCodec(identity, bytes(secret)), signal)
         _check(signal)
+
+
+@contextmanager
+def _cancelling(conn: Any, signal: Any) -> Iterator[None]:
+    """Cancel the running statement on the server once ``signal`` aborts (as SQLite's progress handler
+    interrupts one); the cancelled statement's error becomes ``SESSION_QUERY_ABORTED``."""
+    if signal is None or not hasattr(signal, "wait"):
+        yield
+        return
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            if signal.wait(0.05):
+                if not done.is_set():
+                    conn.cancel_safe()
+                return
+
+    watcher = threading.Thread(target=watch, name="sessionq-pg-cancel", daemon=True)
+    watcher.start()
+    try:
+        yield
+    except Exception:
+        if signal.aborted:
+            _check(signal)
+        raise
+    finally:
+        done.set()
 
 
 def _check(signal: Any) -> None:
@@ -271,8 +300,9 @@ class _Snapshot:
         keys = [term_hash(term) for term in terms]
         distinct = list(dict.fromkeys(keys))
         conditions, params = self.filters(sessions, events)
-        # The candidate statement: documents holding every term (each term's row once), with the
-        # bound min(tf) and the filters' columns; strongest bound first.
+        # Two statements.  The bounds: documents holding every term (each term's row once) with
+        # min(tf), strongest first (one term: the order of postings_top itself, so it streams).
+        # Then per batch the candidate columns of the batch's documents, with the filters.
         joins = "".join(f' JOIN "postings" p{i} ON p{i}."term" = %s AND p{i}."docid" = p0."docid"' for i in range(1, len(distinct)))
         bound = "least(" + ", ".join(f'p{i}."tf"' for i in range(len(distinct))) + ")" if len(distinct) > 1 else 'p0."tf"'
         scope = ""
@@ -280,25 +310,24 @@ class _Snapshot:
         if sid is not None:
             scope = ' AND p0."docid" BETWEEN %s AND %s'
             scope_params = [sid << 32, (sid << 32) | 0xFFFFFFFF]
-        sql = (
-            f"SELECT * FROM (SELECT {bound} AS bound, {CANDIDATE_COLUMNS} "
-            f'FROM "postings" p0{joins} JOIN "documents" d ON d."docid" = p0."docid" JOIN "sessions" s ON s."sid" = d."sid" '
-            f"WHERE p0.\"term\" = %s AND s.\"status\" = 'ok'{scope}) c"
-            + (f" WHERE {conditions}" if conditions else "")
-            + " ORDER BY bound DESC"
+        bounds_sql = f'SELECT p0."docid", {bound} AS bound FROM "postings" p0{joins} WHERE p0."term" = %s{scope} ORDER BY bound DESC'
+        rows_sql = (
+            f'SELECT * FROM (SELECT {CANDIDATE_COLUMNS} FROM "documents" d JOIN "sessions" s ON s."sid" = d."sid" '
+            f"WHERE d.\"docid\" = ANY(%s) AND s.\"status\" = 'ok') c" + (f" WHERE {conditions}" if conditions else "")
         )
-        args = [*distinct[1:], distinct[0], *scope_params, *params]
         single = len(terms) == 1
         counted: list[tuple[Any, ...]] = []
         with self.cur.connection.cursor(name="sessionq_candidates") as stream:
-            stream.execute(sql, args)
+            stream.execute(bounds_sql, [*distinct[1:], distinct[0], *scope_params])
             while batch := stream.fetchmany(BATCH):
                 _check(self.signal)
-                counted += self._count(batch, terms, keys, single)
+                bounds = dict(batch)
+                self.cur.execute(rows_sql, [list(bounds), *params])
+                counted += self._count([(bounds[row[7]], *row) for row in self.cur.fetchall()], terms, keys, single)
                 if len(batch) < BATCH:
                     break
-                # Peek the next bound: nothing later counts more than it.
-                if _decided(counted, batch[-1][0], need, per_session=sid is None):
+                # Nothing after this batch counts more than its last bound.
+                if _decided(counted, batch[-1][1], need, per_session=sid is None):
                     break
         return (rank_sessions(counted) if sid is None else rank_events(counted))[:need]
 
@@ -335,15 +364,40 @@ class _Snapshot:
             return rows
         self.cur.execute('SELECT "sid", "header_json" FROM "sessions" WHERE "sid" = ANY(%s)', ([row.header_json for row in rows],))
         headers = dict(self.cur.fetchall())
-        self.cur.execute('SELECT "docid", "text" FROM "documents" WHERE "docid" = ANY(%s)', ([row.docid for row in rows],))
-        texts = dict(self.cur.fetchall())
+        for row in rows:
+            row.header_json = bytes(headers[row.header_json])
+        if marker is not None:
+            texts = self._texts([row.docid for row in rows], None)
+            for row in rows:
+                row.marked_text = marker(texts.get(row.docid, ("", 0))[0])
+            return rows
+        # As Highlighter.snippet_source, reading only the prefixes it tries: a long tool
+        # output's prefix costs PostgreSQL a partial decompression, not the whole value.
         highlighter = self.backend.highlighter()
         width = self.backend.config.snippet_chars
-        for row in rows:
-            text = texts.get(row.docid, "")
-            row.header_json = bytes(headers[row.header_json])
-            row.marked_text = marker(text) if marker is not None else highlighter.snippet_source(text, expression or "", width)
+        first = PREFIX_CHARS + 4 * width
+        pending = {row.docid: row for row in rows}
+        for size in (first, 16 * first, None):
+            texts = self._texts(list(pending), size)
+            for docid, (text, length) in texts.items():
+                row = pending[docid]
+                if size is None or length <= size:
+                    row.marked_text = highlighter.marked(text, expression or "")
+                    del pending[docid]
+                    continue
+                marked = highlighter.marked(text, expression or "")
+                if marked and prefix_decides_snippet(marked, width):
+                    row.marked_text = marked
+                    del pending[docid]
+            if not pending:
+                break
         return rows
+
+    def _texts(self, docids: list[int], size: int | None) -> dict[int, tuple[str, int]]:
+        """``docid → (text or its first size code points, length)`` of stored documents."""
+        column = '"text"' if size is None else f'substr("text", 1, {int(size)})'
+        self.cur.execute(f'SELECT "docid", {column}, "length" FROM "documents" WHERE "docid" = ANY(%s)', (docids,))
+        return {docid: (text, length) for docid, text, length in self.cur.fetchall()}
 
 
 def _decided(counted: list[tuple[Any, ...]], bound: int, need: int, *, per_session: bool) -> bool:

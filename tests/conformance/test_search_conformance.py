@@ -86,12 +86,8 @@ def indexes(backend: Backend, tmp_path_factory: pytest.TempPathFactory) -> dict[
 
 
 @pytest.fixture(scope="module", params=[True, False], ids=["ftsaux", "pure-sql"])
-def clients(request: pytest.FixtureRequest, backend: Backend, indexes: dict[bool, str]) -> Any:
+def clients(request: pytest.FixtureRequest, indexes: dict[bool, str]) -> Any:
     accelerated = request.param
-    if backend.name == "postgresql" and not accelerated:
-        # PostgreSQL ranks from stored positions, never with the SQLite accelerator, and the
-        # tokenizer's two paths are proven equal in tests/search/test_tokens.py.
-        pytest.skip("the accelerator switch does not apply to the PostgreSQL backend")
     if accelerated and os.environ.get("SESSIONQ_FTSAUX") == "0":
         pytest.skip("the C accelerator is disabled by SESSIONQ_FTSAUX=0")
     assert not accelerated or ftsaux.available(), "readmodel.search._ftsaux is not built: run scripts/bootstrap (needs gcc and libsqlite3-dev)"
