@@ -155,6 +155,9 @@ POSTGRES_COMMANDS: frozenset[str] = frozenset(
         "db current",
         "db check",
         "status",
+        # The indexer and prune (phase 2, the write side).
+        "index",
+        "prune",
         # Reads, search and the servers (phase 2, the read side; docs/postgres.md).
         "sessions",
         "show",
@@ -177,9 +180,11 @@ POSTGRES_COMMANDS: frozenset[str] = frozenset(
 
 def _refuse_unsupported_postgres(ctx: click.Context, _param: click.Parameter, value: str) -> str:
     """A PostgreSQL ``--db`` for a command that cannot use one yet: one line, exit 1."""
+    if not value or "://" not in value:  # a file path: no URL parsing (nor SQLAlchemy's import) needed
+        return value
     from readmodel.store.urls import is_postgres, not_supported_message
 
-    if value and is_postgres(value):
+    if is_postgres(value):
         names = []
         while ctx.parent is not None:  # the command's names below the root (however the root was invoked)
             names.append(ctx.info_name or "")

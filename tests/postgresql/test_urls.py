@@ -55,8 +55,6 @@ def test_an_unreachable_server_is_one_line_naming_host_database_and_cause(tmp_pa
 @pytest.mark.parametrize(
     "args",
     [
-        ["index", "--once", "--root", "ROOT"],
-        ["prune", "--source", "x", "--yes"],
         ["export", "some-id"],
     ],
 )
@@ -66,6 +64,16 @@ def test_commands_without_postgresql_support_yet_refuse_in_one_line(args: list[s
     assert result.exit_code == 1, result.output
     (line,) = result.output.strip().splitlines()
     assert f"`sessionq {args[0]}` does not support PostgreSQL yet" in line
+    assert SECRET not in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("args", [["index", "--once", "--root", "ROOT"], ["prune", "--source", "x", "--yes"]])
+def test_index_and_prune_report_an_unreachable_server_in_one_line_without_the_password(args: list[str], tmp_path) -> None:
+    args = [str(tmp_path) if arg == "ROOT" else arg for arg in args]
+    result = CliRunner().invoke(main, [*args, "--db", UNREACHABLE])
+    assert result.exit_code == 1, result.output
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith("Error: cannot connect to PostgreSQL (host 127.0.0.1:1")
     assert SECRET not in result.output and "Traceback" not in result.output
 
 
