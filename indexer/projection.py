@@ -46,6 +46,7 @@ from readmodel.projection.secrets import redact
 from readmodel.projection.texthash import text_hash
 from readmodel.core.jsvalues import MAX_SAFE_INTEGER
 from readmodel.store import gramindex
+from readmodel.store.doctext import pack_text
 from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, docid
 from readmodel.projection.surface import SURFACE_EVENT_TYPES, tool_result_fingerprint
 
@@ -56,6 +57,9 @@ _CURRENT: Final = SURFACE_CODES["current"]
 _SHADOWED: Final = SURFACE_CODES["shadowed"]
 _LOG_ONLY: Final = SURFACE_CODES["log-only"]
 _INSERT_HASH: Final = 'INSERT INTO "document_hashes" ("docid", "hash") VALUES (?, ?)'
+# Documents are written to their storage table (the ``documents`` view reads it; schema 0016).
+_INSERT_DOCUMENT: Final = 'INSERT INTO "document_rows" ("docid", "sid", "seq", "type", "time", "surface", "length", "text_z") VALUES (?, ?, ?, ?, ?, ?, ?, ?)'
+_SET_SURFACE: Final = 'UPDATE "document_rows" SET "surface" = ? WHERE "docid" = ?'
 _SANITIZE: Final = str.maketrans({"\x00": "\ufffd", "\ufdd0": "\ufffd", "\ufdd1": "\ufffd"})
 
 # msgspec encoders keep no per-call state (thread-safe since msgspec 0.16): one is shared.
@@ -481,8 +485,8 @@ class SessionProjector:
             cur.executemany('INSERT OR IGNORE INTO "event_links" ("sid", "source_seq", "seq", "span") VALUES (?, ?, ?, ?)', self.links)
         if self.docs:
             cur.executemany(
-                'INSERT INTO "documents" ("docid", "sid", "seq", "type", "time", "surface", "length", "text") VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-                self.docs,
+                _INSERT_DOCUMENT,
+                [(*doc[:-1], pack_text(doc[-1])) for doc in self.docs],
             )
             cur.executemany(_INSERT_HASH, [(doc[0], text_hash(doc[-1])) for doc in self.docs])
             fts_rows = fts_rows_of(self.docs)
@@ -496,7 +500,7 @@ class SessionProjector:
                 [(_SHADOWED, by, self.sid, node) for node, by in self.pending_shadow],
             )
             cur.executemany(
-                'UPDATE "documents" SET "surface" = ? WHERE "docid" = ?',
+                _SET_SURFACE,
                 [(_SHADOWED, docid(self.sid, node)) for node, _ in self.pending_shadow],
             )
         self.rows, self.row_index, self.links, self.docs, self.doc_index, self.pending_shadow = [], {}, [], [], {}, []
@@ -591,7 +595,7 @@ def delete_session_rows(cur: sqlite3.Cursor, sid: int, from_seq: int = 0, synthe
     )
     gramindex.delete_range(cur, low, high)
     cur.execute('DELETE FROM "document_hashes" WHERE "docid" BETWEEN ? AND ?', (low, high))
-    cur.execute('DELETE FROM "documents" WHERE "docid" BETWEEN ? AND ?', (low, high))
+    cur.execute('DELETE FROM "document_rows" WHERE "docid" BETWEEN ? AND ?', (low, high))
     cur.execute('DELETE FROM "events" WHERE "sid" = ? AND "seq" >= ?', (sid, from_seq))
     if from_seq > 0:
         _truncate_run(cur, sid, from_seq)
@@ -646,4 +650,4 @@ def unshadow_from(cur: sqlite3.Cursor, sid: int, from_seq: int) -> None:
     if not seqs:
         return
     cur.executemany('UPDATE "events" SET "surface" = ?, "replaced_by" = NULL WHERE "sid" = ? AND "seq" = ?', [(_CURRENT, sid, s) for s in seqs])
-    cur.executemany('UPDATE "documents" SET "surface" = ? WHERE "docid" = ?', [(_CURRENT, docid(sid, s)) for s in seqs])
+    cur.executemany(_SET_SURFACE, [(_CURRENT, docid(sid, s)) for s in seqs])

@@ -32,6 +32,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import NullPool
 
 from readmodel.core.errors import SessionQueryError
+from readmodel.store import doctext
 from readmodel.store.revisions import current_revision, head_revision, upgrade
 from readmodel.store.readonly import on_read_only_mount, reader_uri, size_or_none
 from readmodel.store.schema import APPLICATION_ID, KNOWN_TABLES, SCHEMA_REVISION
@@ -193,6 +194,7 @@ def _configure(dbapi_conn: sqlite3.Connection, readonly: bool) -> None:
         cursor.execute("PRAGMA synchronous = NORMAL")
     cursor.execute("PRAGMA cache_size = -65536")
     cursor.close()
+    doctext.install(dbapi_conn)  # the documents view decodes its text with it (schema 0016)
 
 
 def create_index_engine(db: str, *, readonly: bool = False) -> Engine:

@@ -9,7 +9,6 @@ refused (tables, columns, a non-FTS5 ``documents_fts``) or merely slower
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,12 +23,13 @@ from readmodel.rpc import Dispatcher
 from readmodel.store.schemacheck import schema_problems
 from tests.logfactory import header, simple_turn, write_log
 from tests.query.support import build_index
+from tests import indexdb
 
 
 def damaged_index(tmp_path: Path, *statements: str) -> Path:
     write_log(tmp_path / "root", header("s1", 1), [simple_turn(0, "hello there")])
     db = build_index(tmp_path / "root", tmp_path / "index.db")
-    conn = sqlite3.connect(db)
+    conn = indexdb.connect(db)
     for statement in statements:
         conn.execute(statement)
     conn.commit()
