@@ -18,8 +18,12 @@ Three changes, measured on the 160 MB benchmark root (README, issue 21):
   most about a quarter of a page and spills the rest of a block (median 1.4 KB
   compressed) to overflow pages of its own: a third of its pages were empty.
 
-PostgreSQL has no FTS5 and no page layout of this kind: there only
-``documents_text_key`` is dropped.
+* ``sessions.id_key`` is recomputed in the compact encoding of
+  :func:`readmodel.store.rowkeys.id_sort_key` (a UUID's key: 555 bytes
+  before, 159 after; the listing index holds it too).
+
+PostgreSQL has no FTS5 and no page layout of this kind: there
+``documents_text_key`` is dropped and ``id_key`` recomputed.
 
 Revision ID: 0016
 Revises: 0013
@@ -33,6 +37,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Final
 
+import sqlalchemy as sa
 from alembic import op
 
 revision = "0016"
@@ -80,7 +85,10 @@ def _progress() -> Iterator[Callable[[int, int], None] | None]:
 
 
 def upgrade() -> None:
+    from readmodel.store.rowkeys import id_sort_key
+
     op.execute('DROP INDEX IF EXISTS "documents_text_key"')
+    _rekey_sessions(id_sort_key)
     if op.get_bind().dialect.name != "sqlite":
         return
     cursor = op.get_bind().connection.driver_connection.cursor()
@@ -90,6 +98,25 @@ def upgrade() -> None:
             _pack_documents(cursor, progress)
     finally:
         cursor.close()
+
+
+def _rekey_sessions(key: Callable[[str], bytes]) -> None:
+    """Recompute every session's ``id_key`` with ``key`` (sessions are few: one read, chunked writes)."""
+    bind = op.get_bind()
+    rows = bind.execute(sa.text('SELECT "sid", "id" FROM "sessions"')).fetchall()
+    update = sa.text('UPDATE "sessions" SET "id_key" = :key WHERE "sid" = :sid')
+    for start in range(0, len(rows), CHUNK):
+        bind.execute(update, [{"key": key(session_id), "sid": sid} for sid, session_id in rows[start : start + CHUNK]])
+
+
+def _five_byte_key(session_id: str) -> bytes:
+    """``id_key`` as before schema 0016: each weight + 1 in five bytes, levels ended by five zero bytes."""
+    import unicodedata
+
+    from readmodel.projection.collation import locale_compare_key
+
+    levels = locale_compare_key(unicodedata.normalize("NFD", session_id))
+    return b"".join(b"".join((weight + 1).to_bytes(5, "big") for weight in level) + bytes(5) for level in levels)
 
 
 def _rebuild_event_blocks(cursor: object) -> None:
@@ -127,6 +154,7 @@ def _pack_documents(cursor: object, progress: Callable[[int, int], None] | None)
 
 
 def downgrade() -> None:
+    _rekey_sessions(_five_byte_key)
     if op.get_bind().dialect.name != "sqlite":
         op.execute('CREATE INDEX IF NOT EXISTS "documents_text_key" ON "documents" ("length", substr("text", 1, 32))')
         return

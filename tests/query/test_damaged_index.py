@@ -49,10 +49,19 @@ def open_error(db: Path) -> SessionQueryError:
     [
         (["DROP TABLE documents_fts"], "missing FTS5 table documents_fts"),
         (["DROP TABLE documents_fts_idx"], "missing table documents_fts_idx"),
-        (['ALTER TABLE "documents" DROP COLUMN "surface"'], "missing column documents.surface"),
+        (['ALTER TABLE "events" DROP COLUMN "digest"'], "missing column events.digest"),
+        # documents is a view over document_rows (schema 0016): its columns are checked too.
+        (
+            [
+                'DROP VIEW "documents"',
+                'CREATE VIEW "documents" AS SELECT "docid", "sid", "seq", "type", "time", "length", sessionq_text("text_z") AS "text" FROM "document_rows"',
+            ],
+            "missing column documents.surface",
+        ),
+        (['DROP VIEW "documents"'], "missing table documents"),
         (["DROP TABLE documents_fts", "CREATE TABLE documents_fts (text TEXT)"], "documents_fts is not an FTS5 table"),
     ],
-    ids=["fts", "fts-shadow", "column", "not-fts5"],
+    ids=["fts", "fts-shadow", "column", "view-column", "view", "not-fts5"],
 )
 def test_open_refuses_what_queries_need_naming_it_and_the_repair(tmp_path: Path, statements: list[str], named: str) -> None:
     db = damaged_index(tmp_path, *statements)
