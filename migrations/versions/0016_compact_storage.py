@@ -53,7 +53,8 @@ DOCUMENT_ROWS_DDL: Final = (
 )
 DOCUMENTS_VIEW_DDL: Final = (
     'CREATE VIEW "documents" AS SELECT "docid", "sid", "seq", "type", "time", "surface", "length", '
-    'sessionq_text("text_z") AS "text" FROM "document_rows"'
+    'CASE typeof("text_z") WHEN \'blob\' THEN CAST(sessionq_text("text_z") AS TEXT) ELSE "text_z" END AS "text" '
+    'FROM "document_rows"'
 )
 EVENT_BLOCKS_DDL: Final = (
     'CREATE TABLE "{name}" ("sid" INTEGER NOT NULL, "first_seq" INTEGER NOT NULL, "count" INTEGER NOT NULL, '

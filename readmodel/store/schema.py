@@ -249,7 +249,8 @@ Index("document_rows_length", document_rows.c.length)
 
 DOCUMENTS_VIEW_DDL: Final = (
     'CREATE VIEW "documents" AS SELECT "docid", "sid", "seq", "type", "time", "surface", "length", '
-    'sessionq_text("text_z") AS "text" FROM "document_rows"'
+    'CASE typeof("text_z") WHEN \'blob\' THEN CAST(sessionq_text("text_z") AS TEXT) ELSE "text_z" END AS "text" '
+    'FROM "document_rows"'
 )
 """SQLite's ``documents``: the columns of :data:`documents`, the text decoded (readmodel.store.doctext)."""
 

@@ -101,3 +101,25 @@ def test_an_index_from_before_0016_upgrades_to_what_a_cold_build_gives_and_back(
     assert conn.execute("SELECT type FROM sqlite_master WHERE name = 'documents'").fetchone() == ("view",)
     assert "WITHOUT ROWID" not in conn.execute("SELECT sql FROM sqlite_master WHERE name = 'event_blocks'").fetchone()[0]
     assert _packing(upgraded)[:2] == _packing(cold)[:2]
+
+
+def test_decoded_long_texts_are_reused_only_for_the_same_packed_bytes_and_stay_bounded() -> None:
+    cache = doctext._DecodedTexts(capacity=10)
+    cache.put((1, 3), b"abc", b"text-one")
+    assert cache.get((1, 3), b"abc") == b"text-one"
+    assert cache.get((1, 3), b"abd") is None  # same key, other packed bytes: never a stale text
+    cache.put((2, 3), b"xyz", b"text-two")  # 16 bytes > 10: the least recently used goes
+    assert cache.get((1, 3), b"abc") is None and cache.get((2, 3), b"xyz") == b"text-two"
+    assert cache.size == len(b"text-two")
+
+
+def test_a_long_text_reads_back_exactly_through_the_cache(tmp_path: Path) -> None:
+    text = "".join(f"line {n}: {'é' if n % 7 else 'x'} output {n * n}\n" for n in range(20_000))
+    conn = indexdb.connect(tmp_path / "scratch.db")
+    conn.execute('CREATE TABLE "r" ("text_z")')
+    packed = doctext.pack_text(text)
+    assert isinstance(packed, bytearray) and len(packed) >= doctext.CACHED_MIN_BYTES
+    conn.execute('INSERT INTO "r" VALUES (?)', (packed,))
+    sql = f'SELECT {doctext.TEXT_EXPRESSION} FROM "r"'
+    assert conn.execute(sql).fetchone()[0] == text
+    assert conn.execute(sql).fetchone()[0] == text  # the second read is the cached one
