@@ -114,12 +114,12 @@ def test_db_check_reports_drift(tmp_path: Path, processes: Processes) -> None:
     _, db = build(tmp_path, processes)
     conn = indexdb.connect(db)
     conn.execute('DROP INDEX "sessions_parent"')
-    conn.execute('ALTER TABLE "documents" ADD COLUMN "extra" TEXT')
+    conn.execute('ALTER TABLE "document_rows" ADD COLUMN "extra" TEXT')  # documents is its view (schema 0016)
     conn.commit()
     conn.close()
     check = cli("db", "check", "--db", str(db))
     assert check.exit_code == 1
-    assert "sessions_parent" in check.stderr and "documents.extra" in check.stderr
+    assert "sessions_parent" in check.stderr and "document_rows.extra" in check.stderr
 
 
 def test_an_outdated_index_is_refused_unless_upgraded(tmp_path: Path, processes: Processes) -> None:

@@ -123,3 +123,22 @@ def test_a_long_text_reads_back_exactly_through_the_cache(tmp_path: Path) -> Non
     sql = f'SELECT {doctext.TEXT_EXPRESSION} FROM "r"'
     assert conn.execute(sql).fetchone()[0] == text
     assert conn.execute(sql).fetchone()[0] == text  # the second read is the cached one
+
+
+def test_free_pages_left_by_a_migration_are_given_back_only_when_they_are_many(tmp_path: Path) -> None:
+    from readmodel.store.database import reclaim_free_pages
+
+    require_corpus()
+    db = tmp_path / "index.db"
+    build(ZSTD_ROOT, db)
+    assert reclaim_free_pages(str(db)) == 0  # a fresh build has next to no free pages
+    state = index_state(str(db))
+    conn = indexdb.connect(db)
+    conn.execute('CREATE TABLE "scratch" AS SELECT * FROM "event_blocks"')  # grow the file, then free it
+    conn.execute('DROP TABLE "scratch"')
+    conn.commit()
+    conn.close()
+    size = db.stat().st_size
+    given = reclaim_free_pages(str(db))
+    assert given > 0 and db.stat().st_size <= size - given
+    assert diff_states(state, index_state(str(db))) == []
