@@ -46,7 +46,6 @@ from readmodel.projection.secrets import redact
 from readmodel.projection.texthash import text_hash
 from readmodel.core.jsvalues import MAX_SAFE_INTEGER
 from readmodel.store import gramindex
-from readmodel.store.doctext import pack_text
 from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, docid
 from readmodel.projection.surface import SURFACE_EVENT_TYPES, tool_result_fingerprint
 
@@ -57,9 +56,6 @@ _CURRENT: Final = SURFACE_CODES["current"]
 _SHADOWED: Final = SURFACE_CODES["shadowed"]
 _LOG_ONLY: Final = SURFACE_CODES["log-only"]
 _INSERT_HASH: Final = 'INSERT INTO "document_hashes" ("docid", "hash") VALUES (?, ?)'
-# Documents are written to their storage table (the ``documents`` view reads it; schema 0016).
-_INSERT_DOCUMENT: Final = 'INSERT INTO "document_rows" ("docid", "sid", "seq", "type", "time", "surface", "length", "text_z") VALUES (?, ?, ?, ?, ?, ?, ?, ?)'
-_SET_SURFACE: Final = 'UPDATE "document_rows" SET "surface" = ? WHERE "docid" = ?'
 _SANITIZE: Final = str.maketrans({"\x00": "\ufffd", "\ufdd0": "\ufffd", "\ufdd1": "\ufffd"})
 
 # msgspec encoders keep no per-call state (thread-safe since msgspec 0.16): one is shared.
@@ -117,7 +113,15 @@ def fts_rows_of(docs: Iterable[Sequence[Any]]) -> list[FtsRow]:
 
 
 def write_fts_rows(cur: sqlite3.Cursor, rows: list[FtsRow]) -> None:
-    """Insert documents' rows into ``documents_fts`` and ``document_grams`` (same docids)."""
+    """Insert documents' rows into ``documents_fts`` and ``document_grams`` (same docids).
+
+    A cursor of another backend that keeps search rows of its own (its
+    ``write_search_rows``, :mod:`indexer.pgwriter`) takes them instead.
+    """
+    server = getattr(cur, "write_search_rows", None)
+    if server is not None:
+        server(rows)
+        return
     cur.executemany('INSERT INTO "documents_fts" ("rowid", "text") VALUES (?, ?)', [row[:2] for row in rows])
     gramindex.insert(cur, [(row[0], row[2]) for row in rows])
 
@@ -485,8 +489,8 @@ class SessionProjector:
             cur.executemany('INSERT OR IGNORE INTO "event_links" ("sid", "source_seq", "seq", "span") VALUES (?, ?, ?, ?)', self.links)
         if self.docs:
             cur.executemany(
-                _INSERT_DOCUMENT,
-                [(*doc[:-1], pack_text(doc[-1])) for doc in self.docs],
+                'INSERT INTO "documents" ("docid", "sid", "seq", "type", "time", "surface", "length", "text") VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+                self.docs,
             )
             cur.executemany(_INSERT_HASH, [(doc[0], text_hash(doc[-1])) for doc in self.docs])
             fts_rows = fts_rows_of(self.docs)
@@ -500,7 +504,7 @@ class SessionProjector:
                 [(_SHADOWED, by, self.sid, node) for node, by in self.pending_shadow],
             )
             cur.executemany(
-                _SET_SURFACE,
+                'UPDATE "documents" SET "surface" = ? WHERE "docid" = ?',
                 [(_SHADOWED, docid(self.sid, node)) for node, _ in self.pending_shadow],
             )
         self.rows, self.row_index, self.links, self.docs, self.doc_index, self.pending_shadow = [], {}, [], [], {}, []
@@ -588,14 +592,18 @@ def link_spans(sources: Sequence[Any]) -> list[tuple[Any, int]]:
 def delete_session_rows(cur: sqlite3.Cursor, sid: int, from_seq: int = 0, synthetic_only: bool = False) -> None:
     """Remove a session's events from ``from_seq`` on (all of them by default)."""
     low, high = docid(sid, from_seq), docid(sid, 0xFFFFFFFF)
-    cur.execute(
-        'INSERT INTO "documents_fts" ("documents_fts", "rowid", "text") '
-        'SELECT \'delete\', "docid", "text" FROM "documents" WHERE "docid" BETWEEN ? AND ?',
-        (low, high),
-    )
-    gramindex.delete_range(cur, low, high)
+    server = getattr(cur, "delete_search_rows", None)  # another backend's search rows (see write_fts_rows)
+    if server is not None:
+        server(low, high)
+    else:
+        cur.execute(
+            'INSERT INTO "documents_fts" ("documents_fts", "rowid", "text") '
+            'SELECT \'delete\', "docid", "text" FROM "documents" WHERE "docid" BETWEEN ? AND ?',
+            (low, high),
+        )
+        gramindex.delete_range(cur, low, high)
     cur.execute('DELETE FROM "document_hashes" WHERE "docid" BETWEEN ? AND ?', (low, high))
-    cur.execute('DELETE FROM "document_rows" WHERE "docid" BETWEEN ? AND ?', (low, high))
+    cur.execute('DELETE FROM "documents" WHERE "docid" BETWEEN ? AND ?', (low, high))
     cur.execute('DELETE FROM "events" WHERE "sid" = ? AND "seq" >= ?', (sid, from_seq))
     if from_seq > 0:
         _truncate_run(cur, sid, from_seq)
@@ -650,4 +658,4 @@ def unshadow_from(cur: sqlite3.Cursor, sid: int, from_seq: int) -> None:
     if not seqs:
         return
     cur.executemany('UPDATE "events" SET "surface" = ?, "replaced_by" = NULL WHERE "sid" = ? AND "seq" = ?', [(_CURRENT, sid, s) for s in seqs])
-    cur.executemany(_SET_SURFACE, [(_CURRENT, docid(sid, s)) for s in seqs])
+    cur.executemany('UPDATE "documents" SET "surface" = ? WHERE "docid" = ?', [(_CURRENT, docid(sid, s)) for s in seqs])

@@ -4,9 +4,10 @@ Three changes, measured on the 160 MB benchmark root (README, issue 21):
 
 * ``documents`` becomes a view over ``document_rows``, whose ``text_z``
   holds each text compressed with the index's block dictionary
-  (:mod:`readmodel.store.doctext`); the view's ``text`` is
+  (:mod:`readmodel.store.doctext`); the view's ``text`` is decoded by
   ``sessionq_text(text_z)``, so readers and FTS5's external content read
-  the same columns as before.  The upgrade packs every stored text,
+  the same columns as before, and ``INSTEAD OF`` triggers take the writers'
+  unchanged statements (``sessionq_pack`` stores the text).  The upgrade packs every stored text,
   :data:`CHUNK` documents at a time, with a progress bar when stderr is a
   terminal; no log is re-read.
 * ``documents_text_key`` (migration 0008, an expression index on the text) is
@@ -26,7 +27,7 @@ PostgreSQL has no FTS5 and no page layout of this kind: there
 ``documents_text_key`` is dropped and ``id_key`` recomputed.
 
 Revision ID: 0016
-Revises: 0013
+Revises: 0015
 Create Date: 2026-12-02
 """
 
@@ -41,7 +42,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0016"
-down_revision = "0013"
+down_revision = "0015"
 branch_labels = None
 depends_on = None
 
@@ -55,6 +56,19 @@ DOCUMENTS_VIEW_DDL: Final = (
     'CREATE VIEW "documents" AS SELECT "docid", "sid", "seq", "type", "time", "surface", "length", '
     'CASE typeof("text_z") WHEN \'blob\' THEN CAST(sessionq_text("text_z") AS TEXT) ELSE "text_z" END AS "text" '
     'FROM "document_rows"'
+)
+# Writers keep writing "documents" (PostgreSQL's table, SQLite's view): these store a row's text packed.
+DOCUMENTS_TRIGGERS_DDL: Final = (
+    'CREATE TRIGGER "documents_insert" INSTEAD OF INSERT ON "documents" BEGIN '
+    'INSERT INTO "document_rows" ("docid", "sid", "seq", "type", "time", "surface", "length", "text_z") '
+    'VALUES (NEW."docid", NEW."sid", NEW."seq", NEW."type", NEW."time", NEW."surface", NEW."length", sessionq_pack(NEW."text")); END',
+    'CREATE TRIGGER "documents_update" INSTEAD OF UPDATE ON "documents" BEGIN '
+    'UPDATE "document_rows" SET "docid" = NEW."docid", "sid" = NEW."sid", "seq" = NEW."seq", "type" = NEW."type", '
+    '"time" = NEW."time", "surface" = NEW."surface", "length" = NEW."length", '
+    '"text_z" = CASE WHEN NEW."text" IS OLD."text" THEN "text_z" ELSE sessionq_pack(NEW."text") END '
+    'WHERE "docid" = OLD."docid"; END',
+    'CREATE TRIGGER "documents_delete" INSTEAD OF DELETE ON "documents" BEGIN '
+    'DELETE FROM "document_rows" WHERE "docid" = OLD."docid"; END',
 )
 EVENT_BLOCKS_DDL: Final = (
     'CREATE TABLE "{name}" ("sid" INTEGER NOT NULL, "first_seq" INTEGER NOT NULL, "count" INTEGER NOT NULL, '
@@ -151,6 +165,8 @@ def _pack_documents(cursor: object, progress: Callable[[int, int], None] | None)
             progress(done, total)
     cursor.execute('DROP TABLE "documents"')  # type: ignore[attr-defined]
     cursor.execute(DOCUMENTS_VIEW_DDL)  # type: ignore[attr-defined]
+    for ddl in DOCUMENTS_TRIGGERS_DDL:
+        cursor.execute(ddl)  # type: ignore[attr-defined]
     cursor.execute('CREATE INDEX "document_rows_length" ON "document_rows" ("length")')  # type: ignore[attr-defined]
 
 

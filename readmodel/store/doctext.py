@@ -17,8 +17,10 @@ function — :func:`install` registers it, and the project's connections
 (:func:`readmodel.store.database.create_index_engine`, the search backend)
 call it.  A connection without it (the ``sqlite3`` shell) fails at the
 first statement naming ``documents`` with "no such function: sessionq_text",
-never with wrong text.  Writers insert :func:`pack_text` of the text into
-``document_rows`` (the view takes no writes).
+never with wrong text.  Writers write ``documents`` as they always did (the
+same statements serve PostgreSQL, where it is a table): ``INSTEAD OF``
+triggers on the view (migration 0016) store ``sessionq_pack(text)`` —
+:func:`pack_text` — in ``document_rows``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from readmodel.store.blocks import MissingDictionary, compress_payload, decompre
 
 FUNCTION: Final = "sessionq_text"
 """The SQL function the ``documents`` view decodes ``text_z`` with."""
+PACK_FUNCTION: Final = "sessionq_pack"
+"""The SQL function the view's write triggers store a text with (:func:`pack_text`)."""
 
 TEXT_EXPRESSION: Final = (
     'CASE typeof("text_z") WHEN \'blob\' THEN CAST(sessionq_text("text_z") AS TEXT) ELSE "text_z" END'
@@ -127,7 +131,7 @@ def _decompress(stored: bytes) -> bytes:
 
 
 def install(conn: sqlite3.Connection) -> None:
-    """Register ``sessionq_text`` on ``conn`` (idempotent).
+    """Register ``sessionq_text`` and ``sessionq_pack`` on ``conn`` (idempotent).
 
     A frame whose dictionary this process does not know yet has it loaded from
     the connection's own index (``block_dictionaries``), once per process.
@@ -146,3 +150,5 @@ def install(conn: sqlite3.Connection) -> None:
             return _decompress(stored)
 
     conn.create_function(FUNCTION, 1, text, deterministic=True)
+    # Not deterministic: the active dictionary may change between two writes of one text.
+    conn.create_function(PACK_FUNCTION, 1, lambda value: pack_text(value) if isinstance(value, str) else value)

@@ -40,7 +40,9 @@ The index is a projection of the logs, rebuilt from them at will.  Its tables:
     ``document_rows``, which stores each text compressed with the block
     dictionary in ``text_z`` (:mod:`readmodel.store.doctext`); the view's
     ``text`` decodes it with the SQL function ``sessionq_text`` that every
-    sessionq connection registers.  Writers write ``document_rows``.
+    sessionq connection registers.  Writers write ``documents`` itself
+    (``INSTEAD OF`` triggers pack the text with ``sessionq_pack``), so the
+    indexer's statements are the same for PostgreSQL, where it is a table.
     ``document_rows_length`` finds the documents of a length (boilerplate
     candidates of the search modes); copies of a text are found by its hash.
 ``document_hashes``
@@ -118,7 +120,7 @@ sessions = Table(
     metadata,
     Column("sid", Integer, primary_key=True),
     Column("id", Text, nullable=False, unique=True),
-    Column("path", Text, nullable=False, unique=True),
+    Column("path", Text, nullable=False),  # unique per source (migration 0015): see sessions_source
     Column("header_json", LargeBinary, nullable=False),
     Column("created_at", Float),
     Column("id_key", LargeBinary, nullable=False),
@@ -144,8 +146,9 @@ sessions = Table(
 )
 Index("sessions_listing", sessions.c.created_at.desc(), sessions.c.id_key, sessions.c.header_json)
 Index("sessions_parent", sessions.c.parent_session)
-# A daemon reads and deletes only its own source's rows (see migration 0012).
-Index("sessions_source", sessions.c.source, sessions.c.path)
+# A daemon reads and deletes only its own source's rows (see migration 0012); a path is
+# unique per source, two hosts may have the same one (migration 0015).
+Index("sessions_source", sessions.c.source, sessions.c.path, unique=True)
 # Search's session filters read only these columns (see migration 0005).
 Index("sessions_filters", sessions.c.cwd, sessions.c.status, sessions.c.created_at, sessions.c.parent_session, sessions.c.id)
 # listWorkspaces groups sessions by workspace with their newest last activity from this index alone (see migration 0010).
@@ -317,8 +320,14 @@ KNOWN_TABLES: Final = frozenset(
         "document_grams_data",
         "document_grams_idx",
         "document_grams_config",
+        "terms",
+        "postings",
+        "document_gram_keys",
     }
 )
+
+SERVER_TABLES: Final = ("terms", "postings", "document_gram_keys")
+"""PostgreSQL-only tables (migration 0014, :mod:`readmodel.search.serverterms`): explicit DDL, not models."""
 
 FTS_PREFIXES: Final = ("documents_fts", "document_grams")
 """Names of the FTS5 tables and their shadow tables start with one of these (explicit DDL, not models)."""
