@@ -26,6 +26,7 @@ from bench.search_modes import QUERY_KINDS
 from readmodel.projection.filters import compile_text_filter
 from readmodel.search import gramsearch
 from readmodel.search.requests import normalize_query
+from readmodel.store import doctext
 
 EXTRA: dict[str, list[str]] = {"path": ["/home/dev", "readmodel/search", "src/"], "emoji": ["🎉", "✅"]}
 
@@ -37,6 +38,7 @@ def _verify(conn: sqlite3.Connection, sql: str, args: list[Any], pattern: Any) -
 
 def run(db: str, repeat: int = 3) -> dict[str, Any]:
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    doctext.install(conn)  # the documents view decodes its text with it (schema 0016)
     load_before = os.getloadavg()
     rows: list[dict[str, Any]] = []
     try:

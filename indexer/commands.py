@@ -466,6 +466,7 @@ def db_upgrade(db: str, source: str) -> None:
         current_revision,
         head_revision,
         open_writer,
+        reclaim_free_pages,
         sqlite_path,
     )
 
@@ -498,6 +499,10 @@ def db_upgrade(db: str, source: str) -> None:
             raise click.ClickException(str(exc)) from None
         engine.dispose()
         _report_upgrade(db, before, head_revision())
+        if before is not None and before != head_revision():
+            reclaimed = reclaim_free_pages(db)
+            if reclaimed:
+                click.echo(f"{db}: {reclaimed / 1e6:.1f} MB of free pages given back (VACUUM)")
     finally:
         lock.release()
 

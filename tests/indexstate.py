@@ -36,13 +36,14 @@ from typing import Any
 from readmodel.projection.grams import document_tokens
 from readmodel.projection.texthash import text_hash
 from readmodel.store.blocks import decompress_block, register_dictionary, unpack_run_times, unpack_run_types
+from tests import indexdb
 
 SESSION_SKIP = frozenset({"sid", "generation", "indexed_at"})
 DEFAULT_PROBES = ("reconcile", "deploy", "parser", "tokenizer", "alpha", "omega", "session", "error")
 
 
 def connect_ro(db_path: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    conn = indexdb.connect(f"file:{db_path}?mode=ro", uri=True)
     conn.execute("PRAGMA busy_timeout = 30000")
     return conn
 
@@ -216,7 +217,7 @@ def fts_consistent(db_path: str) -> bool:
     against the content table) and checks the row counts match.  Needs a
     writable connection (the check is issued as an INSERT; it changes nothing).
     """
-    conn = sqlite3.connect(db_path)
+    conn = indexdb.connect(db_path)
     try:
         conn.execute("PRAGMA busy_timeout = 30000")
         try:

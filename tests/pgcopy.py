@@ -15,13 +15,13 @@ SQLite's own and are not copied.
 
 from __future__ import annotations
 
-import sqlite3
 
 import psycopg
 
 from readmodel.search import serverterms
 from readmodel.store.postgres import upgrade
 from readmodel.store.schema import metadata
+from tests import indexdb
 
 COPY_CHUNK = 5_000
 
@@ -44,7 +44,7 @@ def copy_index(sqlite_db: str, url: str, *, revision: str | None = None) -> str:
         with engine.begin() as conn:
             command.upgrade(alembic_config(conn), revision)
         engine.dispose()
-    source = sqlite3.connect(f"file:{sqlite_db}?mode=ro", uri=True)
+    source = indexdb.connect(f"file:{sqlite_db}?mode=ro", uri=True)
     try:
         with psycopg.connect(url) as conn, conn.cursor() as cur:
             cur.execute('DELETE FROM "index_meta"')  # the row db upgrade made; the SQLite index's replaces it

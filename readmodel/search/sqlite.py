@@ -46,6 +46,7 @@ from readmodel.search import sqlitemodes
 from readmodel.search import sqlranking
 from readmodel.search.requests import EventsRequest, SessionsRequest, bounded_terms, match_expression
 from readmodel.search.snippets import END_MARK, START_MARK, prefix_decides_snippet, sanitize_text, snippet_source_decides
+from readmodel.store import doctext
 from readmodel.store.readonly import reader_uri
 
 
@@ -248,6 +249,7 @@ class SqliteSearchBackend:
                 # As every sessionq connection: the doclist of one common word alone
                 # outgrows SQLite's default 2 MB page cache.
                 conn.execute("PRAGMA cache_size = -65536")
+                doctext.install(conn)  # the documents view's text (schema 0016)
                 for ddl in (*_TEMP_DDL, *_TERMS_DDL):
                     conn.execute(ddl)
                 self._accelerated = ftsaux.install(conn)

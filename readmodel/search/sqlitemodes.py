@@ -12,8 +12,9 @@ Boilerplate needs the number of distinct sessions holding a text.  Matching
 depends on the text alone, so an unscoped search already sees every copy of
 every matching text; a scoped search (filters, or one session) looks the few
 texts seen in fewer than :data:`BOILERPLATE_SESSIONS` sessions up in the whole
-corpus, through the ``documents_text_key`` index on ``(length, substr(text,
-1, 32))`` (migration 0008), reading at most that many sessions per text.
+corpus by their hash (``document_hashes``, migration 0013; equal hashes stand
+for equal texts, as in :mod:`readmodel.search.sqlranking`), reading at most
+that many sessions per text.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any, Final
 
+from readmodel.projection.texthash import text_hash
 from readmodel.search.backend import Row
 from readmodel.search.modes import BOILERPLATE_SESSIONS, Match, Ranking, words_expression
 from readmodel.search import sqlranking
@@ -32,9 +34,6 @@ from readmodel.search.snippets import END_MARK, START_MARK, snippet_source_decid
 from readmodel.search.substring import compiled_substring, index_candidates
 
 _SNIPPET_PREFIX_CHARS: Final = 2048  # as readmodel.search.sqlite's first snippet window
-
-TEXT_KEY_CHARS: Final = 32
-"""Code points of a document's text in the ``documents_text_key`` index (with its length)."""
 
 _PERSISTED: Final = """
   SELECT s."id" AS session_id, s."sid" AS header_json, s."created_at" AS created_at, s."cwd" AS cwd,
@@ -50,19 +49,18 @@ _LIVE: Final = """
          ld."type" AS type, ld."time" AS time, ld."surface" AS surface, ld."length" AS document_length, {text} AS text, {strength} AS strength
   FROM temp."live_docs" ld JOIN temp."live_sessions" l ON l."id" = ld."session_id"
   WHERE 1{conditions}"""
-# For each wanted docid, up to N ids of stored sessions holding exactly its text (found through
-# documents_text_key), joined by U+001F; one statement for every text a scoped search looks up.
-_HOLDERS: Final = f"""
+# For each wanted docid, up to N ids of stored sessions holding its text (found through its hash in
+# document_hashes), joined by U+001F; one statement for every text a scoped search looks up.
+_HOLDERS: Final = """
   SELECT w."value", (
     SELECT group_concat("id", char(31)) FROM (
-      SELECT DISTINCT s."id" AS "id" FROM "documents" o JOIN "sessions" s ON s."sid" = o."sid"
-      WHERE o."length" = d."length" AND substr(o."text", 1, {TEXT_KEY_CHARS}) = substr(d."text", 1, {TEXT_KEY_CHARS})
-        AND o."text" = d."text" AND s."status" = 'ok' LIMIT ?))
-  FROM json_each(?) w JOIN "documents" d ON d."docid" = w."value"
+      SELECT DISTINCT s."id" AS "id" FROM "document_hashes" o JOIN "sessions" s ON s."sid" = o."docid" >> 32
+      WHERE o."hash" = h."hash" AND s."status" = 'ok' LIMIT ?))
+  FROM json_each(?) w JOIN "document_hashes" h ON h."docid" = w."value"
 """
-_STORED_HOLDERS: Final = f"""
-  SELECT DISTINCT s."id" FROM "documents" d JOIN "sessions" s ON s."sid" = d."sid"
-  WHERE d."length" = ? AND substr(d."text", 1, {TEXT_KEY_CHARS}) = ? AND d."text" = ? AND s."status" = 'ok' LIMIT ?"""
+_STORED_HOLDERS: Final = """
+  SELECT DISTINCT s."id" FROM "document_hashes" o JOIN "sessions" s ON s."sid" = o."docid" >> 32
+  WHERE o."hash" = ? AND s."status" = 'ok' LIMIT ?"""
 _LENGTH_HOLDERS: Final = 'SELECT count(*) FROM (SELECT DISTINCT "docid" >> 32 FROM "documents" WHERE "length" = ? LIMIT ?)'
 _LIVE_HOLDERS: Final = 'SELECT DISTINCT "session_id" FROM temp."live_docs" WHERE "length" = ? AND "text" = ? LIMIT ?'
 
@@ -298,7 +296,7 @@ def _add_holders(backend: Any, conn: sqlite3.Connection, ranking: Ranking) -> No
         else:
             text = conn.execute('SELECT "text" FROM temp."live_docs" WHERE "rowid" = ?', (-match.docid,)).fetchone()[0]
             if match.length in suspect:
-                found = conn.execute(_STORED_HOLDERS, (len(text), text[:TEXT_KEY_CHARS], text, BOILERPLATE_SESSIONS)).fetchall()
+                found = conn.execute(_STORED_HOLDERS, (text_hash(text), BOILERPLATE_SESSIONS)).fetchall()
                 ranking.add_holders(digest, [row[0] for row in found])
         found = conn.execute(_LIVE_HOLDERS, (len(text), text, BOILERPLATE_SESSIONS)).fetchall()
         ranking.add_holders(digest, [row[0] for row in found])

@@ -32,6 +32,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import NullPool
 
 from readmodel.core.errors import SessionQueryError
+from readmodel.store import doctext
 from readmodel.store.revisions import current_revision, head_revision, upgrade
 from readmodel.store.readonly import on_read_only_mount, reader_uri, size_or_none, sqlite_path  # noqa: F401 - sqlite_path re-exported
 from readmodel.store.schema import APPLICATION_ID, KNOWN_TABLES, SCHEMA_REVISION
@@ -182,6 +183,7 @@ def _configure(dbapi_conn: sqlite3.Connection, readonly: bool) -> None:
         cursor.execute("PRAGMA synchronous = NORMAL")
     cursor.execute("PRAGMA cache_size = -65536")
     cursor.close()
+    doctext.install(dbapi_conn)  # the documents view decodes its text with it (schema 0016)
 
 
 def create_index_engine(db: str, *, readonly: bool = False) -> Engine:
@@ -298,6 +300,37 @@ def open_writer(
         engine.dispose()
         raise
     return engine
+
+
+RECLAIM_FREE_FRACTION: Final = 0.25
+"""``sessionq db upgrade`` rewrites the file (``VACUUM``) when at least this share of its pages is free."""
+
+
+def reclaim_free_pages(db: str) -> int:
+    """Rewrite the SQLite index at ``db`` when a quarter of it is free pages; the bytes given back.
+
+    A migration that rewrites tables (schema 0016 packs the documents' texts)
+    leaves the old pages free inside the file, which SQLite reuses but never
+    returns.  ``VACUUM`` cannot run inside the migration's transaction, so the
+    caller runs this after it, holding the indexer's lock (it needs as much
+    free disk as the index takes, for a few seconds per 100 MB).
+    """
+    path = sqlite_path(db)
+    if path is None or not os.path.exists(path):
+        return 0
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        doctext.install(conn)
+        pages, free = (conn.execute(f"PRAGMA {name}").fetchone()[0] for name in ("page_count", "freelist_count"))
+        if not pages or free < pages * RECLAIM_FREE_FRACTION:
+            return 0
+        before = os.path.getsize(path)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("VACUUM")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+    return max(before - os.path.getsize(path), 0)
 
 
 def refuse_damaged(conn: Connection, db: str) -> None:

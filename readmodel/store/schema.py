@@ -20,7 +20,8 @@ The index is a projection of the logs, rebuilt from them at will.  Its tables:
     key of the first node it removed) and, for tool results, the digest the
     rewrite rule compares.  Current nodes ordered by key are the surface.
     The raw event JSON lives in ``event_blocks`` (zstd-compressed runs of
-    consecutive events), so the index stays close to the size of the logs.
+    consecutive events, a rowid table since schema 0016 so that a block
+    stays on its leaf page), so the index stays close to the size of the logs.
 ``event_runs``
     The bulk of a log in compact form: a run of consecutive *plain* events
     (log-only, without provenance, with an integer time — chunks, steps,
@@ -35,8 +36,15 @@ The index is a projection of the logs, rebuilt from them at will.  Its tables:
 ``documents`` + ``documents_fts``
     Semantic documents (the text each event contributes) and an external-content
     FTS5 index (``unicode61``) over them; surface updates touch only the
-    plain table.  ``documents_text_key`` (length and first 32 code points)
-    finds the copies of a text, for boilerplate demotion in search.
+    plain table.  In SQLite (schema 0016) ``documents`` is a view over
+    ``document_rows``, which stores each text compressed with the block
+    dictionary in ``text_z`` (:mod:`readmodel.store.doctext`); the view's
+    ``text`` decodes it with the SQL function ``sessionq_text`` that every
+    sessionq connection registers.  Writers write ``documents`` itself
+    (``INSTEAD OF`` triggers pack the text with ``sessionq_pack``), so the
+    indexer's statements are the same for PostgreSQL, where it is a table.
+    ``document_rows_length`` finds the documents of a length (boilerplate
+    candidates of the search modes); copies of a text are found by its hash.
 ``document_hashes``
     Each document's stable 64-bit text hash
     (:func:`readmodel.projection.texthash.text_hash`), written with the
@@ -64,7 +72,6 @@ from __future__ import annotations
 from typing import Final
 
 from sqlalchemy import (
-    func,
     BigInteger,
     Column,
     Float,
@@ -85,7 +92,7 @@ from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, SURFACE_NAMES,
 APPLICATION_ID: Final = 0x53515849  # "SQXI"
 """``PRAGMA application_id`` of a sessionq index; any other non-zero id is foreign."""
 
-SCHEMA_REVISION: Final = "0015"
+SCHEMA_REVISION: Final = "0016"
 """The Alembic head revision this code reads and writes."""
 
 
@@ -174,8 +181,8 @@ event_blocks = Table(
     Column("count", Integer, nullable=False),
     Column("synthetic", Integer, nullable=False),
     Column("data", LargeBinary, nullable=False),
+    # A rowid table (migration 0016): WITHOUT ROWID rows keep at most a quarter of a page.
     PrimaryKeyConstraint("sid", "first_seq"),
-    sqlite_with_rowid=False,
 )
 
 block_dictionaries = Table(
@@ -223,9 +230,32 @@ documents = Table(
     Column("length", Integer, nullable=False),
     Column("text", Text, nullable=False),
 )
-# Boilerplate lookups of the words and substring search modes (migration 0008): equal
-# texts share this key, which narrows an exact comparison to a few rows.
-Index("documents_text_key", documents.c.length, func.substr(documents.c.text, 1, 32))
+
+sqlite_storage = MetaData()
+"""SQLite's storage of what :data:`metadata` models differently: ``documents`` is a view over
+``document_rows`` there (:data:`DOCUMENTS_VIEW_DDL`, migration 0016)."""
+
+document_rows = Table(
+    "document_rows",
+    sqlite_storage,
+    Column("docid", Integer, primary_key=True),
+    Column("sid", Integer, nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("type", Text, nullable=False),
+    Column("time", Integer),
+    Column("surface", Integer, nullable=False),
+    Column("length", Integer, nullable=False),
+    Column("text_z", LargeBinary, nullable=False),  # readmodel.store.doctext.pack_text of the text
+)
+# The boilerplate verdict of the search modes counts the sessions holding documents of a length.
+Index("document_rows_length", document_rows.c.length)
+
+DOCUMENTS_VIEW_DDL: Final = (
+    'CREATE VIEW "documents" AS SELECT "docid", "sid", "seq", "type", "time", "surface", "length", '
+    'CASE typeof("text_z") WHEN \'blob\' THEN CAST(sessionq_text("text_z") AS TEXT) ELSE "text_z" END AS "text" '
+    'FROM "document_rows"'
+)
+"""SQLite's ``documents``: the columns of :data:`documents`, the text decoded (readmodel.store.doctext)."""
 
 document_hashes = Table(
     "document_hashes",
@@ -277,6 +307,7 @@ KNOWN_TABLES: Final = frozenset(
         "event_runs",
         "event_links",
         "documents",
+        "document_rows",
         "document_hashes",
         "layout_problems",
         "sources",

@@ -17,6 +17,7 @@ from click.testing import CliRunner, Result
 from indexer.cli import main
 from tests.logfactory import header, simple_turn, write_log
 from tests.query.support import build_index
+from tests import indexdb
 
 READS: list[list[str]] = [
     ["sessions"],
@@ -54,7 +55,7 @@ def damaged(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("damaged")
     write_log(base / "root", header("s1", 1), [simple_turn(0, "hello there")])
     db = build_index(base / "root", base / "index.db")
-    conn = sqlite3.connect(db)
+    conn = indexdb.connect(db)
     conn.execute("DROP TABLE documents_fts")
     conn.commit()
     conn.close()

@@ -20,6 +20,7 @@ import pytest
 from readmodel.query import SessionQuery
 from tests.backends import Backend
 from tests.corpus import SYNTHETIC_ROOT, ZSTD_ROOT, require_corpus
+from tests import indexdb
 
 require_corpus()
 
@@ -31,7 +32,7 @@ def corpus(backend: Backend, request: pytest.FixtureRequest, tmp_path_factory: p
     root = SYNTHETIC_ROOT if request.param else ZSTD_ROOT
     db = backend.build(root, backend.database(tmp_path_factory.mktemp("search-contract"), "index"))
     source = backend.open_source(db)
-    oracle = sqlite3.connect(":memory:")
+    oracle = indexdb.connect(":memory:")
     oracle.execute("CREATE VIRTUAL TABLE docs USING fts5(text, session_id UNINDEXED, seq UNINDEXED, tokenize='unicode61')")
     texts: list[str] = []
     with source.read() as reader:

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from indexer.layout import Compression
 from indexer.writer import LogWriter, batch_bytes, header_line
 from tests.logfactory import header, simple_turn, transcript_path
+from tests import indexdb
 
 REPO = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
@@ -40,7 +41,7 @@ def query(db: str | Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
     """Run one read-only query (``mode=ro``, as any reader process would)."""
     for _ in range(50):
         try:
-            conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+            conn = indexdb.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
         except sqlite3.OperationalError:
             time.sleep(0.02)  # the daemon may not have created the file yet
             continue

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 from click.testing import CliRunner, Result
@@ -15,6 +14,7 @@ from readmodel.store.sources import default_source
 from tests.daemon.support import Processes, new_session, query, write_corrupt_session
 from tests.logfactory import events_bytes, header, header_bytes, simple_turn, write_frames, write_log
 from tests.query.support import build_index
+from tests import indexdb
 
 
 def cli(*args: str) -> Result:
@@ -112,19 +112,19 @@ def test_db_current_check_upgrade(tmp_path: Path, processes: Processes) -> None:
 
 def test_db_check_reports_drift(tmp_path: Path, processes: Processes) -> None:
     _, db = build(tmp_path, processes)
-    conn = sqlite3.connect(db)
+    conn = indexdb.connect(db)
     conn.execute('DROP INDEX "sessions_parent"')
-    conn.execute('ALTER TABLE "documents" ADD COLUMN "extra" TEXT')
+    conn.execute('ALTER TABLE "document_rows" ADD COLUMN "extra" TEXT')  # documents is its view (schema 0016)
     conn.commit()
     conn.close()
     check = cli("db", "check", "--db", str(db))
     assert check.exit_code == 1
-    assert "sessions_parent" in check.stderr and "documents.extra" in check.stderr
+    assert "sessions_parent" in check.stderr and "document_rows.extra" in check.stderr
 
 
 def test_an_outdated_index_is_refused_unless_upgraded(tmp_path: Path, processes: Processes) -> None:
     root, db = build(tmp_path, processes)
-    conn = sqlite3.connect(db)
+    conn = indexdb.connect(db)
     conn.execute("UPDATE alembic_version SET version_num = '0000'")
     conn.commit()
     conn.close()
@@ -138,7 +138,7 @@ def test_an_outdated_index_is_refused_unless_upgraded(tmp_path: Path, processes:
 
 def test_foreign_files_are_refused_and_left_untouched(tmp_path: Path, processes: Processes) -> None:
     foreign = tmp_path / "other.sqlite"
-    conn = sqlite3.connect(foreign)
+    conn = indexdb.connect(foreign)
     conn.execute("CREATE TABLE notes (body TEXT)")
     conn.execute("INSERT INTO notes VALUES ('keep me')")
     conn.commit()
@@ -169,7 +169,7 @@ def sample_index(tmp_path: Path) -> Path:
 
 def test_status_names_a_damaged_schema_and_its_repair(tmp_path: Path) -> None:
     db = sample_index(tmp_path)
-    conn = sqlite3.connect(db)
+    conn = indexdb.connect(db)
     conn.execute("DROP TABLE documents_fts")
     conn.execute('DROP INDEX "sessions_parent"')
     conn.commit()
@@ -199,7 +199,7 @@ def test_status_of_a_healthy_index_has_no_schema_problems(tmp_path: Path) -> Non
 
 def test_status_that_cannot_read_its_figures_names_the_damage(tmp_path: Path) -> None:
     db = sample_index(tmp_path)
-    conn = sqlite3.connect(db)
+    conn = indexdb.connect(db)
     conn.execute('DROP TABLE "layout_problems"')
     conn.commit()
     conn.close()
@@ -242,7 +242,7 @@ def test_status_stays_small_when_logs_carry_huge_values(tmp_path: Path) -> None:
 
 def test_status_bounds_long_messages_an_older_indexer_stored(tmp_path: Path) -> None:
     db = sample_index(tmp_path)
-    conn = sqlite3.connect(db)
+    conn = indexdb.connect(db)
     conn.execute(
         'INSERT INTO "layout_problems" ("path", "kind", "message", "observed_at", "source") VALUES (?, ?, ?, ?, ?)',
         ("/r/x/session.jsonl.zstd", "identity", "y" * HUGE, 1.0, "old-indexer"),

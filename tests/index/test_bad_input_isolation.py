@@ -10,6 +10,7 @@ from indexer.reconcile import Reconciler
 from readmodel.store.blocks import decode_events
 from readmodel.store.database import open_writer
 from tests.logfactory import frame, header, header_bytes, line, simple_turn, write_log
+from tests import indexdb
 
 
 def index(tmp_path: Path, root: Path) -> sqlite3.Connection:
@@ -17,7 +18,7 @@ def index(tmp_path: Path, root: Path) -> sqlite3.Connection:
     engine = open_writer(str(db))
     Reconciler(engine, root, Compression.ZSTD, settle_seconds=0).reconcile()
     engine.dispose()
-    return sqlite3.connect(db)
+    return indexdb.connect(db)
 
 
 def test_corrupt_unsupported_and_misplaced_logs_are_recorded_while_others_index(tmp_path: Path) -> None:
@@ -89,7 +90,7 @@ def test_a_raw_log_cut_at_a_tolerated_defect_indexes_its_prefix_and_reloads_late
     engine = open_writer(str(db))
     reconciler = Reconciler(engine, root, Compression.NONE, settle_seconds=0)
     reconciler.reconcile()
-    conn = sqlite3.connect(db)
+    conn = indexdb.connect(db)
     assert conn.execute('SELECT "status", "stored_count", "resume" IS NULL FROM "sessions"').fetchone() == ("ok", 3, 1)
     with open(path, "ab") as fh:
         fh.write(b"more garbage\n")

@@ -22,6 +22,7 @@ from indexer.zstdframes import frame_end
 from indexer.reconcile import Reconciler
 from readmodel.store.database import open_writer
 from tests.logfactory import header, simple_turn, write_log
+from tests import indexdb
 
 
 def _root(tmp_path: Path) -> Path:
@@ -52,7 +53,7 @@ def _index(tmp_path: Path, name: str) -> sqlite3.Connection:
     engine = open_writer(str(db))
     Reconciler(engine, _root(tmp_path / f"{name}-logs"), Compression.ZSTD, settle_seconds=0).reconcile()
     engine.dispose()
-    conn = sqlite3.connect(db)
+    conn = indexdb.connect(db)
     conn.execute('CREATE VIRTUAL TABLE temp."terms" USING fts5vocab(main, "documents_fts", instance)')
     conn.execute('CREATE VIRTUAL TABLE temp."grams" USING fts5vocab(main, "document_grams", instance)')
     return conn
@@ -80,7 +81,7 @@ def test_early_writes_index_exactly_what_one_write_does(tmp_path: Path, monkeypa
 
 
 def _fts_connection() -> sqlite3.Connection:
-    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn = indexdb.connect(":memory:", isolation_level=None)
     conn.execute('CREATE TABLE "documents" ("docid" INTEGER PRIMARY KEY, "text" TEXT NOT NULL)')
     conn.execute("CREATE VIRTUAL TABLE \"documents_fts\" USING fts5(\"text\", content='documents', content_rowid='docid')")
     conn.execute('CREATE VIRTUAL TABLE temp."terms" USING fts5vocab(main, "documents_fts", instance)')

@@ -3,7 +3,6 @@ and never holding a redacted secret."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 from alembic import command
@@ -17,6 +16,7 @@ from readmodel.store.schema import SCHEMA_REVISION
 from readmodel.store.status import format_status, read_status
 from tests.indexstate import diff_states, index_state
 from tests.logfactory import header, simple_turn, write_log
+from tests import indexdb
 
 
 def _root(root: Path) -> None:
@@ -40,7 +40,7 @@ def test_the_migration_builds_the_gram_index_of_an_existing_index(tmp_path: Path
     with engine.begin() as conn:
         command.downgrade(alembic_config(conn), "0008")
     engine.dispose()
-    conn = sqlite3.connect(db)
+    conn = indexdb.connect(db)
     assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name LIKE 'document_grams%'").fetchone() == (0,)
     conn.close()
 
@@ -51,7 +51,7 @@ def test_the_migration_builds_the_gram_index_of_an_existing_index(tmp_path: Path
     upgraded = index_state(str(db))
     assert upgraded["consistency"] == [] and upgraded["grams"]
     assert not diff_states(upgraded, index_state(str(cold)))
-    meta = sqlite3.connect(db).execute('SELECT "grams" FROM "index_meta"').fetchone()
+    meta = indexdb.connect(db).execute('SELECT "grams" FROM "index_meta"').fetchone()
     assert meta == (scheme_fingerprint(),)
 
 
@@ -64,7 +64,7 @@ def test_status_reports_the_gram_index_and_when_it_is_pending(tmp_path: Path) ->
     assert entry["pending"] is False and entry["stored"] == entry["scheme"] == scheme_fingerprint()
     assert entry["documents"] == status["documents"] > 0 and entry["bytes"] > 0
     assert "substrings  " in format_status(status) and "documents indexed" in format_status(status)
-    conn = sqlite3.connect(db)
+    conn = indexdb.connect(db)
     conn.execute("UPDATE index_meta SET grams = NULL")
     conn.commit()
     conn.close()
@@ -77,7 +77,7 @@ def test_grams_come_from_the_redacted_text(tmp_path: Path) -> None:
     from tests.secrets.planted import SECRETS, build
 
     _, db = build(tmp_path, workers=2)
-    conn = sqlite3.connect(db)
+    conn = indexdb.connect(db)
     conn.execute("CREATE VIRTUAL TABLE temp.g USING fts5vocab(main, document_grams, 'instance')")
     stored: dict[int, set[str]] = {}
     for term, doc in conn.execute("SELECT term, doc FROM temp.g"):

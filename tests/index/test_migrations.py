@@ -14,6 +14,7 @@ from readmodel.store.database import IndexDatabaseError, create_index_engine, op
 from readmodel.store.revisions import alembic_config, current_revision
 from readmodel.store.schema import APPLICATION_ID, SCHEMA_REVISION
 from tests.logfactory import header, simple_turn, write_log
+from tests import indexdb
 
 
 def index_at_first_revision(path: Path, root: Path) -> None:
@@ -36,10 +37,10 @@ def test_an_older_index_is_refused_until_upgraded_and_keeps_its_rows(tmp_path: P
         open_writer(str(db))
     engine = open_writer(str(db), allow_upgrade=True)
     with engine.connect() as conn:
-        assert current_revision(conn) == SCHEMA_REVISION == "0015"
+        assert current_revision(conn) == SCHEMA_REVISION == "0016"
     Reconciler(engine, root, Compression.ZSTD, settle_seconds=0).reconcile()
     engine.dispose()
-    conn = sqlite3.connect(db)
+    conn = indexdb.connect(db)
     plan = conn.execute('EXPLAIN QUERY PLAN SELECT "header_json" FROM "sessions" ORDER BY "created_at" DESC, "id_key"').fetchall()
     assert "COVERING INDEX sessions_listing" in plan[0][3]
     assert conn.execute('SELECT "id" FROM "sessions"').fetchall() == [("kept",)]
@@ -63,7 +64,7 @@ def test_upgrading_gives_each_index_its_own_cursor_secret_and_no_schema_drift(tm
             secrets.append(conn.exec_driver_sql('SELECT "cursor_secret" FROM "index_meta"').scalar())
         engine.dispose()
         with pytest.raises(sqlite3.IntegrityError):
-            sqlite3.connect(db).execute('UPDATE "index_meta" SET "cursor_secret" = NULL')
+            indexdb.connect(db).execute('UPDATE "index_meta" SET "cursor_secret" = NULL')
     assert all(isinstance(secret, bytes) and len(secret) == 32 for secret in secrets)
     assert secrets[0] != secrets[1]
 
@@ -80,7 +81,7 @@ def test_a_new_index_is_created_with_a_random_cursor_secret(tmp_path: Path) -> N
 
 
 def _last_activity(db: Path) -> dict[str, object]:
-    conn = sqlite3.connect(db)
+    conn = indexdb.connect(db)
     try:
         return dict(conn.execute('SELECT "id", "last_activity" FROM "sessions"').fetchall())
     finally:
@@ -109,7 +110,7 @@ def test_migration_0010_fills_last_activity_as_the_indexer_writes_it(tmp_path: P
 
     with create_index_engine(str(db)).begin() as conn:
         command.downgrade(alembic_config(conn), "0007")
-    assert "last_activity" not in {row[1] for row in sqlite3.connect(db).execute('PRAGMA table_info("sessions")')}
+    assert "last_activity" not in {row[1] for row in indexdb.connect(db).execute('PRAGMA table_info("sessions")')}
     engine = open_writer(str(db), allow_upgrade=True)
     engine.dispose()
     assert _last_activity(db) == written
@@ -117,7 +118,7 @@ def test_migration_0010_fills_last_activity_as_the_indexer_writes_it(tmp_path: P
 
 
 def _document_hashes(db: Path) -> dict[int, int]:
-    conn = sqlite3.connect(db)
+    conn = indexdb.connect(db)
     try:
         return dict(conn.execute('SELECT "docid", "hash" FROM "document_hashes"').fetchall())
     finally:
@@ -138,12 +139,12 @@ def test_migration_0013_hashes_the_stored_documents_as_the_indexer_does(tmp_path
     Reconciler(engine, root, Compression.ZSTD, settle_seconds=0).reconcile()
     engine.dispose()
     written = _document_hashes(db)
-    texts = dict(sqlite3.connect(db).execute('SELECT "docid", "text" FROM "documents"').fetchall())
+    texts = dict(indexdb.connect(db).execute('SELECT "docid", "text" FROM "documents"').fetchall())
     assert written == {docid: text_hash(text) for docid, text in texts.items()} and len(written) >= 6
 
     with create_index_engine(str(db)).begin() as conn:
         command.downgrade(alembic_config(conn), "0012")
-    assert sqlite3.connect(db).execute("SELECT name FROM sqlite_master WHERE name = 'document_hashes'").fetchall() == []
+    assert indexdb.connect(db).execute("SELECT name FROM sqlite_master WHERE name = 'document_hashes'").fetchall() == []
     engine = open_writer(str(db), allow_upgrade=True)
     engine.dispose()
     assert _document_hashes(db) == written

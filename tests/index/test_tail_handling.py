@@ -3,7 +3,6 @@ view once settled, and replaced exactly when the writer continues or rolls back.
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from readmodel.store.database import open_writer
 from readmodel.store.schema import SURFACE_CODES
 from tests.index.test_incremental_equals_cold import World
 from tests.indexstate import index_state
+from tests import indexdb
 
 
 @pytest.fixture
@@ -31,7 +31,7 @@ def build(tmp_path: Path, world: World, name: str) -> str:
 
 
 def rows(db: str, sql: str, *args: object) -> list[tuple]:
-    conn = sqlite3.connect(db)
+    conn = indexdb.connect(db)
     try:
         return conn.execute(sql, args).fetchall()
     finally:

@@ -11,7 +11,6 @@ with its positions — FTS5's own ``fts5vocab`` instance rows on SQLite, the
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 import psycopg
@@ -20,6 +19,7 @@ from readmodel.projection.grams import LONG_MARK, LONG_MARK_KEY
 from readmodel.projection.texthash import text_hash
 from readmodel.store.blocks import decompress_block, register_dictionary, unpack_run_times, unpack_run_types
 from tests.indexstate import SESSION_SKIP
+from tests import indexdb
 
 Key = tuple[str, int]
 
@@ -139,7 +139,7 @@ def _pg_search(cur: Any, key: Any, docids: set[int], problems: list[str]) -> dic
 
 
 def sqlite_columns(db_path: str) -> dict[str, list[str]]:
-    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    conn = indexdb.connect(f"file:{db_path}?mode=ro", uri=True)
     try:
         return {table: [row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')] for table in ("sessions", "events", "documents")}
     finally:
@@ -148,7 +148,7 @@ def sqlite_columns(db_path: str) -> dict[str, list[str]]:
 
 def sqlite_search_rows(db_path: str) -> dict[str, Any]:
     """FTS5's own postings (``fts5vocab`` instance rows) and gram words (as keys) of a SQLite index."""
-    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    conn = indexdb.connect(f"file:{db_path}?mode=ro", uri=True)
     try:
         conn.execute("CREATE VIRTUAL TABLE temp.terms_0 USING fts5vocab(main, documents_fts, 'instance')")
         conn.execute("CREATE VIRTUAL TABLE temp.grams_0 USING fts5vocab(main, document_grams, 'instance')")

@@ -13,7 +13,6 @@ from __future__ import annotations
 import itertools
 import random
 import re
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from readmodel.query import SessionQuery
 from readmodel.store.pgreader import PostgresIndexStore
 from tests.backends import POSTGRES
 from tests.corpus import SYNTHETIC_ROOT, ZSTD_ROOT, require_corpus
+from tests import indexdb
 
 require_corpus()
 
@@ -69,7 +69,7 @@ def _walk(call: Any, request: dict[str, Any]) -> list[Any]:
 
 def _corpus_queries(db: str, count: int) -> list[str]:
     """Words and word pairs drawn from the documents (seeded)."""
-    with sqlite3.connect(db) as conn:
+    with indexdb.connect(db) as conn:
         texts = [row[0] for row in conn.execute('SELECT "text" FROM "documents" ORDER BY "docid"')]
     rng = random.Random(18)
     queries = []

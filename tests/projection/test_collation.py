@@ -135,13 +135,20 @@ class TestRecordOrders:
             assert [r.header["id"] for r in sort_records_newest_first(shuffled)] == expected
 
 
-@given(st.text(max_size=40))
-def test_the_index_sort_key_encodes_the_collation_key_level_by_level(text: str) -> None:
-    # id_sort_key concatenates cached per-character weights; it must equal the
-    # key built from the whole string's levels (weight + 1, five bytes, zero separators).
-    expected = bytearray()
-    for level in locale_compare_key(text):
-        for weight in level:
-            expected += (weight + 1).to_bytes(5, "big")
-        expected += bytes(5)
-    assert id_sort_key(text) == bytes(expected)
+@given(st.text(max_size=40), st.text(max_size=40))
+def test_the_index_sort_key_orders_and_equates_ids_as_the_collation_key_does(left: str, right: str) -> None:
+    # id_sort_key concatenates cached per-character weights in an order-preserving
+    # variable-length encoding (schema 0016); byte order must be the collation order.
+    keys, collated = (id_sort_key(left), id_sort_key(right)), (locale_compare_key(left), locale_compare_key(right))
+    assert (keys[0] > keys[1]) - (keys[0] < keys[1]) == (collated[0] > collated[1]) - (collated[0] < collated[1])
+
+
+@given(st.text(max_size=12), st.text(alphabet="0123456789abcdef-", max_size=12))
+def test_a_prefix_level_sorts_first_in_the_index_sort_key(text: str, suffix: str) -> None:
+    longer = text + suffix
+    assert (id_sort_key(text) <= id_sort_key(longer)) == (locale_compare_key(text) <= locale_compare_key(longer))
+
+
+def test_a_uuid_session_id_has_a_compact_index_sort_key() -> None:
+    # Kept twice per session (the sessions table and its covering listing index).
+    assert len(id_sort_key("250e7b34-a4aa-47b4-9e63-97d4b96245d3")) <= 160

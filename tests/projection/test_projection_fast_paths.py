@@ -39,6 +39,7 @@ from readmodel.core.jsvalues import MAX_SAFE_INTEGER
 from readmodel.store.schema import MAX_LINK_SPAN
 from readmodel.store.interface import EventRow
 from readmodel.store.sqlite import SqliteIndexReader
+from tests import indexdb
 
 # Text with the characters the fast paths special-case: NUL, the highlight
 # markers, lone surrogates, non-ASCII and plain ASCII.
@@ -180,7 +181,7 @@ def _template(tmp_path_factory: Any) -> Path:
 @contextmanager
 def _index(tmp_path_factory: Any) -> Iterator[sqlite3.Cursor]:
     """A fresh copy of the template, inside an open write transaction (rolled back)."""
-    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn = indexdb.connect(":memory:", isolation_level=None)  # the documents view needs its functions
     with sqlite3.connect(_template(tmp_path_factory)) as template:
         template.backup(conn)
     try:

@@ -9,7 +9,6 @@ refused (tables, columns, a non-FTS5 ``documents_fts``) or merely slower
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,12 +23,13 @@ from readmodel.rpc import Dispatcher
 from readmodel.store.schemacheck import schema_problems
 from tests.logfactory import header, simple_turn, write_log
 from tests.query.support import build_index
+from tests import indexdb
 
 
 def damaged_index(tmp_path: Path, *statements: str) -> Path:
     write_log(tmp_path / "root", header("s1", 1), [simple_turn(0, "hello there")])
     db = build_index(tmp_path / "root", tmp_path / "index.db")
-    conn = sqlite3.connect(db)
+    conn = indexdb.connect(db)
     for statement in statements:
         conn.execute(statement)
     conn.commit()
@@ -49,10 +49,19 @@ def open_error(db: Path) -> SessionQueryError:
     [
         (["DROP TABLE documents_fts"], "missing FTS5 table documents_fts"),
         (["DROP TABLE documents_fts_idx"], "missing table documents_fts_idx"),
-        (['ALTER TABLE "documents" DROP COLUMN "surface"'], "missing column documents.surface"),
+        (['ALTER TABLE "events" DROP COLUMN "digest"'], "missing column events.digest"),
+        # documents is a view over document_rows (schema 0016): its columns are checked too.
+        (
+            [
+                'DROP VIEW "documents"',
+                'CREATE VIEW "documents" AS SELECT "docid", "sid", "seq", "type", "time", "length", sessionq_text("text_z") AS "text" FROM "document_rows"',
+            ],
+            "missing column documents.surface",
+        ),
+        (['DROP VIEW "documents"'], "missing table documents"),
         (["DROP TABLE documents_fts", "CREATE TABLE documents_fts (text TEXT)"], "documents_fts is not an FTS5 table"),
     ],
-    ids=["fts", "fts-shadow", "column", "not-fts5"],
+    ids=["fts", "fts-shadow", "column", "view-column", "view", "not-fts5"],
 )
 def test_open_refuses_what_queries_need_naming_it_and_the_repair(tmp_path: Path, statements: list[str], named: str) -> None:
     db = damaged_index(tmp_path, *statements)

@@ -34,6 +34,7 @@ from indexer.layout import Compression
 from indexer.reconcile import Reconciler
 from readmodel.store.database import open_writer
 from tests.search.test_search_engine import write
+from tests import indexdb
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("SESSIONQ_FTSAUX") == "0", reason="the C accelerator is disabled by SESSIONQ_FTSAUX=0"
@@ -46,7 +47,7 @@ def test_the_accelerator_is_built() -> None:
 
 
 def test_a_closed_connection_is_refused() -> None:
-    conn = sqlite3.connect(":memory:")
+    conn = indexdb.connect(":memory:")
     conn.close()
     with pytest.raises(ValueError):
         ftsaux.install(conn)
@@ -237,7 +238,7 @@ def test_filtered_pruned_rankings_equal_unpruned_ones(
 
 
 def test_leaders_keep_each_sessions_best_documents_above_the_cut() -> None:
-    conn = sqlite3.connect(":memory:")
+    conn = indexdb.connect(":memory:")
     assert ftsaux.install(conn)
 
     def leaders(rows: list[tuple[int, int]], k: int) -> list[list[int]]:

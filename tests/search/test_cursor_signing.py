@@ -24,6 +24,7 @@ import pytest
 from readmodel.search.cursors import CursorCodec
 from readmodel.search.sqlite import sqlite_search
 from tests.search.test_search_engine import build, code_of, ids
+from tests import indexdb
 
 REPO = Path(__file__).resolve().parents[2]
 SESSIONS = {**{f"s{n:02}": [f"needle {'hay ' * n}"] for n in range(7)}, "many": ["hay", "hay hay", "hay hay hay", "stack"]}
@@ -118,7 +119,7 @@ def test_an_index_without_a_usable_secret_fails_to_open_for_search(tmp_path: Pat
     import sqlite3
 
     _, db, _ = build(tmp_path, {"s": ["needle"]})
-    conn = sqlite3.connect(db)
+    conn = indexdb.connect(db)
     conn.execute('UPDATE "index_meta" SET "cursor_secret" = x\'00\'')
     conn.commit()
     conn.close()

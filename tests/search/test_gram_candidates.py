@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import sqlite3
 from typing import Any
 
 import pytest
@@ -19,6 +18,7 @@ from readmodel.search.sqlite import sqlite_search
 from tests.projection.test_grams import typed_variant
 from tests.search.test_search_engine import build
 from tests.search.test_search_modes import cached_documents, corpora, walk  # noqa: F401 - corpora: the fixture
+from tests import indexdb
 
 _SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
@@ -40,7 +40,7 @@ def _query(data: st.DataObject, texts: list[str]) -> str:
 
 
 def _candidates(db: str, query: str, doc_range: tuple[int, int] | None = None) -> set[int] | None:
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    conn = indexdb.connect(f"file:{db}?mode=ro", uri=True)
     try:
         answer = gramsearch.candidates(conn, query, doc_range)
         return None if answer is None else {row[0] for row in conn.execute(*answer)}
@@ -98,7 +98,7 @@ def test_a_gram_index_of_another_scheme_is_not_used_and_the_next_full_pass_rebui
 
     _, db, reconciler = build(tmp_path, {"a": ["数据库索引需要重建 tearDown"], "b": ["OutcomeUnknown -> C++"]})
     assert _candidates(db, "数据库") is not None
-    conn = sqlite3.connect(db)
+    conn = indexdb.connect(db)
     conn.execute("UPDATE index_meta SET grams = 'g0:unicode-1.0'")
     conn.commit()
     conn.close()

@@ -24,6 +24,7 @@ from readmodel.search import postings
 from readmodel.search.postings import phrase_spans_from_postings
 from readmodel.search.sqlite import _MARKS, _TERMS_DDL, _empty_index
 from tests.search.test_search_rules import reference_snippet
+from tests import indexdb
 
 _HIGHLIGHT = 'highlight("documents_fts", 0, ?, ?)'
 
@@ -55,7 +56,7 @@ def _documents(draw: st.DrawFn) -> str:
     cuts=st.lists(st.floats(min_value=0, max_value=1), min_size=1, max_size=6),
 )
 def test_an_accepted_prefix_gives_the_whole_documents_snippet(text: str, query: str, width: int, cuts: list[float]) -> None:
-    conn = sqlite3.connect(":memory:")
+    conn = indexdb.connect(":memory:")
     conn.execute("CREATE VIRTUAL TABLE \"scratch\" USING fts5(\"text\", tokenize='unicode61')")
     phrase = match_expression(query)
     whole = _highlight(conn, text, phrase)
@@ -69,7 +70,7 @@ def test_an_accepted_prefix_gives_the_whole_documents_snippet(text: str, query: 
 
 
 def test_a_token_cut_by_the_prefix_is_never_taken_for_a_match() -> None:
-    conn = sqlite3.connect(":memory:")
+    conn = indexdb.connect(":memory:")
     conn.execute("CREATE VIRTUAL TABLE \"scratch\" USING fts5(\"text\", tokenize='unicode61')")
     text = "x1 " * 40 + "tool and more text after it"
     cut = text.index("tool") + 2  # "...x1 to"
@@ -80,7 +81,7 @@ def test_a_token_cut_by_the_prefix_is_never_taken_for_a_match() -> None:
 
 
 def test_a_prefix_that_ends_before_the_window_is_decided_is_refused() -> None:
-    conn = sqlite3.connect(":memory:")
+    conn = indexdb.connect(":memory:")
     conn.execute("CREATE VIRTUAL TABLE \"scratch\" USING fts5(\"text\", tokenize='unicode61')")
     text = "the tool " + "a " * 200
     marked = _highlight(conn, text[:20], match_expression("tool"))

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,7 @@ from readmodel.search.sqlite import sqlite_search
 from tests.cli.helpers import json_out, sessionq
 from tests.logfactory import header, turn_end, turn_start, user
 from tests.search.test_search_engine import build, code_of, ids
+from tests import indexdb
 
 CJK = "一"  # 3 UTF-8 bytes: 32,768 is not a multiple, so FTS5's cut ends inside a character
 WIDE = "\U00020000"  # 4 bytes: the cut falls between characters
@@ -79,7 +79,7 @@ def accelerated(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
 
 def fts5_sessions(db: str, query: str) -> list[str]:
     """The sessions whose stored documents FTS5 itself matches with the query's phrase."""
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    conn = indexdb.connect(f"file:{db}?mode=ro", uri=True)
     try:
         rows = conn.execute(
             'SELECT DISTINCT s."id" FROM "documents_fts" f JOIN "documents" d ON d."docid" = f."rowid" '

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 import re
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from readmodel.search.sqlite import sqlite_search
 from tests.logfactory import header, user
 from tests.search.test_search_engine import build
 from tests.search.test_search_modes import _SETTINGS, _substring, cached_documents, corpora, walk
+from tests import indexdb
 
 __all__ = ["corpora"]  # the module-scoped fixture, shared with the mode tests
 
@@ -51,7 +51,7 @@ def _answer(search: SessionSearch, method: str, request: dict[str, Any]) -> list
 
 
 def _sessions(db: str) -> list[tuple[str, str]]:
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    conn = indexdb.connect(f"file:{db}?mode=ro", uri=True)
     try:
         return conn.execute('SELECT "id", "cwd" FROM "sessions" WHERE "status" = \'ok\' ORDER BY "id"').fetchall()
     finally:

@@ -25,6 +25,7 @@ from tests.backends import SQLITE
 from tests.corpus import SYNTHETIC_ROOT, ZSTD_ROOT, require_corpus
 from tests.logfactory import header, user
 from tests.search.test_search_engine import build, code_of
+from tests import indexdb
 
 _SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
@@ -41,7 +42,7 @@ def corpora(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 def documents(db: str) -> list[tuple[str, int, int, str]]:
     """``(session id, docid, seq, text)`` of every searchable stored document."""
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    conn = indexdb.connect(f"file:{db}?mode=ro", uri=True)
     try:
         sql = 'SELECT s."id", d."docid", d."seq", d."text" FROM "documents" d JOIN "sessions" s ON s."sid" = d."sid" WHERE s."status" = \'ok\''
         return conn.execute(sql).fetchall()
@@ -77,7 +78,7 @@ class Scratch:
     """The same documents in an in-memory FTS5 table (unicode61), queried directly."""
 
     def __init__(self, rows: list[tuple[str, int, int, str]]) -> None:
-        self.conn = sqlite3.connect(":memory:")
+        self.conn = indexdb.connect(":memory:")
         self.conn.execute("CREATE VIRTUAL TABLE docs USING fts5(text, session_id UNINDEXED, seq UNINDEXED, tokenize='unicode61')")
         self.conn.executemany("INSERT INTO docs (text, session_id, seq) VALUES (?, ?, ?)", [(text, sid, seq) for sid, _, seq, text in rows])
         self.conn.execute("CREATE VIRTUAL TABLE q USING fts5(text, tokenize='unicode61')")
@@ -205,7 +206,7 @@ def test_a_candidate_provider_changes_no_answer(corpora: dict[str, str], monkeyp
         fresh = sqlite_search(db)
         for query in queries:
             assert [(h.header["id"], h.best_match.seq, h.best_match.snippet) for h in walk(fresh, "sessions", {"query": query, "match": "substring", "limit": 40})] == slow[query]
-    assert substring_module.index_candidates(sqlite3.connect(":memory:"), "x y", None) is None
+    assert substring_module.index_candidates(indexdb.connect(":memory:"), "x y", None) is None
 
 
 # --------------------------------------------------------------------------- rules

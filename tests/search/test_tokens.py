@@ -23,6 +23,7 @@ from readmodel.search.tokens import MAX_TOKEN_BYTES, TOKENIZE, Tokenizer
 from readmodel.store.schema import FTS_DDL
 from tests.backends import SQLITE
 from tests.corpus import SYNTHETIC_ROOT, ZSTD_ROOT, require_corpus
+from tests import indexdb
 
 
 def held_by_fts5(conn: sqlite3.Connection) -> dict[int, list[bytes]]:
@@ -59,7 +60,7 @@ def test_the_tokenizer_is_the_index_ddls() -> None:
 
 
 def test_tokens_equal_fts5s_index_on_every_corpus_document(corpus_index: str) -> None:
-    conn = sqlite3.connect(corpus_index)
+    conn = indexdb.connect(corpus_index)
     held = held_by_fts5(conn)
     documents = conn.execute('SELECT "docid", "text" FROM "documents" ORDER BY "docid"').fetchall()
     assert len(documents) > 500
@@ -74,7 +75,7 @@ def test_tokens_equal_fts5s_index_on_every_corpus_document(corpus_index: str) ->
 
 def fts5_oracle(text: str) -> list[bytes]:
     """The terms the index's own FTS5 DDL stores for one document."""
-    conn = sqlite3.connect(":memory:")
+    conn = indexdb.connect(":memory:")
     conn.execute('CREATE TABLE "documents" ("docid" INTEGER PRIMARY KEY, "text" TEXT NOT NULL)')
     conn.execute(FTS_DDL)
     conn.execute('INSERT INTO "documents" VALUES (7, ?)', (text,))
@@ -117,7 +118,7 @@ def fts5_spans(document: str, query: str) -> int:
     """highlight()'s span count for the query as a phrase (sessionq's match expression), 0 without a match."""
     from readmodel.search.requests import match_expression
 
-    conn = sqlite3.connect(":memory:")
+    conn = indexdb.connect(":memory:")
     conn.execute('CREATE TABLE "documents" ("docid" INTEGER PRIMARY KEY, "text" TEXT NOT NULL)')
     conn.execute(FTS_DDL)
     conn.execute('INSERT INTO "documents" VALUES (1, ?)', (document,))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 import zipfile
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from readmodel.query import SessionQuery
 from readmodel.store.sqlite import IndexStore
 from readmodel.tools import SessionTools, ToolCaller
 from tests.secrets.planted import CWD, SECRETS, build, in_mode, search_modes, search_terms, session_id
+from tests import indexdb
 
 
 @pytest.fixture(scope="module", params=[0, 2], ids=["writer", "workers"])
@@ -29,7 +29,7 @@ def query(planted_index: tuple[Path, str]) -> SessionQuery:
 
 
 def test_the_stored_documents_hold_markers_and_no_secret(planted_index: tuple[Path, str]) -> None:
-    texts = [row[0] for row in sqlite3.connect(planted_index[1]).execute('SELECT "text" FROM "documents"')]
+    texts = [row[0] for row in indexdb.connect(planted_index[1]).execute('SELECT "text" FROM "documents"')]
     everything = "\n".join(texts)
     for planted in SECRETS:
         assert planted.secret not in everything and planted.middle not in everything, planted.kind

@@ -3,7 +3,6 @@ re-derived index equals a cold build under the new policy."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -17,10 +16,11 @@ from indexer.reconcile import Reconciler, ReconcileReport
 from readmodel.store.database import open_writer
 from tests.indexstate import diff_states, fts_consistent, index_state
 from tests.secrets.planted import SECRETS, build, in_mode, search_modes, write_root, write_streamed_root
+from tests import indexdb
 
 
 def _documents(db: str) -> list[tuple]:
-    return sqlite3.connect(db).execute('SELECT "docid", "sid", "seq", "type", "surface", "length", "text" FROM "documents" ORDER BY "docid"').fetchall()
+    return indexdb.connect(db).execute('SELECT "docid", "sid", "seq", "type", "surface", "length", "text" FROM "documents" ORDER BY "docid"').fetchall()
 
 
 def _found(db: str, term: str) -> bool:
@@ -31,7 +31,7 @@ def test_off_indexes_the_text_as_written(tmp_path: Path) -> None:
     _, db = build(tmp_path, "off")
     assert _found(db, SECRETS[1].secret)  # an AWS access key id
     assert "REDACTED" not in "".join(row[6] for row in _documents(db))
-    assert sqlite3.connect(db).execute('SELECT "redaction" FROM "index_meta"').fetchone() == ("off",)
+    assert indexdb.connect(db).execute('SELECT "redaction" FROM "index_meta"').fetchone() == ("off",)
 
 
 def _reconcile(tmp: Path, root: Path, policy: str, workers: int) -> ReconcileReport:
