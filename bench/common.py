@@ -164,6 +164,15 @@ def proc_peak_rss_mb(pid: int) -> float | None:
     return None
 
 
+def proc_cpu_s(pid: int) -> float | None:
+    """Another live process's CPU time so far (user + system, all threads) in seconds, or ``None``."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def start_daemon(root: str | os.PathLike[str], db: str | os.PathLike[str], *extra: str) -> Any:
     """``sessionq index`` (the real daemon, inotify) on ``root`` in a process of its own;
     its stderr goes to ``DB.daemon.log``."""

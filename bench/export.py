@@ -8,12 +8,15 @@ when missing, as in :mod:`bench.window`) and times its export two ways:
   rusage, its peak RSS (``ru_maxrss`` of that process alone);
 * ``http``: ``sessionq serve`` on a free loopback port, the archive streamed by
   ``GET /api/session.export`` (after one untimed ``HEAD``) and discarded by the
-  client; wall time, time to the first byte, and the server's peak RSS
-  (``VmHWM``).
+  client; wall time, time to the first byte, the server's CPU time during the
+  GET (``/proc/PID/stat``) and its peak RSS (``VmHWM``).
 
 The ``cli`` wall time includes the child's interpreter start-up (about a second).
 
-MB/s is the compressed log size over the wall time; ``zip_mb`` is the archive
+MB/s is the compressed log size over the wall time, ``cpu_s_per_mb`` the CPU
+seconds (user + system, all threads) per MB of compressed log, which a busy
+machine disturbs far less than the wall time; ``load`` is the 1-minute load
+average at the end of the run; ``zip_mb`` is the archive
 and ``plaintext_mb`` the uncompressed ``session.jsonl`` inside it.
 
 Usage::
@@ -35,17 +38,17 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from bench.common import MB, REPO, emit, proc_peak_rss_mb, record, wait_until
+from bench.common import MB, REPO, emit, proc_cpu_s, proc_peak_rss_mb, record, wait_until
 from bench.corpus import write_attachment_store
 from bench.window import ensure_indexed_single
 
 
-def _cli(db: Path, info: dict[str, Any], workdir: Path) -> dict[str, Any]:
+def _cli(db: Path, info: dict[str, Any], workdir: Path, repo: Path = REPO) -> dict[str, Any]:
     out = workdir / "export.zip"
     attachments = workdir / "attachments"
-    argv = [sys.executable, "-m", "indexer.cli", "export", info["id"], "--db", str(db), "--root", info["root"], "--attachments", str(attachments), "-o", str(out)]
+    argv = [sys.executable, "-m", "indexer.cli", "export", info["id"], "--db", str(db.resolve()), "--root", info["root"], "--attachments", str(attachments), "-o", str(out)]
     started = time.perf_counter()
-    child = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    child = subprocess.Popen(argv, cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _pid, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - started
     child.returncode = os.waitstatus_to_exitcode(status)
@@ -71,12 +74,12 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _http(db: Path, info: dict[str, Any], workdir: Path) -> dict[str, Any]:
+def _http(db: Path, info: dict[str, Any], workdir: Path, repo: Path = REPO) -> dict[str, Any]:
     attachments = workdir / "attachments"
     port = _free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "indexer.cli", "serve", "--db", str(db), "--root", info["root"], "--attachments", str(attachments), "--port", str(port)],
-        cwd=REPO,
+        [sys.executable, "-m", "indexer.cli", "serve", "--db", str(db.resolve()), "--root", info["root"], "--attachments", str(attachments), "--port", str(port)],
+        cwd=repo,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -98,6 +101,7 @@ def _http(db: Path, info: dict[str, Any], workdir: Path) -> dict[str, Any]:
         with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=60) as response:
             response.read()
         received = 0
+        cpu_before = proc_cpu_s(server.pid)
         started = time.perf_counter()
         first_byte = None
         with urllib.request.urlopen(url, timeout=600) as response:
@@ -108,6 +112,7 @@ def _http(db: Path, info: dict[str, Any], workdir: Path) -> dict[str, Any]:
                     first_byte = time.perf_counter() - started
                 received += len(chunk)
         wall = time.perf_counter() - started
+        cpu_after = proc_cpu_s(server.pid)
         peak = proc_peak_rss_mb(server.pid)
     finally:
         server.terminate()
@@ -119,27 +124,33 @@ def _http(db: Path, info: dict[str, Any], workdir: Path) -> dict[str, Any]:
     return {
         "wall_s": round(wall, 2),
         "first_byte_ms": round((first_byte or wall) * 1000, 1),
+        "cpu_s": round(cpu_after - cpu_before, 2) if cpu_before is not None and cpu_after is not None else None,
         "server_peak_rss_mb": peak,
         "zip_mb": round(received / MB, 2),
     }
 
 
-def run(directory: Path, megabytes: float, vias: list[str]) -> list[dict[str, Any]]:
+def run(directory: Path, megabytes: float, vias: list[str], against: Path | None = None, repeat: int = 1) -> list[dict[str, Any]]:
     info, db = ensure_indexed_single(directory, megabytes)
+    codes = [("this", REPO)] + ([("against", against.resolve())] if against is not None else [])
+    plan = [(via, code, repo) for _ in range(repeat) for via in vias for code, repo in codes]  # interleaved: both see the same load
+    log_mb = info["bytes"] / MB
     results = []
     with tempfile.TemporaryDirectory(prefix="sessionq-export-") as tmp:
         write_attachment_store(Path(tmp) / "attachments")
-        for via in vias:
-            measured = (_cli if via == "cli" else _http)(db, info, Path(tmp))
-            log_mb = info["bytes"] / MB
+        for via, code, repo in plan:
+            measured = (_cli if via == "cli" else _http)(db, info, Path(tmp), repo)
             results.append(
                 record(
                     "export",
+                    **({"code": code} if against is not None else {}),
                     via=via,
                     target_mb=megabytes,
                     log_mb=round(log_mb, 1),
                     log_events=info["events"],
                     mb_per_s=round(log_mb / measured["wall_s"], 2) if measured["wall_s"] else None,
+                    cpu_s_per_mb=round(measured["cpu_s"] / log_mb, 4) if measured.get("cpu_s") is not None else None,
+                    load=round(os.getloadavg()[0], 2),
                     **measured,
                 )
             )
@@ -151,8 +162,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mb", type=float, default=100.0)
     parser.add_argument("--dir", type=Path, default=REPO / "var" / "bench")
     parser.add_argument("--via", choices=["cli", "http"], action="append", default=None, help="repeatable; default both")
+    parser.add_argument("--against", type=Path, default=None, help="another checkout (e.g. `git archive main` unpacked) measured in the same run, interleaved")
+    parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args(argv)
-    for result in run(args.dir, args.mb, args.via or ["cli", "http"]):
+    for result in run(args.dir, args.mb, args.via or ["cli", "http"], args.against, args.repeat):
         emit(result)
     return 0
 

@@ -136,16 +136,22 @@ def index_command(
 
     configure_logging(log_level, log_format)
     root = os.path.abspath(root)
-    _refuse_foreign(db)
+    server = _is_postgres(db)
+    if not server:
+        _refuse_foreign(db)
     if once and not os.path.isdir(root):
         # Reconciling a missing root would empty the index; the daemon waits for it instead.
         raise click.ClickException(f"the root {root} does not exist")
-    lock = IndexLock(db, source)
-    try:
-        lock.acquire()
-    except DaemonError as exc:
-        raise click.ClickException(str(exc)) from None
     engine = None
+    if server:
+        # The server's advisory lock is taken with the connection (retried while unreachable).
+        engine, lock = _postgres_writer(db, source, upgrade=upgrade, once=once)
+    else:
+        lock = IndexLock(db, source)
+        try:
+            lock.acquire()
+        except DaemonError as exc:
+            raise click.ClickException(str(exc)) from None
     try:
         if compression != "auto":
             mode = Compression(compression)
@@ -153,13 +159,15 @@ def index_command(
             mode = detect_compression(root)
         else:
             mode = _stored_compression(db) or Compression.ZSTD
-        try:
-            engine = open_writer(db, root=root, compression=mode.value, allow_upgrade=upgrade, source=source)
-        except IndexDatabaseError as exc:
-            raise click.ClickException(str(exc)) from None
-        except Exception as exc:
-            _refuse_full_disk(db, exc)
-            raise
+        if not server:
+            try:
+                engine = open_writer(db, root=root, compression=mode.value, allow_upgrade=upgrade, source=source)
+            except IndexDatabaseError as exc:
+                raise click.ClickException(str(exc)) from None
+            except Exception as exc:
+                _refuse_full_disk(db, exc)
+                raise
+        assert engine is not None
         _note_root_change(engine, root, source)
         reconciler = Reconciler(
             engine,
@@ -170,6 +178,8 @@ def index_command(
             redact=redact.lower(),  # type: ignore[arg-type]  # a click.Choice of the policies
             source=source,
         )
+        if server:
+            reconciler.writer.lock = lock  # type: ignore[attr-defined]  # taken again after a reconnect
         options = DaemonOptions(
             poll=poll,
             rescan=rescan,
@@ -199,6 +209,47 @@ def index_command(
         if engine is not None:
             engine.dispose()
         lock.release()
+
+
+def _postgres_writer(db: str, source: str, *, upgrade: bool, once: bool) -> tuple[Any, Any]:
+    """The engine and the held source lock of a PostgreSQL index.
+
+    An unreachable server is one line and exit 1 with ``--once``; the daemon
+    logs it once and retries with back-off (1 s doubling to 60 s).
+    """
+    import logging
+    import time
+
+    import psycopg
+
+    from readmodel.store.postgres import PostgresError, Unreachable, connect_message
+    from readmodel.store.postgres import open_writer as open_postgres
+
+    from .pgwriter import LockHeld, SourceLock
+
+    delay, told = 1.0, False
+    while True:
+        lock = SourceLock(db, source)
+        try:
+            lock.acquire()
+            try:
+                return open_postgres(db, allow_upgrade=upgrade, source=source), lock
+            except BaseException:
+                lock.release()
+                raise
+        except LockHeld as exc:
+            raise click.ClickException(str(exc)) from None
+        except (Unreachable, psycopg.OperationalError) as exc:
+            message = str(exc) if isinstance(exc, Unreachable) else connect_message(db, exc)
+            if once:
+                raise click.ClickException(message) from None
+            if not told:
+                logging.getLogger("sessionq.daemon").error(f"{message}; retrying with back-off")
+                told = True
+            time.sleep(delay)
+            delay = min(delay * 2, 60.0)
+        except PostgresError as exc:
+            raise click.ClickException(str(exc)) from None
 
 
 def _debugging() -> bool:
@@ -241,8 +292,10 @@ def _note_root_change(engine: Any, root: str, source: str) -> None:
     """Warn when this source indexed another root before (its sessions are replaced; other sources' stay)."""
     import logging
 
+    from sqlalchemy import text
+
     with engine.connect() as conn:
-        stored = conn.exec_driver_sql('SELECT "root" FROM "sources" WHERE "source" = ?', (source,)).scalar()
+        stored = conn.execute(text('SELECT "root" FROM "sources" WHERE "source" = :source'), {"source": source}).scalar()
     if stored and os.path.abspath(stored) != root:
         logging.getLogger("sessionq.daemon").warning(
             "this source indexed another root into this index; its sessions will be replaced",
@@ -254,6 +307,9 @@ EXPECTED_LAYOUT: Final = "<root>/<project>/<session-id>/session.jsonl.zstd (or s
 
 
 def _summary(root: str, db: str, report: Any) -> str:
+    from readmodel.store.urls import mask_url
+
+    db = mask_url(db)
     changes = f"{report.reloaded} loaded, {report.appended} appended, {report.deleted} removed, {report.failed} failed, {report.unchanged} unchanged"
     line = (
         f"indexed {report.scanned} sessions from {root} into {db} in {report.seconds:.2f} s "
@@ -478,35 +534,45 @@ def prune_command(db: str, source: str, yes: bool) -> None:
     from .daemon import DaemonError, IndexLock
     from .pruning import prune_source, source_counts
 
-    _refuse_foreign(db)
-    lock = IndexLock(db, source)
-    try:
-        lock.acquire()
-    except DaemonError as exc:
-        raise click.ClickException(str(exc)) from None
-    try:
+    if _is_postgres(db):
+        engine, lock = _postgres_writer(db, source, upgrade=False, once=True)
+    else:
+        _refuse_foreign(db)
+        lock = IndexLock(db, source)
         try:
-            engine = open_writer(db)
-        except IndexDatabaseError as exc:
+            lock.acquire()
+        except DaemonError as exc:
             raise click.ClickException(str(exc)) from None
+    try:
+        if not _is_postgres(db):
+            try:
+                engine = open_writer(db)
+            except IndexDatabaseError as exc:
+                raise click.ClickException(str(exc)) from None
         try:
             counts = source_counts(engine, source)
             if counts.sessions == 0 and not counts.known:
-                click.echo(f"{db}: source {source} has no sessions here; nothing to remove")
+                click.echo(f"{_shown(db)}: source {source} has no sessions here; nothing to remove")
                 return
             if not yes:
                 if not sys.stdin.isatty():
                     raise click.ClickException(
-                        f"would remove {counts.sessions} sessions of source {source} from {db}; pass --yes to confirm"
+                        f"would remove {counts.sessions} sessions of source {source} from {_shown(db)}; pass --yes to confirm"
                     )
-                if not click.confirm(f"Remove the {counts.sessions} sessions of source {source} from {db}?", default=False):
+                if not click.confirm(f"Remove the {counts.sessions} sessions of source {source} from {_shown(db)}?", default=False):
                     raise click.ClickException("nothing removed")
             removed = prune_source(engine, source)
         finally:
             engine.dispose()
-        click.echo(f"{db}: removed {removed} sessions of source {source}")
+        click.echo(f"{_shown(db)}: removed {removed} sessions of source {source}")
     finally:
         lock.release()
+
+
+def _shown(db: str) -> str:
+    from readmodel.store.urls import mask_url
+
+    return mask_url(db)
 
 
 # -- demo root ---------------------------------------------------------------------------

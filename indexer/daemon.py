@@ -595,8 +595,7 @@ class Daemon:
         """Schedule a re-check for every held tail among ``paths`` (all when ``None``)."""
         settle = self.reconciler.settle_seconds
         source = self.reconciler.source  # another source's held tails are its daemon's to settle
-        with self.engine.connect() as conn:
-            cur = conn.connection.driver_connection.cursor()
+        with self.reconciler.writer.cursor() as cur:
             if paths is None:
                 held = [row[0] for row in cur.execute("SELECT \"path\" FROM \"sessions\" WHERE \"tail_state\" = 'held' AND \"source\" = ?", (source,))]
             else:
@@ -657,7 +656,7 @@ class Daemon:
         # WAL whenever the *last* connection closes — with fsyncs, ~7 ms per close,
         # several times per pass.  Keeping one open makes a tail append ~5x cheaper.
         checkpointer = self._start_checkpointer()
-        keepalive = self.engine.raw_connection()
+        keepalive = self.engine.raw_connection() if _database_file(self.engine) is not None else None
         self._check_watch()  # before the initial pass, so nothing written meanwhile is missed
         try:
             if self._observer is not None or os.path.isdir(self.root):
@@ -685,7 +684,8 @@ class Daemon:
                     self.queue.request_full(rescan, reason="rescan")
         finally:
             self._stop_watching()
-            keepalive.close()
+            if keepalive is not None:
+                keepalive.close()
             if checkpointer is not None:
                 checkpointer.stop()
 

@@ -45,7 +45,8 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+from itertools import groupby
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, Final
 
@@ -222,14 +223,28 @@ class StreamingCursor(RecordingCursor):
 
 
 def replay(cur: Any, calls: Sequence[tuple[str | None, Any, bool]], fts: Any) -> None:
-    """Execute a recording on the writer's cursor (FTS5 rows go to ``fts``)."""
-    for sql, args, many in calls:
-        if sql is None:
-            fts.add(cur, args)
-        elif many:
-            cur.executemany(sql, args)
-        else:
-            cur.execute(sql, args)
+    """Execute a recording on the writer's cursor (FTS5 rows go to ``fts``).
+
+    A recording holds writes only: a cursor with a ``pipeline()`` (a server's,
+    :mod:`indexer.pgwriter`) sends each run of them in one round trip; an error
+    is raised when the run ends, still inside the caller's savepoint.
+    """
+    pipeline = getattr(cur, "pipeline", None)
+    for search_rows, run in groupby(calls, key=_is_search_rows):
+        if search_rows:
+            for _sql, rows, _many in run:
+                fts.add(cur, rows)
+            continue
+        with pipeline() if pipeline is not None else nullcontext():
+            for sql, args, many in run:
+                if many:
+                    cur.executemany(sql, args)
+                else:
+                    cur.execute(sql, args)
+
+
+def _is_search_rows(call: tuple[str | None, Any, bool]) -> bool:
+    return call[0] is None
 
 
 # -- the work of one worker ---------------------------------------------------------

@@ -113,7 +113,15 @@ def fts_rows_of(docs: Iterable[Sequence[Any]]) -> list[FtsRow]:
 
 
 def write_fts_rows(cur: sqlite3.Cursor, rows: list[FtsRow]) -> None:
-    """Insert documents' rows into ``documents_fts`` and ``document_grams`` (same docids)."""
+    """Insert documents' rows into ``documents_fts`` and ``document_grams`` (same docids).
+
+    A cursor of another backend that keeps search rows of its own (its
+    ``write_search_rows``, :mod:`indexer.pgwriter`) takes them instead.
+    """
+    server = getattr(cur, "write_search_rows", None)
+    if server is not None:
+        server(rows)
+        return
     cur.executemany('INSERT INTO "documents_fts" ("rowid", "text") VALUES (?, ?)', [row[:2] for row in rows])
     gramindex.insert(cur, [(row[0], row[2]) for row in rows])
 
@@ -591,12 +599,16 @@ def link_spans(sources: Sequence[Any]) -> list[tuple[Any, int]]:
 def delete_session_rows(cur: sqlite3.Cursor, sid: int, from_seq: int = 0, synthetic_only: bool = False) -> None:
     """Remove a session's events from ``from_seq`` on (all of them by default)."""
     low, high = docid(sid, from_seq), docid(sid, 0xFFFFFFFF)
-    cur.execute(
-        'INSERT INTO "documents_fts" ("documents_fts", "rowid", "text") '
-        'SELECT \'delete\', "docid", "text" FROM "documents" WHERE "docid" BETWEEN ? AND ?',
-        (low, high),
-    )
-    gramindex.delete_range(cur, low, high)
+    server = getattr(cur, "delete_search_rows", None)  # another backend's search rows (see write_fts_rows)
+    if server is not None:
+        server(low, high)
+    else:
+        cur.execute(
+            'INSERT INTO "documents_fts" ("documents_fts", "rowid", "text") '
+            'SELECT \'delete\', "docid", "text" FROM "documents" WHERE "docid" BETWEEN ? AND ?',
+            (low, high),
+        )
+        gramindex.delete_range(cur, low, high)
     cur.execute('DELETE FROM "document_hashes" WHERE "docid" BETWEEN ? AND ?', (low, high))
     cur.execute('DELETE FROM "documents" WHERE "docid" BETWEEN ? AND ?', (low, high))
     cur.execute('DELETE FROM "events" WHERE "sid" = ? AND "seq" >= ?', (sid, from_seq))

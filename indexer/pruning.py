@@ -11,12 +11,11 @@ the source's daemon is not running meanwhile.
 
 from __future__ import annotations
 
-import sqlite3
-
 import msgspec
 from sqlalchemy import Engine
 
 from .projection import delete_session_rows
+from .writers import SqliteWriter, writer_for
 
 
 class SourceCounts(msgspec.Struct, frozen=True):
@@ -29,8 +28,7 @@ class SourceCounts(msgspec.Struct, frozen=True):
 
 def source_counts(engine: Engine, source: str) -> SourceCounts:
     """How many sessions ``source`` has in the index (read-only)."""
-    with engine.connect() as conn:
-        cur = conn.connection.driver_connection.cursor()
+    with writer_for(engine).cursor() as cur:
         sessions = cur.execute('SELECT count(*) FROM "sessions" WHERE "source" = ?', (source,)).fetchone()[0]
         known = cur.execute('SELECT 1 FROM "sources" WHERE "source" = ?', (source,)).fetchone() is not None
     return SourceCounts(source, int(sessions), known)
@@ -38,9 +36,9 @@ def source_counts(engine: Engine, source: str) -> SourceCounts:
 
 def prune_source(engine: Engine, source: str) -> int:
     """Remove every row of ``source`` in one transaction; returns the sessions removed."""
-    with engine.connect() as conn:
-        cur: sqlite3.Cursor = conn.connection.driver_connection.cursor()
-        cur.execute("BEGIN IMMEDIATE")
+    writer = writer_for(engine)
+    with writer.cursor() as cur:
+        writer.begin(cur)
         try:
             sids = [row[0] for row in cur.execute('SELECT "sid" FROM "sessions" WHERE "source" = ?', (source,)).fetchall()]
             for sid in sids:
@@ -48,11 +46,12 @@ def prune_source(engine: Engine, source: str) -> int:
             cur.execute('DELETE FROM "sessions" WHERE "source" = ?', (source,))
             cur.execute('DELETE FROM "layout_problems" WHERE "source" = ?', (source,))
             cur.execute('DELETE FROM "sources" WHERE "source" = ?', (source,))
-            if sids:
+            if sids and isinstance(writer, SqliteWriter):
+                # A server index has no global generation: the source's counter goes with its row.
                 cur.execute('UPDATE "index_meta" SET "global_generation" = "global_generation" + 1')
-            cur.execute("COMMIT")
+            writer.commit(cur)
         except BaseException:
-            if cur.connection.in_transaction:
+            if writer.in_transaction(cur):
                 cur.execute("ROLLBACK")
             raise
     return len(sids)

@@ -3,8 +3,9 @@
 One pass: discover transcripts, compare each one's revision with the stored
 one, and bring changed sessions up to date — decoding only the new frames of a
 grown file, reloading a replaced or truncated one, removing a deleted one.
-Sessions are committed in batches, each batch one ``BEGIN IMMEDIATE``
-transaction that also stores the new offsets and bumps the generations, so a
+Sessions are committed in batches, each batch one transaction of the index's
+backend (:mod:`indexer.writers`: ``BEGIN IMMEDIATE`` on SQLite, ``READ
+COMMITTED`` on PostgreSQL) that also stores the new offsets and bumps the generations, so a
 crash leaves either the old or the new state and a restart resumes from the
 stored offsets.  A torn or open tail is held back while the file is still
 changing and indexed as the harness's inspect view (flagged synthetic) once it
@@ -34,7 +35,7 @@ from readmodel.store.sources import check_source, default_source
 from . import dictionary as block_dictionary
 from .ingest import LogOutcome, ingest_log, session_columns
 from .layout import Compression, LayoutProblem, discover, expected_transcript_path, revision_token, same_file
-from .ownership import clashes, has_problem, other_owners, owned_elsewhere, refuse_owned_elsewhere, register_source, reserve_sids, store_problems
+from .ownership import clashes, has_problem, other_owners, owned_elsewhere, refuse_owned_elsewhere, register_source, store_problems
 from .preparation import (
     BAD_LOG_ERRORS,
     MIN_PARALLEL_BYTES,
@@ -51,6 +52,7 @@ from .preparation import (
 )
 from .projection import DeferredFts, delete_session_rows
 from .reader import ResumeMismatch, ResumePoint, read_listing_header
+from .writers import writer_for
 from .records import LogFormatError
 
 log = logging.getLogger("sessionq.indexer")
@@ -142,6 +144,7 @@ class Reconciler:
         source: str | None = None,
     ) -> None:
         self.engine = engine
+        self.writer = writer_for(engine)  # the backend: transactions, sids, generations, search rows
         # The source this reconciler writes for: it reads, writes and deletes only
         # that source's sessions (readmodel.store.sources).
         self.source = check_source(source) if source is not None else default_source()
@@ -190,7 +193,7 @@ class Reconciler:
             threading.Thread(target=_warm_up, args=(pool,), name="pool-warm-up", daemon=True).start()
         found = discover(self.root, self.compression)
         training = self._start_training([ref.path for ref in found.transcripts]) if cold else None
-        observed = self._observe_all([ref.path for ref in found.transcripts])
+        observed = [self.writer.storable(item) for item in self._observe_all([ref.path for ref in found.transcripts])]
         problems = list(found.problems)
         by_id: dict[str, list[_Observed]] = {}
         for item in observed:
@@ -217,8 +220,8 @@ class Reconciler:
         return report
 
     def _other_owners(self) -> dict[str, tuple[str, str]]:
-        with self.engine.connect() as conn:
-            return other_owners(conn.connection.driver_connection.cursor(), self.source)
+        with self.writer.cursor() as cur:
+            return other_owners(cur, self.source)
 
     def reconcile_paths(self, paths: Iterable[str]) -> ReconcileReport:
         """A targeted pass over transcripts that changed (watch events).
@@ -229,12 +232,11 @@ class Reconciler:
         started = time.perf_counter()
         report = ReconcileReport()
         items: list[_Observed] = []
-        with self.engine.connect() as conn:
-            cur = conn.connection.driver_connection.cursor()
-            if _stored_fingerprint(cur) != self.fingerprint or not gramindex.is_current(cur):
+        with self.writer.cursor() as cur:
+            if _stored_fingerprint(cur) != self.fingerprint or not self.writer.grams_current(cur):
                 return self.reconcile()  # documents of other rules, or grams of another scheme: a full pass first
             for path in sorted({os.path.abspath(p) for p in paths}):
-                item = self._observe(path)
+                item = self.writer.storable(self._observe(path))
                 if item.problem is not None or (item.header is not None and clashes(cur, item.header["id"], path, self.source)) or has_problem(cur, path, self.source) or _beside_opposite(path, self.compression):
                     return self.reconcile()
                 items.append(item)
@@ -264,8 +266,8 @@ class Reconciler:
 
     def _start_training(self, paths: list[str]) -> _Training | None:
         """A cold build trains the index's block dictionary while the root is listed (see :mod:`indexer.dictionary`)."""
-        with self.engine.connect() as conn:
-            if conn.connection.driver_connection.execute('SELECT 1 FROM "block_dictionaries" LIMIT 1').fetchone() is not None:
+        with self.writer.cursor() as cur:
+            if cur.execute('SELECT 1 FROM "block_dictionaries" LIMIT 1').fetchone() is not None:
                 return None
         training = _Training(sorted(paths), self.compression)
         training.start()
@@ -275,19 +277,18 @@ class Reconciler:
         trained = training.result()
         if trained is None:
             return
-        with self.engine.connect() as conn:
-            dbapi = conn.connection.driver_connection
-            dbapi.execute("BEGIN IMMEDIATE")
+        with self.writer.cursor() as cur:
+            self.writer.begin(cur)
             try:
-                block_dictionary.store(dbapi.cursor(), trained)
-            except BaseException:
-                dbapi.execute("ROLLBACK")
+                block_dictionary.store(cur, trained)
+                self.writer.commit(cur)
+            except BaseException as exc:
+                self._abandon_transaction(cur, exc)
                 raise
-            dbapi.execute("COMMIT")
 
     def _index_is_empty(self) -> bool:
-        with self.engine.connect() as conn:
-            return conn.connection.driver_connection.execute('SELECT 1 FROM "sessions" LIMIT 1').fetchone() is None
+        with self.writer.cursor() as cur:
+            return cur.execute('SELECT 1 FROM "sessions" LIMIT 1').fetchone() is None
 
     def _worker_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -304,9 +305,7 @@ class Reconciler:
 
     def _run(self, items: list[_Observed], problems: list[LayoutProblem] | None, *, full: bool, report: ReconcileReport) -> None:
         now = self.clock()
-        with self.engine.connect() as conn:
-            dbapi = conn.connection.driver_connection
-            cur = dbapi.cursor()
+        with self.writer.cursor() as cur:
             block_dictionary.load(cur)  # blocks are written, and tail blocks reopened, with the index's dictionary
             if full:
                 self._rebuild_grams(cur)
@@ -359,10 +358,10 @@ class Reconciler:
         total = len(todo)
         index = 0
         while index < total or gone or pending_problems is not None:
-            cur.execute("BEGIN IMMEDIATE")
+            self.writer.begin(cur)
             try:
                 changed = False
-                generation = cur.execute('SELECT "global_generation" FROM "index_meta"').fetchone()[0] + 1
+                generation = self.writer.open_batch(cur, self.source)
                 for path in gone:
                     sid = stored[path][0]
                     delete_session_rows(cur, sid)
@@ -385,18 +384,8 @@ class Reconciler:
                     if self.progress is not None:
                         self.progress(index, total, report.events)
                 self._fts.write(cur)
-                if changed:
-                    cur.execute(
-                        'UPDATE "index_meta" SET "global_generation" = ?, "last_reconcile_at" = ?',
-                        (generation, now),
-                    )
-                else:
-                    cur.execute('UPDATE "index_meta" SET "last_reconcile_at" = ?', (now,))
-                cur.execute(
-                    'UPDATE "sources" SET "generation" = "generation" + ?, "last_reconcile_at" = ? WHERE "source" = ?',
-                    (int(changed), now, self.source),
-                )
-                cur.execute("COMMIT")
+                self.writer.close_batch(cur, self.source, generation, changed, now)
+                self.writer.commit(cur)
                 report.transactions += 1
             except BaseException as exc:
                 self._abandon_transaction(cur, exc)
@@ -409,13 +398,13 @@ class Reconciler:
         another one would be removed with the wrong words.  One transaction:
         readers keep verifying every document until it commits.
         """
-        if gramindex.is_current(cur):
+        if self.writer.grams_current(cur):
             return
         log.info("rebuilding the substring index (gram scheme %s)", gramindex.scheme_fingerprint())
-        cur.execute("BEGIN IMMEDIATE")
+        self.writer.begin(cur)
         try:
-            gramindex.rebuild(cur)
-            cur.execute("COMMIT")
+            self.writer.rebuild_grams(cur)
+            self.writer.commit(cur)
         except BaseException as exc:
             self._abandon_transaction(cur, exc)
             raise
@@ -423,9 +412,9 @@ class Reconciler:
     def _store_fingerprint(self, cur: sqlite3.Cursor) -> None:
         """After a complete full pass every document is derived with this reconciler's fingerprint."""
         if _stored_fingerprint(cur) != self.fingerprint:
-            cur.execute("BEGIN IMMEDIATE")
+            self.writer.begin(cur)
             cur.execute('UPDATE "index_meta" SET "redaction" = ?', (self.fingerprint,))
-            cur.execute("COMMIT")
+            self.writer.commit(cur)
 
     def _abandon_transaction(self, cur: sqlite3.Cursor, failure: BaseException) -> None:
         """Undo the open transaction after ``failure`` without masking it.
@@ -441,11 +430,11 @@ class Reconciler:
         """
         self._fts = DeferredFts()
         self._held = 0
-        if not cur.connection.in_transaction:
-            return
         try:
+            if not self.writer.in_transaction(cur):
+                return
             cur.execute("ROLLBACK")
-        except sqlite3.Error as exc:
+        except self.writer.errors as exc:
             # Closing the connection (the engine's pool does, after the pass) rolls back anyway.
             failure.add_note(f"and the ROLLBACK after it failed too: {type(exc).__name__}: {exc}")
 
@@ -492,7 +481,7 @@ class Reconciler:
 
     def _reserve_sids(self, cur: sqlite3.Cursor, count: int) -> None:
         """This pass's sids: ``count`` reserved across writers (:func:`~indexer.ownership.reserve_sids`)."""
-        self._next_sid, self._sid_limit = reserve_sids(cur, count) if count > 0 else (1, 1)
+        self._next_sid, self._sid_limit = self.writer.reserve_sids(cur, count) if count > 0 else (1, 1)
 
     def _needs_work(self, row: tuple[Any, ...] | None, item: _Observed, now: float) -> bool:
         if row is None or item.stat is None or self._rederive:
@@ -571,7 +560,7 @@ class Reconciler:
                         delete_session_rows(cur, sid)
                     written = self._decode(cur, sid, item, None, settled, None, generation, now, header_stored=fresh)
                     report.reloaded += 1
-        except (*BAD_LOG_ERRORS, sqlite3.DataError, _PreparedFailure) as exc:
+        except (*BAD_LOG_ERRORS, *self.writer.data_errors, _PreparedFailure) as exc:
             # Whatever goes wrong with one log stays with that log.
             cur.execute(f'ROLLBACK TO "{savepoint}"')
             self._fts.rollback(fts_mark)

@@ -71,10 +71,11 @@ from readmodel.store.schema import SURFACE_NAMES, id_sort_key
 from readmodel.search.config import search_config
 from readmodel.search.engine import SessionSearch, search_disabled
 from readmodel.search.sqlite import sqlite_search
+from readmodel.search.postgres import postgres_search
 from readmodel.search.summaries import SessionSummary, SessionSummaryPage, TitleCache, WorkspaceSummary, summaries_for, summary_page, summary_request, workspaces
 from readmodel.search.vocabulary import SessionEventSearchPage, SessionSearchPage
 from readmodel.store.interface import IndexReader, IndexSource, StoredSession
-from readmodel.store.sqlite import IndexStore
+from readmodel.store.pgreader import PostgresIndexStore, open_index_source
 from readmodel.projection.surface import fold_session_surface
 from readmodel.projection.titles import title_observation, title_snapshot
 from readmodel.core.vocabulary import (
@@ -240,7 +241,7 @@ class SessionQuery:
         it cannot be used); ``config`` is validated before the database is touched."""
         validate_config(config)
         search_config(_search_settings(config))
-        return cls(IndexStore.open(db), live, config, redact)
+        return cls(open_index_source(db), live, config, redact)
 
     def close(self) -> None:
         """Release the database connections (live sessions are not touched)."""
@@ -255,6 +256,8 @@ class SessionQuery:
 
     def _searcher(self) -> SessionSearch:
         with self._search_lock:
+            if self._search is None and isinstance(self.store, PostgresIndexStore):
+                self._search = postgres_search(self.store, live=self.live, config=self.search_config)
             if self._search is None:
                 db_path = sqlite_path(self.store.db) if self.store is not None else None
                 self._search = sqlite_search(db_path, live=self.live, config=self.search_config, redact=self.redact_documents)

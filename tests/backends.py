@@ -4,12 +4,15 @@ Each backend knows how to make a fresh, empty index and how to build one from
 a log root with the real indexer.  Suites take the ``backend`` fixture
 (tests/conftest.py), parameterised over :data:`BACKENDS`, so every backend
 answers the same tests, as a recorder test case runs against every recorder.
-SQLite is the only backend today; a server backend adds an entry here (and the
-services its fixture starts).
+PostgreSQL's entry (:data:`POSTGRES`) builds with the real indexer into a
+database of a throwaway cluster (:mod:`indexer.pgwriter`); one database per
+log root is built once per test session and shared, since these suites only
+read.
 """
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,4 +48,54 @@ class Backend:
 
 
 SQLITE = Backend("sqlite")
-BACKENDS: tuple[Backend, ...] = (SQLITE,)
+
+
+@dataclass(frozen=True)
+class PostgresBackend(Backend):
+    """PostgreSQL on the tests' shared server (tests/postgres.py)."""
+
+    def database(self, directory: Path, name: str) -> str:
+        from tests.postgres import shared_server
+
+        return shared_server().database()
+
+    def build(self, root: Path, db: str) -> str:
+        """The index of ``root``: built once per session (``db`` is then dropped unused)."""
+        from readmodel.store.postgres import open_writer as open_postgres_writer
+        from tests.postgres import shared_server
+
+        from indexer import repair
+
+        # Keyed by what the indexer writes: some suites build with the reference's closer texts patched in.
+        key = (root, repair.OUTCOME_UNKNOWN_TEXT, repair.NOT_STARTED_TEXT)
+        built = _BUILT.get(key)
+        if built is None:
+            # The real indexer writing into PostgreSQL (indexer.pgwriter), as SQLITE.build does into
+            # SQLite; its SQLite twin (the same root into SQLite) is what the read side is compared with.
+            engine = open_postgres_writer(db)
+            try:
+                Reconciler(engine, root, Compression.ZSTD, settle_seconds=0).reconcile()
+            finally:
+                engine.dispose()
+            scratch = Path(tempfile.mkdtemp(prefix="sessionq-twin-"))
+            built = _BUILT[key] = db
+            _TWINS[built] = SQLITE.build(root, str(scratch / "index.db"))
+        elif built != db:
+            shared_server().drop(db)
+        return built
+
+    @staticmethod
+    def sqlite_twin(db: str) -> str:
+        """The SQLite index the real indexer built from the root of the PostgreSQL index ``db``."""
+        return _TWINS[db]
+
+    def open_source(self, db: str) -> IndexSource:
+        from readmodel.store.pgreader import PostgresIndexStore
+
+        return PostgresIndexStore.open(db)
+
+
+_BUILT: dict[tuple[Path, str, str], str] = {}
+_TWINS: dict[str, str] = {}
+POSTGRES = PostgresBackend("postgresql")
+BACKENDS: tuple[Backend, ...] = (SQLITE, POSTGRES)

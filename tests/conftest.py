@@ -40,13 +40,9 @@ def reference_wording(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="session")
 def postgres_server():  # type: ignore[no-untyped-def]
     """A PostgreSQL server for the session: skipped locally without one, a failure under CI."""
-    from tests.postgres import require_server
+    from tests.postgres import shared_server
 
-    server = require_server()
-    try:
-        yield server
-    finally:
-        server.stop()
+    return shared_server()  # stopped when the test process exits
 
 
 @pytest.fixture

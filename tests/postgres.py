@@ -57,6 +57,7 @@ class Server:
     password: str | None = None
     stop_command: list[str] | None = None
     workdir: str | None = None
+    restart_command: list[str] | None = None
     databases: list[str] = field(default_factory=list)
 
     def url_for(self, database: str) -> str:
@@ -79,6 +80,16 @@ class Server:
         name = url.partition("?")[0].rsplit("/", 1)[1]
         with psycopg.connect(self.url, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    def restart(self) -> None:
+        """``pg_ctl restart`` of a throwaway cluster (every connection is dropped); a test of an
+        external server (``$SESSIONQ_TEST_PG``) that needs this skips."""
+        import pytest
+
+        if self.restart_command is None:
+            pytest.skip("the PostgreSQL server is not a throwaway cluster this run can restart")
+        done = subprocess.run(self.restart_command, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
 
     def stop(self) -> None:
         if self.stop_command is not None:
@@ -127,8 +138,12 @@ def start_cluster() -> Server:
         shutil.rmtree(workdir, ignore_errors=True)
         raise NoServer(f"pg_ctl start failed: {done.stderr.strip()} {log.strip()[-500:]}")
     stop = _as_cluster_user([str(bindir / "pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop"])
+    restart = _as_cluster_user([str(bindir / "pg_ctl"), "-D", data, "-l", os.path.join(workdir, "log"), "-m", "fast", "-w", "-t", "60", "restart"])
     os.unlink(pwfile)
-    return Server(f"postgresql://postgres:{password}@/postgres?host={quote(workdir, safe='/')}", host=workdir, password=password, stop_command=stop, workdir=workdir)
+    return Server(
+        f"postgresql://postgres:{password}@/postgres?host={quote(workdir, safe='/')}",
+        host=workdir, password=password, stop_command=stop, workdir=workdir, restart_command=restart,
+    )  # fmt: skip
 
 
 def _password_of(url: str) -> str | None:
@@ -164,3 +179,17 @@ def require_server() -> Server:
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             pytest.fail(f"PostgreSQL is required under CI: {exc}", pytrace=False)
         pytest.skip(f"no PostgreSQL server: {exc}")
+
+
+_SHARED: list[Server] = []
+
+
+def shared_server() -> Server:
+    """One server for the whole test session (started on first use, stopped at exit); skips or fails as :func:`require_server`."""
+    if not _SHARED:
+        import atexit
+
+        server = require_server()
+        _SHARED.append(server)
+        atexit.register(server.stop)
+    return _SHARED[0]

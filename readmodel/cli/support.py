@@ -139,23 +139,57 @@ def refuse_impossible_db(db: str) -> None:
     broken index is answered per call instead where the server allows it,
     since the indexer may build or rebuild it while they run."""
     from readmodel.store.database import IndexDatabaseError, check_path
+    from readmodel.store.urls import is_postgres
 
+    if is_postgres(db):
+        return  # a server, not a path: an unreachable one is answered per call
     try:
         check_path(db)
     except IndexDatabaseError as exc:
         raise click.ClickException(str(exc)) from None
 
 
-POSTGRES_COMMANDS: frozenset[str] = frozenset({"db upgrade", "db current", "db check", "status"})
-"""The commands that accept a PostgreSQL ``--db`` so far (phase 1; docs/postgres.md)."""
+POSTGRES_COMMANDS: frozenset[str] = frozenset(
+    {
+        "db upgrade",
+        "db current",
+        "db check",
+        "status",
+        # The indexer and prune (phase 2, the write side).
+        "index",
+        "prune",
+        # Reads, search and the servers (phase 2, the read side; docs/postgres.md).
+        "sessions",
+        "show",
+        "read",
+        "events",
+        "docs",
+        "surface",
+        "event",
+        "trace",
+        "trace-event",
+        "title",
+        "search",
+        "rpc",
+        "serve",
+        "mcp",
+    }
+)
+"""The commands that accept a PostgreSQL ``--db`` so far (docs/postgres.md)."""
 
 
 def _refuse_unsupported_postgres(ctx: click.Context, _param: click.Parameter, value: str) -> str:
     """A PostgreSQL ``--db`` for a command that cannot use one yet: one line, exit 1."""
+    if not value or "://" not in value:  # a file path: no URL parsing (nor SQLAlchemy's import) needed
+        return value
     from readmodel.store.urls import is_postgres, not_supported_message
 
-    if value and is_postgres(value):
-        name = " ".join(ctx.command_path.split()[1:])
+    if is_postgres(value):
+        names = []
+        while ctx.parent is not None:  # the command's names below the root (however the root was invoked)
+            names.append(ctx.info_name or "")
+            ctx = ctx.parent
+        name = " ".join(reversed(names))
         if name not in POSTGRES_COMMANDS:
             raise click.ClickException(not_supported_message(value, f"`sessionq {name}`"))
     return value

@@ -2,15 +2,15 @@
 
 ``session.jsonl`` (the raw artifact's plaintext), ``subagents/<safeId>/session.jsonl``
 for each descendant with ``includeDescendants``, and ``media/<attachmentId>.<ext>``
-for the images the logs reference.  The archive is written to a non-seekable
-sink in data-descriptor mode and handed out chunk by chunk, so memory stays
-bounded whatever the size of the logs; ``sessionq export`` and
-``GET /api/session.export`` stream the same bytes.
+for the images the logs reference.  The archive is written forward only, in
+data-descriptor mode (:mod:`readmodel.export.zipstream`), and handed out chunk by
+chunk while the logs are decoded ahead and deflated in segments on threads
+(:mod:`readmodel.export.pipeline`), so memory stays bounded whatever the size of
+the logs; ``sessionq export`` and ``GET /api/session.export`` stream the same bytes.
 """
 
 from __future__ import annotations
 
-import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final
@@ -25,12 +25,9 @@ from readmodel.export.artifacts import (
     locate_artifact,
     open_raw,
 )
+from readmodel.export.pipeline import Readahead, SegmentDeflater
+from readmodel.export.zipstream import ZipLimitError, ZipStream
 from readmodel.projection.redaction import redacted_log_lines
-
-try:  # ISA-L deflate (the ``isal`` package) for the fast levels; zlib when absent
-    from isal import isal_zlib as _isal_zlib
-except ImportError:  # pragma: no cover - isal is a dependency; kept optional for odd platforms
-    _isal_zlib = None
 
 DEFAULT_LEVEL: Final = 1
 """Deflate level of the archive's entries (0–9).  The reference's default is 6;
@@ -40,23 +37,6 @@ about a quarter larger (see the README's export figures)."""
 
 Piece = bytes
 """A piece of an entry's content: UTF-8 of the entry's text."""
-WRITE_SLICE: Final = 65_536
-"""Bytes compressed between two hand-overs of output (the spec's stream high-water mark)."""
-
-
-def use_fast_deflate(entry: Any, level: int) -> bool:
-    """Deflate ``entry`` (an open :class:`zipfile.ZipFile` entry) with ISA-L at levels 1–3.
-
-    ISA-L's deflate is several times faster than zlib's at a similar ratio,
-    and its output is plain raw deflate, which every unzip reads.  Levels 0
-    and 4–9 stay with zlib, as does every level when ``isal`` is not
-    installed or the entry has no compressor to replace.  Returns whether
-    ISA-L is used.
-    """
-    if _isal_zlib is None or not 1 <= level <= 3 or not hasattr(entry, "_compressor") or entry._compressor is None:
-        return False
-    entry._compressor = _isal_zlib.compressobj(level, _isal_zlib.DEFLATED, -15)
-    return True
 
 
 class ExportStreamError(Exception):
@@ -119,30 +99,17 @@ def _encoded(slices: Iterator[str]) -> Iterator[Piece]:
 # --------------------------------------------------------------------------- export
 
 
-class _Sink:
-    """A non-seekable byte sink for :class:`zipfile.ZipFile` (data-descriptor mode)."""
+class HandOvers:
+    """What one export handed out: the chunk count and the largest chunk (memory bound checks)."""
 
     def __init__(self) -> None:
-        self._parts: list[bytes] = []
-        self.buffered = 0
+        self.count = 0
         self.peak = 0
 
-    def write(self, data: bytes) -> int:
-        if data:
-            self._parts.append(bytes(data))
-            self.buffered += len(data)
-            self.peak = max(self.peak, self.buffered)
-        return len(data)
-
-    def flush(self) -> None:
-        pass
-
-    def drain(self) -> Iterator[bytes]:
-        if self._parts:
-            data = b"".join(self._parts)
-            self._parts.clear()
-            self.buffered = 0
-            yield data
+    def note(self, data: bytes) -> bytes:
+        self.count += 1
+        self.peak = max(self.peak, len(data))
+        return data
 
 
 class Exporter:
@@ -172,7 +139,7 @@ class Exporter:
         # several times the zstd file size).
         self.zip64_threshold = 64 << 20
         self.line_cap = 8 << 20  # image-scan buffering bound for lines without images
-        self.last_sink: _Sink | None = None
+        self.last_sink: HandOvers | None = None  # the latest stream's hand-overs (tests check the bound)
         # Every log entry is written with detected secrets replaced by markers (``--redact all``).
         self.redact = redact
 
@@ -232,35 +199,39 @@ class Exporter:
         *, redact: bool | None = None,
     ) -> Iterator[bytes]:
         """The archive's bytes.  ``root_pieces`` come from :meth:`prepare` (called with the same
-        ``redact``); ``redact`` (``None``: the exporter's setting) scrubs every subagent log too."""
+        ``redact``); ``redact`` (``None``: the exporter's setting) scrubs every subagent log too.
+
+        Each log entry is read ahead on a thread of its own and deflated in
+        segments on the shared pool (:mod:`readmodel.export.pipeline`); the next
+        entry's read starts only once the consumer has taken this one's last
+        bytes, and closing the iterator stops both and closes the log."""
         redact = self.redact if redact is None else redact
-        sink = _Sink()
-        self.last_sink = sink
+        archive = ZipStream()
+        handed = HandOvers()
+        self.last_sink = handed
         scanner = ImageScanner(self.line_cap)
-        with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=self.level) as archive:
+        try:
             root_zip64 = True if root_path is None else self._zip64(root_path)
-            yield from self._text_entry(archive, sink, ARTIFACT_NAME, root_pieces, scanner, root_zip64, self.level)
-            self._rescan_if_needed(scanner, root_id)
+            yield from self._entry(archive, handed, ARTIFACT_NAME, Readahead(root_pieces), scanner, root_zip64)
+            self._rescan_if_needed(scanner, root_id, redact)
             if include_descendants:
                 for child_id in self._descendants(root_id):
                     artifact = self.read_raw(child_id)
                     if artifact is None:
                         raise ExportStreamError(f'subagent "{child_id}" has no stored log artifact')
                     name = f"subagents/{safe_id(child_id)}/{artifact.name}"
-                    pieces = self._pieces(artifact, redact)
-                    yield from self._text_entry(archive, sink, name, pieces, scanner, self._zip64(artifact.path), self.level)
-                    self._rescan_if_needed(scanner, child_id)
+                    pieces = Readahead(self._pieces(artifact, redact))
+                    yield from self._entry(archive, handed, name, pieces, scanner, self._zip64(artifact.path))
+                    self._rescan_if_needed(scanner, child_id, redact)
             for attachment_id, ref in scanner.refs.items():
                 if self.attachments is None:
                     raise ExportStreamError("no attachment store is configured")
                 ext = self.attachments.extension(ref)
-                with archive.open(f"media/{attachment_id}.{ext}", "w") as entry:
-                    use_fast_deflate(entry, self.level)
-                    for piece in self.attachments.read_image(ref):
-                        entry.write(piece)
-                        yield from sink.drain()
-                yield from sink.drain()
-        yield from sink.drain()
+                image = self.attachments.read_image(ref)
+                yield from self._entry(archive, handed, f"media/{attachment_id}.{ext}", image, None, False)
+            yield handed.note(archive.close())
+        except ZipLimitError as exc:
+            raise ExportStreamError(str(exc)) from None
 
     def _pieces(self, artifact: RawArtifact, redact: bool) -> Iterator[Piece]:
         """The artifact's entry content: its bytes as stored, or its redacted lines."""
@@ -268,42 +239,39 @@ class Exporter:
             return artifact.utf8_pieces()
         return _encoded(redacted_lines(artifact.text_slices(self.slice_units)))
 
-    def _rescan_if_needed(self, scanner: ImageScanner, session_id: str) -> None:
-        """A long line mentioned an image past the scanner's cap: read the artifact again."""
+    def _rescan_if_needed(self, scanner: ImageScanner, session_id: str, redact: bool) -> None:
+        """A long line mentioned an image past the scanner's cap: read the entry's content again."""
         if not scanner.needs_rescan:
             return
         artifact = self.read_raw(session_id)
         if artifact is None:
             raise ExportStreamError(f'session "{session_id}" lost its stored log artifact during export')
-        scanner.rescan(artifact.text_slices(self.slice_units))
+        scanner.rescan(self._pieces(artifact, redact))
 
-    @staticmethod
-    def _text_entry(
-        archive: zipfile.ZipFile,
-        sink: _Sink,
-        name: str,
-        pieces: Iterable[Piece],
-        scanner: ImageScanner,
+    def _entry(
+        self, archive: ZipStream, handed: HandOvers, name: str, pieces: Iterable[Piece], scanner: ImageScanner | None,
         zip64: bool,
-        level: int,
     ) -> Iterator[bytes]:
+        """One entry's records and deflate bytes; ``scanner`` (log entries) sees its content.
+        ``pieces`` is closed however the entry ends."""
+        deflater = SegmentDeflater(self.level)
         try:
-            with archive.open(name, "w", force_zip64=zip64) as entry:
-                use_fast_deflate(entry, level)
-                for data in pieces:
+            yield handed.note(archive.begin(name, zip64))
+            for data in pieces:
+                if scanner is not None:
                     scanner.feed(data)
-                    # Handed on in slices of the spec's stream high-water mark, each
-                    # drained before the next is read (backpressure, bounded output).
-                    view = memoryview(data)
-                    for start in range(0, len(view), WRITE_SLICE):
-                        entry.write(view[start : start + WRITE_SLICE])
-                        yield from sink.drain()
+                for out in deflater.write(data):
+                    yield handed.note(archive.body(out))
+            for out in deflater.finish():
+                yield handed.note(archive.body(out))
         finally:
+            deflater.cancel()
             close = getattr(pieces, "close", None)
             if close is not None:
                 close()
-        scanner.end_artifact()
-        yield from sink.drain()
+        if scanner is not None:
+            scanner.end_artifact()
+        yield handed.note(archive.end(deflater.crc, deflater.compressed, deflater.size))
 
 
 # --------------------------------------------------------------------------- JSON API

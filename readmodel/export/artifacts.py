@@ -26,10 +26,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
-from readmodel.store.database import sqlite_path
 from readmodel.core.jsvalues import js_string
-from readmodel.store.readonly import reader_uri
+from readmodel.store.readonly import reader_uri, sqlite_path
 from readmodel.export.frames import FrameSpan, ZstdFrameError, iter_frames, scan_frames
+from readmodel.export.pipeline import shared_pool
 
 READ_CHUNK: Final = 1 << 16
 TEXT_SLICE: Final = 65_536
@@ -76,7 +76,7 @@ def _zstd_bytes(fh: BinaryIO) -> Iterator[bytes]:
         spans = [item for item in scan_frames(fh, 0, size) if isinstance(item, FrameSpan)]
         if not spans:
             raise ArtifactError("zstd session log holds no complete frame")
-        yield from iter_frames(fh, spans)
+        yield from iter_frames(fh, spans, executor=shared_pool())  # runs decoded ahead on the pool
     except ZstdFrameError as exc:
         raise ArtifactError(exc.message) from None
 
@@ -255,11 +255,12 @@ class _LinePass:
     """One pass over an artifact's UTF-8 bytes: scans every kept line into ``found``.
 
     A line is kept whole when it is at most ``cap`` bytes, when it mentions
-    ``image`` within its first ``cap`` bytes, or when its ordinal is in
+    ``image`` within its first ``cap`` bytes, or when its start offset is in
     ``whole``.  Otherwise it is dropped as soon as it passes the cap (only a
     short tail is kept to spot ``image`` across pieces); dropped lines that do
     mention ``image`` later are recorded in :attr:`missed`.  Lines that never
-    mention ``image`` cannot hold an image reference and are only counted.
+    mention ``image`` cannot hold an image reference and are skipped unseen
+    (lines are named by their start offset, so nothing needs counting them).
     """
 
     WORD: Final = b"image"
@@ -269,62 +270,69 @@ class _LinePass:
         self.found = found
         self.whole = whole
         self.missed: list[int] = []
-        self.ordinal = 0
+        self.fed = 0  # bytes fed so far
+        self.line_start = 0  # offset of the current line's first byte
         self._line: list[bytes] = []
         self._size = 0
         self._dropped = False
         self._tail = b""
 
     def feed(self, data: bytes) -> None:
+        base = self.fed
+        self.fed += len(data)
         first_end = data.find(b"\n")
         if first_end < 0:
             self._extend(data)
             return
         self._extend(data[:first_end])
-        self.finish_line()
+        self._finish(base + first_end + 1)
         last_end = data.rfind(b"\n")
         pos = first_end + 1
         word = self.WORD
         # The whole lines between the first and the last line break: only those
-        # mentioning the word are scanned; the others are counted.
+        # mentioning the word are scanned.
         while pos <= last_end:
             hit = data.find(word, pos, last_end)
             if hit < 0:
-                self.ordinal += data.count(b"\n", pos, last_end + 1)
                 break
             start = data.rfind(b"\n", pos, hit) + 1 or pos
-            self.ordinal += data.count(b"\n", pos, start)
             end = data.find(b"\n", hit)
+            self.line_start = base + start
             self._extend(data[start:end])
-            self.finish_line()
+            self._finish(base + end + 1)
             pos = end + 1
+        self.line_start = base + last_end + 1
         self._extend(data[last_end + 1 :])
 
     def _extend(self, piece: bytes) -> None:
         if not piece:
             return
         if self._dropped:
-            if self.WORD in self._tail + piece and (not self.missed or self.missed[-1] != self.ordinal):
-                self.missed.append(self.ordinal)
+            if self.WORD in self._tail + piece and (not self.missed or self.missed[-1] != self.line_start):
+                self.missed.append(self.line_start)
             self._tail = (self._tail + piece)[-(len(self.WORD) - 1) :]
             return
         self._line.append(piece)
         self._size += len(piece)
-        if self._size > self.cap and self.ordinal not in self.whole:
+        if self._size > self.cap and self.line_start not in self.whole:
             joined = b"".join(self._line)
             if self.WORD in joined:
                 self._line = [joined]
                 self._size = len(joined)
-                self.whole = self.whole | {self.ordinal}
+                self.whole = self.whole | {self.line_start}
             else:
                 self._dropped = True
                 self._line = []
                 self._tail = joined[-(len(self.WORD) - 1) :]
 
     def finish_line(self) -> None:
+        """Ends the current line (at the end of the artifact)."""
+        self._finish(self.fed)
+
+    def _finish(self, next_start: int) -> None:
         if not self._dropped:
             _scan_line(b"".join(self._line), self.found)
-        self.ordinal += 1
+        self.line_start = next_start
         self._line = []
         self._size = 0
         self._dropped = False
@@ -366,11 +374,12 @@ class ImageScanner:
             self._merge(current.found)
         self._pass = _LinePass(self.line_cap, {})
 
-    def rescan(self, slices: Iterable[str]) -> None:
-        """Scan the artifact flagged by :attr:`needs_rescan` again, in full."""
+    def rescan(self, pieces: Iterable[bytes | str]) -> None:
+        """Scan the artifact flagged by :attr:`needs_rescan` again, in full: ``pieces``
+        must be the content first fed (lines are known by their byte offsets)."""
         second = _LinePass(self.line_cap, {}, self._missed)
-        for text in slices:
-            second.feed(text.encode("utf-8"))
+        for data in pieces:
+            second.feed(data.encode("utf-8") if type(data) is str else data)  # type: ignore[union-attr]
         second.finish_line()
         self._merge(second.found)
         self.needs_rescan = False

@@ -16,7 +16,9 @@ it fails before any of it reaches a consumer.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future
 from typing import BinaryIO, Final
 
 import msgspec
@@ -276,8 +278,9 @@ def iter_frame(fh: BinaryIO, span: FrameSpan, max_plaintext: int = DEFAULT_MAX_F
         raise _failed(span, "incomplete frame")
 
 
-GROUP_PLAINTEXT: Final = 4 << 20
-"""Plaintext :func:`iter_frames` decodes in one call at most (a run of small frames)."""
+GROUP_PLAINTEXT: Final = 1 << 20
+"""Plaintext :func:`iter_frames` decodes in one call at most (a run of small frames), as
+large as a streamed piece (:data:`PIECE_BYTES`): the export reads ahead a few of these."""
 
 
 def frame_content_size(head: bytes) -> int | None:
@@ -301,11 +304,77 @@ def frame_content_size(head: bytes) -> int | None:
     return size + 256 if width == 2 else size
 
 
+class _Window:
+    """Reads of a file served from one buffered window of at least :data:`_READ_CHUNK` bytes.
+
+    Frame headers and runs are read in file order, so most reads are slices of
+    the window: a few system calls per MB instead of two per frame (each one
+    also gives up the GIL, which a busy thread beside the reader takes for up
+    to a switch interval).
+    """
+
+    __slots__ = ("fh", "base", "data")
+
+    def __init__(self, fh: BinaryIO) -> None:
+        self.fh = fh
+        self.base = 0
+        self.data = b""
+
+    def read(self, offset: int, size: int) -> bytes:
+        """Up to ``size`` bytes at ``offset`` (fewer only at the end of the file)."""
+        start = offset - self.base
+        if start < 0 or start + size > len(self.data):
+            self.fh.seek(offset)
+            self.data = self.fh.read(max(size, _READ_CHUNK))
+            self.base, start = offset, 0
+        return self.data[start : start + size]
+
+
+def _runs(
+    fh: BinaryIO, spans: list[FrameSpan], max_plaintext: int, group_plaintext: int,
+) -> Iterator[tuple[list[FrameSpan], int, bytes | None]]:
+    """``spans`` as runs ``(spans, declared plaintext, compressed bytes)`` and, for a large
+    frame or one without a declared size, ``([span], -1, None)`` (to be streamed)."""
+    index = 0
+    count = len(spans)
+    window = _Window(fh)
+    while index < count:
+        first = index
+        declared = 0
+        while index < count:
+            span = spans[index]
+            size = frame_content_size(window.read(span.start, 18))
+            if size is None or size > max_plaintext or declared + size > group_plaintext:
+                break
+            declared += size
+            index += 1
+        if index == first:
+            yield [spans[index]], -1, None
+            index += 1
+            continue
+        run = spans[first:index]
+        yield run, declared, window.read(run[0].start, run[-1].end - run[0].start)
+
+
+def _decode_run(run: list[FrameSpan], declared: int, data: bytes) -> bytes | None:
+    """A run's plaintext in one call; ``None`` when the bytes are short, the decoder fails
+    or the plaintext is not the declared size (the slow path then finds and words it)."""
+    if len(data) != run[-1].end - run[0].start:
+        return None
+    try:
+        plaintext = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True).decompress(data)
+    except zstandard.ZstdError:
+        return None
+    return plaintext if len(plaintext) == declared else None
+
+
 def iter_frames(
     fh: BinaryIO,
     spans: list[FrameSpan],
     max_plaintext: int = DEFAULT_MAX_FRAME_PLAINTEXT,
     group_plaintext: int = GROUP_PLAINTEXT,
+    executor: Executor | None = None,
+    ahead: int = 2,
 ) -> Iterator[bytes]:
     """The plaintext of ``spans`` in order: :func:`iter_frame` over each, faster.
 
@@ -314,40 +383,41 @@ def iter_frames(
     call (per-frame Python costs more than decoding a small frame).  Anything
     else, and any run whose decode fails, goes through :func:`iter_frame`
     frame by frame, so failures are the same errors at the same frames, after
-    the same plaintext.  Memory: one run (bounded by the declared sizes, which
-    libzstd enforces) or one piece.
+    the same plaintext.  With an ``executor``, up to ``ahead`` runs beyond the
+    one being handed over are decoded on it meanwhile (libzstd releases the
+    GIL), still handed over in order.  Memory: ``ahead + 1`` runs (bounded by
+    the declared sizes, which libzstd enforces) or one piece.
     """
-    index = 0
-    count = len(spans)
-    while index < count:
-        first = index
-        declared = 0
-        while index < count:
-            span = spans[index]
-            fh.seek(span.start)
-            size = frame_content_size(fh.read(18))
-            if size is None or size > max_plaintext or declared + size > group_plaintext:
-                break
-            declared += size
-            index += 1
-        if index == first:  # a large frame or one without a declared size: streamed
-            yield from iter_frame(fh, spans[index], max_plaintext)
-            index += 1
-            continue
-        run = spans[first:index]
-        fh.seek(run[0].start)
-        data = fh.read(run[-1].end - run[0].start)
-        plaintext = None
-        if len(data) == run[-1].end - run[0].start:
-            try:
-                plaintext = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True).decompress(data)
-            except zstandard.ZstdError:
-                plaintext = None
-        if plaintext is None or len(plaintext) != declared:
+    pending: deque[tuple[list[FrameSpan], Future[bytes | None]]] = deque()
+
+    def settle(run: list[FrameSpan], plaintext: bytes | None) -> Iterator[bytes]:
+        if plaintext is None:
             for span in run:  # the slow path finds and words the failure exactly
                 yield from iter_frame(fh, span, max_plaintext)
-            continue
-        yield plaintext
+        else:
+            yield plaintext
+
+    try:
+        for run, declared, data in _runs(fh, spans, max_plaintext, group_plaintext):
+            if data is None:  # a large frame or one without a declared size: streamed, after the runs before it
+                while pending:
+                    yield from settle(*_resolved(pending.popleft()))
+                yield from iter_frame(fh, run[0], max_plaintext)
+            elif executor is None:
+                yield from settle(run, _decode_run(run, declared, data))
+            else:
+                pending.append((run, executor.submit(_decode_run, run, declared, data)))
+                if len(pending) > ahead:
+                    yield from settle(*_resolved(pending.popleft()))
+        while pending:
+            yield from settle(*_resolved(pending.popleft()))
+    finally:
+        for _run, future in pending:
+            future.cancel()
+
+
+def _resolved(item: tuple[list[FrameSpan], Future[bytes | None]]) -> tuple[list[FrameSpan], bytes | None]:
+    return item[0], item[1].result()
 
 
 def decoder_error(exc: zstandard.ZstdError) -> str:

@@ -505,8 +505,14 @@ def check_index(db: str) -> None:
     """Raise :class:`StartupError` unless ``db`` is a sessionq index this
     version reads (missing, empty, foreign, another revision, damaged)."""
     from readmodel.store.database import open_reader
+    from readmodel.store.urls import is_postgres
 
     try:
+        if is_postgres(db):
+            from readmodel.store.pgreader import PostgresIndexStore
+
+            PostgresIndexStore.open(db).close()
+            return
         open_reader(db).dispose()
     except SessionQueryError as exc:
         raise StartupError(exc.message) from None

@@ -270,3 +270,18 @@ def document_tokens(text: str) -> str:
             _c_tokens = _c_document_tokens
     document_tokens = _c_tokens  # later calls go straight to the chosen implementation
     return _c_tokens(text)
+
+
+LONG_MARK_KEY: Final = -1
+""":data:`LONG_MARK` as a gram key (no :func:`gram_key` is negative)."""
+
+
+def document_gram_keys(text: str) -> list[int]:
+    """A stored document's words of :func:`document_tokens` as integer keys, in no set order.
+
+    What a server backend keeps in ``document_gram_keys.grams`` (a ``bigint[]``
+    with GIN, docs/postgres.md): each word's :func:`gram_key` (the hex word
+    read back), and :data:`LONG_MARK_KEY` for :data:`LONG_MARK`.  Keys are below
+    2⁶³ (three 21-bit code points), so they fit a signed 64-bit integer.
+    """
+    return [LONG_MARK_KEY if word == LONG_MARK else int(word, 16) for word in document_tokens(text).split()]

@@ -32,6 +32,7 @@ pruning.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import sqlite3
 from collections.abc import Mapping, Sequence
@@ -47,6 +48,20 @@ _TOKENIZE_OPTION: Final = re.search(r"tokenize='([^']*)'", FTS_DDL)
 assert _TOKENIZE_OPTION is not None, "the FTS5 DDL names its tokenizer"
 TOKENIZE: Final = _TOKENIZE_OPTION.group(1)
 """The index's ``tokenize=`` option (``unicode61``): the tokenizer and its arguments."""
+
+
+def term_hash(term: bytes) -> int:
+    """The stable signed 64-bit key of a term (``terms.term``, ``postings.term`` on PostgreSQL).
+
+    Contract: the little-endian signed value of the 8-byte BLAKE2b digest of
+    the term's bytes exactly as :meth:`Tokenizer.tokens` returns them (so a
+    cut UTF-8 sequence hashes as stored); equal in every process and on every
+    machine, and fits a ``bigint``.  Different terms collide with probability
+    about 2⁻⁶⁴ per pair; the writer detects a collision through the
+    ``terms`` dictionary (:mod:`readmodel.search.serverterms`) and fails loudly
+    rather than answer wrongly.
+    """
+    return int.from_bytes(hashlib.blake2b(term, digest_size=8).digest(), "little", signed=True)
 
 
 class Tokenizer:

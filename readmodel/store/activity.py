@@ -16,6 +16,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, Final
 
+from sqlalchemy import text
+
 from readmodel.store.blocks import unpack_run_times
 
 # Each subquery is one seek on a primary key: the last ``events`` row and the last run.
@@ -47,7 +49,8 @@ def store_last_activity(cur: sqlite3.Cursor, sid: int) -> None:
 def backfill_last_activity(conn: Any) -> int:
     """Set every session's ``last_activity`` from its stored events through the SQLAlchemy
     connection ``conn`` (a migration's); returns the sessions updated."""
-    values = [(last_event_time(row[1:]), row[0]) for row in conn.exec_driver_sql(_ALL).fetchall()]
+    values = [{"time": last_event_time(row[1:]), "sid": row[0]} for row in conn.exec_driver_sql(_ALL).fetchall()]
     if values:
-        conn.exec_driver_sql(_STORE, values)
+        # Named binds: the migration runs on either backend (SQLite's ``?``, psycopg's ``%s``).
+        conn.execute(text('UPDATE "sessions" SET "last_activity" = :time WHERE "sid" = :sid'), values)
     return len(values)

@@ -33,7 +33,7 @@ from sqlalchemy.pool import NullPool
 
 from readmodel.core.errors import SessionQueryError
 from readmodel.store.revisions import current_revision, head_revision, upgrade
-from readmodel.store.readonly import on_read_only_mount, reader_uri, size_or_none
+from readmodel.store.readonly import on_read_only_mount, reader_uri, size_or_none, sqlite_path  # noqa: F401 - sqlite_path re-exported
 from readmodel.store.schema import APPLICATION_ID, KNOWN_TABLES, SCHEMA_REVISION
 from readmodel.projection.grams import scheme_fingerprint
 
@@ -42,17 +42,6 @@ BUSY_TIMEOUT_MS: Final = 30_000
 
 class IndexDatabaseError(RuntimeError):
     """The index database cannot be used (foreign file, outdated schema, I/O)."""
-
-
-def sqlite_path(db: str) -> str | None:
-    """The file path of a SQLite database spec, or ``None`` for another URL / ``:memory:``."""
-    if db == ":memory:":
-        return None
-    if db.startswith("sqlite:///"):
-        return db[len("sqlite:///") :]
-    if "://" in db:
-        return None
-    return db
 
 
 def refuse_postgres(db: str, what: str) -> None:

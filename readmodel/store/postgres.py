@@ -32,6 +32,7 @@ from sqlalchemy.pool import NullPool
 from alembic.ddl.base import AddColumn, visit_add_column
 from sqlalchemy.schema import CreateColumn
 
+from readmodel.projection.grams import scheme_fingerprint
 from readmodel.store.database import IndexDatabaseError
 from readmodel.store.urls import MalformedUrl, connect_message, is_postgres, mask_url, not_supported_message, parse, target  # noqa: F401
 
@@ -44,9 +45,18 @@ class PostgresError(IndexDatabaseError):
     """A PostgreSQL index cannot be used; the message is one line, the password masked."""
 
 
-def create_postgres_engine(db: str) -> Engine:
-    """An engine for the PostgreSQL index ``db`` (no pool: commands connect once)."""
-    return create_engine(parse(db), poolclass=NullPool, connect_args={"connect_timeout": CONNECT_TIMEOUT_SECONDS})
+class Unreachable(PostgresError):
+    """The server cannot be reached or refuses the connection (a daemon retries; ``--once`` exits 1)."""
+
+
+def create_postgres_engine(db: str, *, pooled: bool = False) -> Engine:
+    """An engine for the PostgreSQL index ``db``: no pool (commands connect once), or with
+    ``pooled`` a small pool whose connections are checked before use (an indexer daemon: a
+    pass does not pay for new connections, and one the server dropped is replaced)."""
+    connect_args = {"connect_timeout": CONNECT_TIMEOUT_SECONDS}
+    if pooled:
+        return create_engine(parse(db), pool_size=2, max_overflow=2, pool_pre_ping=True, connect_args=connect_args)
+    return create_engine(parse(db), poolclass=NullPool, connect_args=connect_args)
 
 
 def connect(db: str) -> tuple[Engine, Connection]:
@@ -59,7 +69,7 @@ def connect(db: str) -> tuple[Engine, Connection]:
         return engine, engine.connect()
     except Exception as exc:
         engine.dispose()
-        raise PostgresError(connect_message(db, exc)) from None
+        raise Unreachable(connect_message(db, exc)) from None
 
 
 def tables(conn: Connection) -> set[str]:
@@ -98,10 +108,11 @@ def upgrade(db: str, *, source: str | None = None) -> tuple[str | None, str]:
             if conn.execute(text('SELECT count(*) FROM "index_meta"')).scalar() == 0:
                 conn.execute(
                     text(
-                        'INSERT INTO "index_meta" ("singleton", "identity", "global_generation", "created_at", "cursor_secret") '
-                        "VALUES (1, :identity, 0, :now, :secret)"
+                        'INSERT INTO "index_meta" ("singleton", "identity", "global_generation", "created_at", "cursor_secret", "grams") '
+                        "VALUES (1, :identity, 0, :now, :secret, :grams)"
                     ),
-                    {"identity": uuid.uuid4().hex, "now": time.time(), "secret": secrets.token_bytes(32)},
+                    # No documents: the gram keys are complete for this scheme.
+                    {"identity": uuid.uuid4().hex, "now": time.time(), "secret": secrets.token_bytes(32), "grams": scheme_fingerprint()},
                 )
         return before, head_revision()
     finally:
@@ -120,6 +131,30 @@ def open_existing(db: str) -> tuple[Engine, Connection]:
         engine.dispose()
         raise
     return engine, conn
+
+
+def open_writer(db: str, *, allow_upgrade: bool = False, source: str | None = None) -> Engine:
+    """The engine an indexer writes ``db`` through: an empty database gets the schema, an
+    older one is upgraded with ``allow_upgrade`` and refused otherwise (:class:`PostgresError`)."""
+    from readmodel.store.revisions import current_revision, head_revision
+
+    engine, conn = connect(db)
+    try:
+        fresh = check_identity(conn, db)
+        current = None if fresh else current_revision(conn)
+    finally:
+        conn.close()
+    head = head_revision()
+    if current != head:
+        if not fresh and not allow_upgrade:
+            engine.dispose()
+            raise PostgresError(
+                f"{mask_url(db)} has schema revision {current or '(none)'}, this sessionq needs {head}; "
+                "run `sessionq db upgrade --db URL` (or `sessionq index --upgrade`)"
+            )
+        upgrade(db, source=source)
+    engine.dispose()
+    return create_postgres_engine(db, pooled=True)
 
 
 def schema_drift(conn: Connection) -> list[str]:

@@ -16,6 +16,17 @@ import os
 from urllib.parse import quote
 
 
+def sqlite_path(db: str) -> str | None:
+    """The file path of a SQLite database spec, or ``None`` for another URL / ``:memory:``."""
+    if db == ":memory:":
+        return None
+    if db.startswith("sqlite:///"):
+        return db[len("sqlite:///") :]
+    if "://" in db:
+        return None
+    return db
+
+
 def on_read_only_mount(path: str) -> bool:
     """Whether ``path`` lives on a file system mounted read-only (``False`` when it cannot be told)."""
     try:

@@ -85,7 +85,7 @@ from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, SURFACE_NAMES,
 APPLICATION_ID: Final = 0x53515849  # "SQXI"
 """``PRAGMA application_id`` of a sessionq index; any other non-zero id is foreign."""
 
-SCHEMA_REVISION: Final = "0013"
+SCHEMA_REVISION: Final = "0015"
 """The Alembic head revision this code reads and writes."""
 
 
@@ -113,7 +113,7 @@ sessions = Table(
     metadata,
     Column("sid", Integer, primary_key=True),
     Column("id", Text, nullable=False, unique=True),
-    Column("path", Text, nullable=False, unique=True),
+    Column("path", Text, nullable=False),  # unique per source (migration 0015): see sessions_source
     Column("header_json", LargeBinary, nullable=False),
     Column("created_at", Float),
     Column("id_key", LargeBinary, nullable=False),
@@ -139,8 +139,9 @@ sessions = Table(
 )
 Index("sessions_listing", sessions.c.created_at.desc(), sessions.c.id_key, sessions.c.header_json)
 Index("sessions_parent", sessions.c.parent_session)
-# A daemon reads and deletes only its own source's rows (see migration 0012).
-Index("sessions_source", sessions.c.source, sessions.c.path)
+# A daemon reads and deletes only its own source's rows (see migration 0012); a path is
+# unique per source, two hosts may have the same one (migration 0015).
+Index("sessions_source", sessions.c.source, sessions.c.path, unique=True)
 # Search's session filters read only these columns (see migration 0005).
 Index("sessions_filters", sessions.c.cwd, sessions.c.status, sessions.c.created_at, sessions.c.parent_session, sessions.c.id)
 # listWorkspaces groups sessions by workspace with their newest last activity from this index alone (see migration 0010).
@@ -288,8 +289,14 @@ KNOWN_TABLES: Final = frozenset(
         "document_grams_data",
         "document_grams_idx",
         "document_grams_config",
+        "terms",
+        "postings",
+        "document_gram_keys",
     }
 )
+
+SERVER_TABLES: Final = ("terms", "postings", "document_gram_keys")
+"""PostgreSQL-only tables (migration 0014, :mod:`readmodel.search.serverterms`): explicit DDL, not models."""
 
 FTS_PREFIXES: Final = ("documents_fts", "document_grams")
 """Names of the FTS5 tables and their shadow tables start with one of these (explicit DDL, not models)."""

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import Connection
 
 from readmodel.store.revisions import current_revision, head_revision
-from readmodel.store.schema import APPLICATION_ID, FTS_PREFIXES, KNOWN_TABLES, metadata
+from readmodel.store.schema import APPLICATION_ID, FTS_PREFIXES, KNOWN_TABLES, SERVER_TABLES, metadata
 
 
 class SchemaProblem(NamedTuple):
@@ -38,7 +38,7 @@ class SchemaProblem(NamedTuple):
 def _expected() -> tuple[dict[str, frozenset[str]], dict[str, str]]:
     """Each expected table's columns (empty: presence only) and each expected index's table."""
     columns = {name: frozenset(column.name for column in table.columns) for name, table in metadata.tables.items()}
-    for name in KNOWN_TABLES - set(columns):
+    for name in KNOWN_TABLES - set(columns) - set(SERVER_TABLES):  # SQLite: the server tables are absent by design
         columns[name] = frozenset()
     indexes = {str(index.name): table.name for table in metadata.tables.values() for index in table.indexes}
     return columns, indexes
@@ -109,7 +109,7 @@ def repair_hint(db: str) -> str:
 def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
     # Same filter as migrations/env.py: FTS5 tables are explicit DDL, and
     # reflected tables unknown to sessionq are not ours to compare.
-    if type_ == "table" and name and name.startswith(FTS_PREFIXES):
+    if type_ == "table" and name and (name.startswith(FTS_PREFIXES) or name in SERVER_TABLES):
         return False
     return not (type_ == "table" and reflected and name not in KNOWN_TABLES)
 

@@ -68,8 +68,7 @@ def target(db: str) -> str:
 def not_supported_message(db: str, what: str) -> str:
     """The one-line refusal of a command or API whose PostgreSQL support is not built yet."""
     return (
-        f"{mask_url(db)}: {what} does not support PostgreSQL yet; on PostgreSQL only "
-        "`sessionq db upgrade|current|check` and `sessionq status` work so far (docs/postgres.md)"
+        f"{mask_url(db)}: {what} does not support PostgreSQL yet (docs/postgres.md says what does)"
     )
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import threading
 import zipfile
 from pathlib import Path
 
@@ -479,8 +480,10 @@ def test_closing_the_body_releases_the_log(site: Site) -> None:
     artifact, slices = exporter.prepare("s1")  # type: ignore[misc]
     body = exporter.stream("s1", slices, False)
     next(body)
+    next(body)  # the read-ahead thread is running
     body.close()
     assert artifact._fh is None
+    assert not any(thread.name == "sessionq-readahead" for thread in threading.enumerate())  # stopped, not left behind
 
 
 def test_zip64_entries_for_large_artifacts(site: Site) -> None:

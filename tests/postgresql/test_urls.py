@@ -55,14 +55,6 @@ def test_an_unreachable_server_is_one_line_naming_host_database_and_cause(tmp_pa
 @pytest.mark.parametrize(
     "args",
     [
-        ["index", "--once", "--root", "ROOT"],
-        ["sessions"],
-        ["show", "some-id"],
-        ["search", "needle"],
-        ["prune", "--source", "x", "--yes"],
-        ["rpc"],
-        ["serve"],
-        ["mcp"],
         ["export", "some-id"],
     ],
 )
@@ -75,11 +67,30 @@ def test_commands_without_postgresql_support_yet_refuse_in_one_line(args: list[s
     assert SECRET not in result.output and "Traceback" not in result.output
 
 
-def test_the_python_api_refuses_a_postgresql_url_as_an_unusable_index() -> None:
+@pytest.mark.parametrize("args", [["index", "--once", "--root", "ROOT"], ["prune", "--source", "x", "--yes"]])
+def test_index_and_prune_report_an_unreachable_server_in_one_line_without_the_password(args: list[str], tmp_path) -> None:
+    args = [str(tmp_path) if arg == "ROOT" else arg for arg in args]
+    result = CliRunner().invoke(main, [*args, "--db", UNREACHABLE])
+    assert result.exit_code == 1, result.output
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith("Error: cannot connect to PostgreSQL (host 127.0.0.1:1")
+    assert SECRET not in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("args", [["sessions"], ["show", "some-id"], ["search", "needle"], ["title", "some-id"], ["serve"]])
+def test_reads_of_an_unreachable_server_are_one_line_naming_host_and_database(args: list[str]) -> None:
+    result = CliRunner().invoke(main, [*args, "--db", UNREACHABLE])
+    assert result.exit_code == 1, result.output
+    (line,) = result.output.strip().splitlines()
+    assert "cannot connect to PostgreSQL (host 127.0.0.1:1, database history)" in line, line
+    assert SECRET not in result.output and "Traceback" not in result.output
+
+
+def test_the_python_api_reports_an_unreachable_server_as_an_unusable_index() -> None:
     with pytest.raises(SessionQueryError) as caught:
         SessionQuery.open(UNREACHABLE)
     assert caught.value.code == "SESSION_QUERY_INDEX_FAILED"
-    assert "does not support PostgreSQL yet" in caught.value.message and SECRET not in caught.value.message
+    assert "cannot connect to PostgreSQL" in caught.value.message and SECRET not in caught.value.message
 
 
 def test_a_malformed_url_is_one_line_without_its_password() -> None:

@@ -1,0 +1,283 @@
+"""The ``words`` and ``substring`` modes on PostgreSQL (semantics: :mod:`readmodel.search.modes`).
+
+As on SQLite (:mod:`readmodel.search.sqlitemodes`), the matching documents
+are selected with the filters applied, then ranked in Python by
+:class:`readmodel.search.modes.Ranking`; only where they are found differs.
+
+``words``
+    The query's phrases are the ones :func:`~readmodel.search.modes.words_expression`
+    builds (each token of a bare part, each quoted part; the last one's last
+    token a prefix unless the query ends in whitespace or a closing quote),
+    each tokenised by :class:`~readmodel.search.tokens.Tokenizer` as FTS5
+    tokenises a quoted string.  A prefix token stands for every term of the
+    dictionary that starts with its bytes (``terms_prefix``).  A document
+    matches when it holds an instance of every phrase; its strength is the
+    number of spans ``highlight()`` marks for the whole expression: every
+    phrase's instances in position order, an instance starting at or before
+    the open span's last token extending it (:func:`merged_spans`).
+``substring``
+    The candidates hold every chosen gram of the query in
+    ``document_gram_keys`` (GIN, ``@>``), with long documents taken by their
+    trigrams (:mod:`readmodel.search.gramsearch`'s choice, as integer keys);
+    every candidate text is verified and counted by the compiled pattern, each distinct text
+    (by its stored hash) read and counted once.
+
+A text's identity for the boilerplate verdict is its stored hash
+(``document_hashes``, :mod:`readmodel.projection.texthash`); a scoped search
+(filters, or one session) looks the texts it saw in fewer than
+:data:`~readmodel.search.modes.BOILERPLATE_SESSIONS` sessions up in the whole
+index by that hash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from readmodel.projection.grams import LONG_MARK_KEY, gram_key, query_grams, query_trigrams, scheme_fingerprint
+from readmodel.search.backend import Row
+from readmodel.search.gramsearch import MAX_TRIGRAMS, choose_grams
+from readmodel.search.modes import BOILERPLATE_SESSIONS, Match, Ranking, split_parts, words_expression
+from readmodel.search.predicates import Where
+from readmodel.search.requests import bounded_terms
+from readmodel.search.serverterms import PREFIX_KEY_BYTES
+from readmodel.search.substring import compiled_substring
+from readmodel.search.tokens import term_hash
+
+# The candidate columns the filters name, under their names (as readmodel.search.postgres's).
+_INNER = """SELECT s."id" AS session_id, s."sid" AS sid, d."docid" AS docid, d."seq" AS seq, d."type" AS type, d."time" AS time,
+       CASE d."surface" WHEN 1 THEN 'current' WHEN 2 THEN 'shadowed' ELSE 'log-only' END AS surface, d."length" AS document_length,
+       h."hash" AS text_hash, s."created_at" AS created_at, s."cwd" AS cwd, s."parent_session" AS parent_session, 0 AS live, 1 AS persisted"""
+_OUTER = "session_id, sid, docid, seq, type, time, surface, document_length, text_hash"
+
+
+def phrases_of(query: str, prefix: bool, tokenize: Any) -> tuple[list[list[bytes]], bool, list[bytes]]:
+    """``(phrases, last_is_prefix, all tokens)`` of a words query, as its FTS5 expression reads.
+
+    Each phrase is the tokens FTS5 gets from one quoted string of the
+    expression (a bare token's text alone, a quoted part's words joined).
+    """
+    expression, terms = words_expression(query, prefix, tokenize)
+    if not expression:
+        return [], False, terms
+    phrases: list[list[bytes]] = []
+    for text, quoted in split_parts(query)[0]:
+        words = [word for word in (token.decode("utf-8", "ignore") for token in tokenize(text)) if word]
+        if not words:
+            continue
+        for piece in [" ".join(words)] if quoted else words:
+            tokens = tokenize(piece)
+            if tokens:
+                phrases.append(tokens)
+    return phrases, expression.endswith("*"), terms
+
+
+def merged_spans(instances: list[tuple[int, int]]) -> int:
+    """``highlight()``'s spans of ``(start, end)`` phrase instances (token positions, inclusive)."""
+    spans, end = 0, -1
+    for start, last in sorted(instances):
+        if start > end:
+            spans += 1
+            end = last
+        elif last > end:
+            end = last
+    return spans
+
+
+def query(snap: Any, request: Any, sessions: Where | None, events: Where, sid: int | None, offset: int, key: tuple[str, ...]) -> list[Row]:
+    """A page of a ``words`` or ``substring`` search (``sid``: within that session; ``key``: its ranking's cache key)."""
+    tokenizer = snap.backend.tokenizer()
+    if request.match == "words":
+        expression, terms = words_expression(request.query, request.prefix, tokenizer.tokens)
+        bounded_terms(terms)
+        if not expression:
+            return []
+        marker = None
+    else:
+        expression, marker = None, compiled_substring(request.query).mark_first
+    rows = snap.backend.ranked(key, lambda want: _ranking(snap, request, sessions, events, sid), offset, request.limit + 1)
+    return snap.fill(rows, expression, marker)
+
+
+def _ranking(snap: Any, request: Any, sessions: Where | None, events: Where, sid: int | None) -> list[tuple[Any, ...]]:
+    """The whole ranking, as ``(strength, candidate columns…)`` rows (:func:`readmodel.search.postgres.to_row`'s shape)."""
+    cur = snap.cur
+    conditions, params = snap.filters(sessions, events)
+    scope, scope_params = "", []
+    if sid is not None:
+        scope = ' AND d."docid" BETWEEN %s AND %s'
+        scope_params = [sid << 32, (sid << 32) | 0xFFFFFFFF]
+    where = (scope, scope_params, conditions, params)
+    scoped = sid is not None or bool(conditions)
+    ranking = Ranking(keep_all=sid is not None)
+    if request.match == "words":
+        phrases, last_prefix, _ = phrases_of(request.query, request.prefix, snap.backend.tokenizer().tokens)
+        matches = _words(cur, phrases, last_prefix, where) if phrases else []
+    else:
+        matches = _substring(cur, request.query, compiled_substring(request.query), where)
+    for match in matches:
+        ranking.add(match)
+    if scoped:
+        _add_holders(cur, ranking)
+    ranked = ranking.sessions() if sid is None else ranking.events()
+    # The shape of readmodel.search.postgres's candidates: (strength, id, sid, created, cwd, parent, live, persisted, docid, …).
+    return [(m.strength, m.session_id, m.header_json, None, None, None, m.live, m.persisted, m.docid, m.seq, m.type, m.time, m.surface, m.length) for m in ranked]
+
+
+def _match(row: Sequence[Any], strength: int) -> Match:
+    session_id, sid, docid, seq, etype, time, surface, length, text_hash = row[:9]
+    digest = b"h" + int(text_hash).to_bytes(8, "little", signed=True) if text_hash is not None else b"doc:" + str(docid).encode()
+    return Match(session_id, sid, 0, 1, docid, seq, etype, time, surface, length, strength, digest)
+
+
+def _select(cur: Any, source: str, source_params: list[Any], where: tuple[Any, ...], counted: bool = False) -> list[tuple[Any, ...]]:
+    """The candidate rows of the documents ``source`` (a relation ``c`` of docids) names, filtered;
+    with ``counted`` each row ends with ``c.strength``."""
+    scope, scope_params, conditions, params = where
+    extra = ', c."strength" AS strength' if counted else ""
+    sql = (
+        f'SELECT {_OUTER}{", strength" if counted else ""} FROM ({_INNER}{extra} FROM {source} JOIN "documents" d ON d."docid" = c."docid" '
+        f'JOIN "sessions" s ON s."sid" = d."sid" LEFT JOIN "document_hashes" h ON h."docid" = d."docid" '
+        f"WHERE s.\"status\" = 'ok'{scope}) f" + (f" WHERE {conditions}" if conditions else "")
+    )
+    cur.execute(sql, [*source_params, *scope_params, *params])
+    return cur.fetchall()
+
+
+def _words(cur: Any, phrases: list[list[bytes]], last_prefix: bool, where: tuple[Any, ...]) -> list[Match]:
+    """Every document holding an instance of every phrase, with its merged span count."""
+    exact = {term for phrase in phrases for term in phrase}
+    expansions: dict[bytes, list[bytes]] = {}
+    prefix = phrases[-1][-1] if last_prefix else None
+    if prefix is not None:
+        expansions[prefix] = _prefixed(cur, prefix)
+        if sum(phrase.count(prefix) for phrase in phrases) == 1:
+            exact.discard(prefix)  # only ever read as a prefix
+        if not expansions[prefix]:
+            return []
+    keys = {term_hash(term): term for term in exact}
+    for term in expansions.get(prefix, []) if prefix is not None else []:
+        keys[term_hash(term)] = term
+    # Documents holding every exact term (and one of the prefix's terms), joined on docid.
+    required = [[term_hash(term)] for term in exact]
+    if prefix is not None:
+        required.append([term_hash(term) for term in expansions[prefix]])
+    required.sort(key=len)
+    if all(len(phrase) == 1 for phrase in phrases):
+        # One-token phrases: an instance is one position, and a position holds one term,
+        # so the merged spans are the positions of the distinct terms: the sum of their tf.
+        having = " AND ".join('bool_or("term" = ANY(%s))' for _ in required)
+        source = f'(SELECT "docid", sum("tf") AS "strength" FROM "postings" WHERE "term" = ANY(%s) GROUP BY "docid" HAVING {having}) c'
+        counted = _select(cur, source, [list(keys), *required], where, counted=True)
+        return [_match(row, int(row[9])) for row in counted]
+    source = "(SELECT DISTINCT p0.\"docid\" FROM \"postings\" p0" + "".join(
+        f' JOIN "postings" p{i} ON p{i}."docid" = p0."docid" AND p{i}."term" = ANY(%s)' for i in range(1, len(required))
+    ) + ' WHERE p0."term" = ANY(%s)) c'
+    candidates = _select(cur, source, [*required[1:], required[0]], where)
+    if not candidates:
+        return []
+    positions: dict[int, dict[bytes, list[int]]] = {}
+    cur.execute('SELECT "docid", "term", "positions" FROM "postings" WHERE "docid" = ANY(%s) AND "term" = ANY(%s)', ([row[2] for row in candidates], list(keys)))
+    for docid, key, found in cur.fetchall():
+        positions.setdefault(docid, {})[keys[key]] = found
+    found_matches = []
+    for row in candidates:
+        strength = _words_strength(phrases, prefix, expansions, positions.get(row[2], {}))
+        if strength:
+            found_matches.append(_match(row, strength))
+    return found_matches
+
+
+def _words_strength(phrases: list[list[bytes]], prefix: bytes | None, expansions: dict[bytes, list[bytes]], positions: dict[bytes, list[int]]) -> int:
+    """The merged spans of every phrase's instances; 0 when a phrase has none."""
+    instances: list[tuple[int, int]] = []
+    for number, phrase in enumerate(phrases):
+        sets = []
+        for offset, term in enumerate(phrase):
+            if prefix is not None and number == len(phrases) - 1 and offset == len(phrase) - 1:
+                held: set[int] = set()
+                for expanded in expansions[prefix]:
+                    held.update(positions.get(expanded, ()))
+            else:
+                held = set(positions.get(term, ()))
+            sets.append(held)
+        size = len(phrase)
+        starts = [start for start in sorted(sets[0]) if all(start + i in sets[i] for i in range(1, size))]
+        if not starts:
+            return 0
+        instances += [(start, start + size - 1) for start in starts]
+    return merged_spans(instances)
+
+
+def _prefixed(cur: Any, prefix: bytes) -> list[bytes]:
+    """The dictionary's terms starting with ``prefix`` (through ``terms_prefix``)."""
+    key = prefix[:PREFIX_KEY_BYTES]
+    upper = _successor(key)
+    sql = f'SELECT "text" FROM "terms" WHERE substr("text", 1, {PREFIX_KEY_BYTES}) >= %s'
+    args: list[Any] = [key]
+    if upper is not None:
+        sql += f' AND substr("text", 1, {PREFIX_KEY_BYTES}) < %s'
+        args.append(upper)
+    cur.execute(sql, args)
+    return [bytes(text) for (text,) in cur.fetchall() if bytes(text).startswith(prefix)]
+
+
+def _successor(key: bytes) -> bytes | None:
+    """The smallest byte string above every string that starts with ``key`` (``None``: none)."""
+    stripped = key.rstrip(b"\xff")
+    if not stripped:
+        return None
+    return stripped[:-1] + bytes([stripped[-1] + 1])
+
+
+def _substring(cur: Any, text: str, substring: Any, where: tuple[Any, ...]) -> list[Match]:
+    """Every document the substring pattern finds, among the gram index's candidates."""
+    cur.execute('SELECT "grams" FROM "index_meta"')
+    row = cur.fetchone()
+    grams = query_grams(text) if row is not None and row[0] == scheme_fingerprint() else []
+    gram_condition, gram_params = "", []
+    if grams:
+        bigrams = [gram_key(gram) for gram in choose_grams(grams)]
+        trigrams = [gram_key(gram) for gram in choose_grams(query_trigrams(text), MAX_TRIGRAMS)]
+        if trigrams:
+            gram_condition = ' AND ((g."grams" @> %s::bigint[] AND NOT g."grams" @> %s::bigint[]) OR g."grams" @> %s::bigint[])'
+            gram_params = [bigrams, [LONG_MARK_KEY], trigrams]
+        else:
+            gram_condition = ' AND g."grams" @> %s::bigint[]'
+            gram_params = [bigrams]
+    source = f'(SELECT g."docid" FROM "document_gram_keys" g WHERE true{gram_condition}) c' if grams else '"documents" c'
+    rows = _select(cur, source, gram_params, where)
+    # Each distinct text is read and counted once (boilerplate repeats across sessions), by its
+    # stored hash as the SQLite ranking does (readmodel.search.sqlranking).
+    cur.execute(
+        'SELECT DISTINCT ON (h."hash") h."hash", d."text" FROM "document_hashes" h JOIN "documents" d ON d."docid" = h."docid" '
+        'WHERE h."docid" = ANY(%s) ORDER BY h."hash"',
+        ([row[2] for row in rows if row[8] is not None],),
+    )
+    counts = {text_hash: substring.count(text) for text_hash, text in cur.fetchall()}
+    unhashed = [row[2] for row in rows if row[8] is None]
+    if unhashed:
+        cur.execute('SELECT "docid", "text" FROM "documents" WHERE "docid" = ANY(%s)', (unhashed,))
+        by_docid = {docid: substring.count(text) for docid, text in cur.fetchall()}
+    found = []
+    for row in rows:
+        strength = counts[row[8]] if row[8] is not None else by_docid[row[2]]
+        if strength:
+            found.append(_match(row, strength))
+    return found
+
+
+def _add_holders(cur: Any, ranking: Ranking) -> None:
+    """Sessions outside a scoped search that hold the texts it saw in fewer than
+    :data:`BOILERPLATE_SESSIONS` sessions (by text hash)."""
+    rare = [digest for digest in ranking.rare() if digest.startswith(b"h")]
+    if not rare:
+        return
+    hashes = [int.from_bytes(digest[1:], "little", signed=True) for digest in rare]
+    cur.execute(
+        'SELECT w."hash", (SELECT array_agg(x."id") FROM (SELECT DISTINCT s."id" FROM "document_hashes" o JOIN "sessions" s '
+        'ON s."sid" = o."docid" >> 32 WHERE o."hash" = w."hash" AND s."status" = \'ok\' LIMIT %s) x) FROM unnest(%s::bigint[]) w("hash")',
+        (BOILERPLATE_SESSIONS, hashes),
+    )
+    for text_hash, ids in cur.fetchall():
+        ranking.add_holders(b"h" + int(text_hash).to_bytes(8, "little", signed=True), ids or [])
