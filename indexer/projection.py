@@ -345,22 +345,29 @@ class SessionProjector:
         self._split_blocks()
 
     def _split_blocks(self) -> None:
-        """Close full blocks off the front of the open one (the long-session case)."""
-        lines = b"".join(self.block_pieces).split(b"\n")
-        lines.pop()  # the empty piece after the final LF
+        """Close full blocks off the front of the open one (the long-session case).
+
+        Walks the LFs of the joined pieces (every line ends with one) instead of
+        splitting them into lines and joining each block again: a block is one
+        slice of the buffer.
+        """
+        data = b"".join(self.block_pieces)
         first = self.block_first
         assert first is not None
-        start = size = 0
-        for index, line in enumerate(lines):
-            size += len(line)
-            if index + 1 - start >= BLOCK_EVENTS or size >= BLOCK_BYTES:
-                self._insert_block(first + start, b"\n".join(lines[start : index + 1]), index + 1 - start)
-                start, size = index + 1, 0
-        rest = lines[start:]
-        self.block_pieces = [b"\n".join(rest) + b"\n"] if rest else []
-        self.block_count = len(rest)
+        find = data.find
+        start = position = count = size = 0  # the open block: its offset, its lines and bytes (LFs not counted)
+        while (end := find(b"\n", position)) >= 0:
+            size += end - position
+            count += 1
+            position = end + 1
+            if count >= BLOCK_EVENTS or size >= BLOCK_BYTES:
+                self._insert_block(first, data[start:end], count)
+                first += count
+                start, count, size = position, 0, 0
+        self.block_pieces = [data[start:]] if count else []
+        self.block_count = count
         self.block_bytes = size
-        self.block_first = first + start if rest else None
+        self.block_first = first if count else None
 
     def _log_only_extras(self, event: dict[str, Any], etype: str) -> None:
         """The title pointer or the document of a plain event (no row of its own)."""

@@ -96,23 +96,27 @@ static inline int keyset_add(KeySet *set, uint64_t key) {
     return 0;
 }
 
-/* The keys in lowercase hex (16 digits hold any key), separated by spaces, as a str. */
+/* Append ``key`` in lowercase hex (16 digits hold any key) to out at size, after a
+ * space unless it is the first word; returns the new size. */
+static inline size_t put_word(char *out, size_t size, uint64_t key) {
+    static const char digits[] = "0123456789abcdef";
+    char buffer[16];
+    int n = 0;
+    do {
+        buffer[n++] = digits[key & 0xf];
+        key >>= 4;
+    } while (key);
+    if (size) out[size++] = ' ';
+    while (n) out[size++] = buffer[--n];
+    return size;
+}
+
+/* The keys in lowercase hex, separated by spaces, as a str. */
 static PyObject *render(const KeySet *set) {
     char *out = malloc(set->count * 17 + 1);
     if (out == NULL) return PyErr_NoMemory();
-    static const char digits[] = "0123456789abcdef";
     size_t size = 0;
-    for (size_t i = 0; i < set->count; i++) {
-        uint64_t key = set->order[i];
-        char buffer[16];
-        int n = 0;
-        do {
-            buffer[n++] = digits[key & 0xf];
-            key >>= 4;
-        } while (key);
-        if (i) out[size++] = ' ';
-        while (n) out[size++] = buffer[--n];
-    }
+    for (size_t i = 0; i < set->count; i++) size = put_word(out, size, set->order[i]);
     PyObject *result = PyUnicode_DecodeASCII(out, (Py_ssize_t)size, NULL);
     free(out);
     return result;
@@ -156,8 +160,34 @@ static int collect_grams(int kind, const void *data, Py_ssize_t length, KeySet *
     return failed;
 }
 
+/* Trigrams of three ASCII code points, one bit each (index a << 14 | b << 7 | c): in a
+ * long tool output most trigrams are ASCII, and setting a bit in this 256 KiB map
+ * (it stays in the core's L2 cache) costs a fraction of a probe of a hash set of
+ * hundreds of thousands of keys (a cache miss per code point).  Used for documents
+ * of at least ASCII_MAP_MIN code points, below which the set is small anyway; the
+ * words are the same set of keys, in another order.  trigram_tokens sets the map up
+ * for one call (the GIL is held throughout) and frees it; otherwise it is NULL and
+ * every trigram goes to the set. */
+#define ASCII_MAP_BITS (1u << 21)
+#define ASCII_MAP_MIN 16384
+static uint64_t *ascii_map = NULL;
+static size_t ascii_map_count = 0;
+
+static inline int ascii_trigram(uint32_t a, uint32_t b, uint32_t c, KeySet *set) {
+    if (ascii_map != NULL && (a | b | c) < 0x80u) {
+        uint32_t index = (a << 14) | (b << 7) | c;
+        uint64_t bit = (uint64_t)1 << (index & 63);
+        uint64_t *word = &ascii_map[index >> 6];
+        ascii_map_count += !(*word & bit);
+        *word |= bit;
+        return 0;
+    }
+    return keyset_add(set, ((uint64_t)a << (2 * SHIFT)) | ((uint64_t)b << SHIFT) | c);
+}
+
 /* Trigrams of " " + folded text + " " with each run of spaces one space, as
- * first << 42 | second << 21 | third.  Returns non-zero when memory ran out. */
+ * first << 42 | second << 21 | third (the ASCII ones into ascii_map while the
+ * caller has set it up).  Returns non-zero when memory ran out. */
 static int collect_trigrams(int kind, const void *data, Py_ssize_t length, KeySet *set) {
     const uint32_t none = UINT32_MAX;
     uint32_t before = none, prev = SPACE;
@@ -166,12 +196,31 @@ static int collect_trigrams(int kind, const void *data, Py_ssize_t length, KeySe
         uint32_t cp = PyUnicode_READ(kind, data, i);
         uint32_t folded = cp < FOLD_LIMIT ? fold_table[cp] : cp;
         if (folded == SPACE && prev == SPACE) continue;
-        if (before != none) failed |= keyset_add(set, ((uint64_t)before << (2 * SHIFT)) | ((uint64_t)prev << SHIFT) | folded);
+        if (before != none) failed |= ascii_trigram(before, prev, folded, set);
         before = prev;
         prev = folded;
     }
-    if (!failed && prev != SPACE && before != none) failed |= keyset_add(set, ((uint64_t)before << (2 * SHIFT)) | ((uint64_t)prev << SHIFT) | SPACE);
+    if (!failed && prev != SPACE && before != none) failed |= ascii_trigram(before, prev, SPACE, set);
     return failed;
+}
+
+/* The words of ascii_map's keys and then of set's, separated by spaces. */
+static PyObject *render_mapped(const KeySet *set) {
+    char *out = malloc((ascii_map_count + set->count) * 17 + 1);
+    if (out == NULL) return PyErr_NoMemory();
+    size_t size = 0;
+    for (size_t w = 0; w < ASCII_MAP_BITS / 64; w++) {
+        uint64_t bits = ascii_map[w];
+        while (bits) {
+            uint32_t index = (uint32_t)(w * 64 + (size_t)__builtin_ctzll(bits));
+            bits &= bits - 1;
+            size = put_word(out, size, ((uint64_t)(index >> 14) << (2 * SHIFT)) | ((uint64_t)((index >> 7) & 0x7f) << SHIFT) | (index & 0x7f));
+        }
+    }
+    for (size_t i = 0; i < set->count; i++) size = put_word(out, size, set->order[i]);
+    PyObject *result = PyUnicode_DecodeASCII(out, (Py_ssize_t)size, NULL);
+    free(out);
+    return result;
 }
 
 typedef int (*Collector)(int kind, const void *data, Py_ssize_t length, KeySet *set);
@@ -200,7 +249,23 @@ static PyObject *tokens_of(PyObject *arg, Collector collect) {
 
 static PyObject *document_tokens(PyObject *self, PyObject *arg) { return tokens_of(arg, collect_grams); }
 
-static PyObject *trigram_tokens(PyObject *self, PyObject *arg) { return tokens_of(arg, collect_trigrams); }
+static PyObject *trigram_tokens(PyObject *self, PyObject *arg) {
+    if (!PyUnicode_Check(arg) || fold_table == NULL || PyUnicode_GET_LENGTH(arg) < ASCII_MAP_MIN) return tokens_of(arg, collect_trigrams);
+    uint64_t *map = calloc(ASCII_MAP_BITS / 64, sizeof(uint64_t));
+    if (map == NULL) return PyErr_NoMemory();
+    ascii_map = map;
+    ascii_map_count = 0;
+    KeySet set;  /* the trigrams with a non-ASCII code point: few */
+    PyObject *result = NULL;
+    if (keyset_init(&set, 256) < 0 || collect_trigrams(PyUnicode_KIND(arg), PyUnicode_DATA(arg), PyUnicode_GET_LENGTH(arg), &set))
+        PyErr_NoMemory();
+    else
+        result = render_mapped(&set);
+    keyset_free(&set);
+    ascii_map = NULL;
+    free(map);
+    return result;
+}
 
 static PyMethodDef methods[] = {
     {"trigram_tokens", trigram_tokens, METH_O, "A long document's trigram words, separated by spaces."},

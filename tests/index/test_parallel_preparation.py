@@ -282,3 +282,56 @@ def test_the_daemons_pass_log_says_what_the_workers_prepared() -> None:
     assert "prepared" not in _fields("full", ReconcileReport(reloaded=3))
     fields = _fields("full", ReconcileReport(reloaded=3, prepared=3, worker_cpu_seconds=1.234))
     assert (fields["prepared"], fields["worker_cpu_s"]) == (3, 1.23)
+
+
+def test_a_parallel_pass_pauses_the_garbage_collector_and_restores_it_however_it_ends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    import indexer.reconcile as reconcile
+
+    for name in ("a", "b", "c"):
+        write_log(tmp_path / "root", header(name), [simple_turn()])
+    seen: list[bool] = []
+    real_replay = reconcile.replay
+
+    def replay_and_look(*args: Any) -> None:
+        seen.append(gc.isenabled())
+        real_replay(*args)
+
+    monkeypatch.setattr(reconcile, "replay", replay_and_look)
+    assert gc.isenabled()
+    report = build(tmp_path / "root", tmp_path / "index.db", Compression.ZSTD, workers=1)
+    assert report.prepared == 3 and seen == [False, False, False]
+    assert gc.isenabled()
+
+    def fail(*args: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(reconcile, "replay", fail)
+    with pytest.raises(KeyboardInterrupt):
+        build(tmp_path / "root", tmp_path / "again.db", Compression.ZSTD, workers=1)
+    assert gc.isenabled()
+    gc.disable()  # a caller's choice is kept
+    try:
+        build(tmp_path / "root", tmp_path / "third.db", Compression.ZSTD, workers=0)
+        monkeypatch.setattr(reconcile, "replay", real_replay)
+        build(tmp_path / "root", tmp_path / "fourth.db", Compression.ZSTD, workers=1)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_a_worker_prepares_a_chunk_with_the_collector_paused_and_restores_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    path = write_log(tmp_path / "root", header("good"), [simple_turn()])
+    seen: list[bool] = []
+    real_ingest = preparation.ingest_log
+
+    def ingest_and_look(*args: Any, **kwargs: Any) -> Any:
+        seen.append(gc.isenabled())
+        return real_ingest(*args, **kwargs)
+
+    monkeypatch.setattr(preparation, "ingest_log", ingest_and_look)
+    answer = prepare_chunk([PrepTask(str(path), 1, header("good"), True, path.stat().st_size)], "zstd", str(tmp_path / "root"))
+    assert answer.sessions[0].outcome is not None and seen == [False] and gc.isenabled()

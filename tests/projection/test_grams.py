@@ -109,6 +109,22 @@ def test_the_c_extractor_gives_the_python_words(text: str) -> None:
     assert set(grams.document_tokens(long).split()) == set(grams.python_document_tokens(long).split())
 
 
+@pytest.mark.skipif(_accelerator is None, reason="the C gram extractor is not built")
+@settings(max_examples=40, deadline=None)
+@given(pieces=st.lists(st.one_of(TEXTS, st.text(max_size=60), st.sampled_from(["  ", "\t\n", "库", "É", "🎉", "\x7f\x80"])), min_size=1, max_size=12), seed=st.integers(0, 2**32))
+def test_the_c_trigrams_of_very_long_documents_are_the_python_ones(pieces: list[str], seed: int) -> None:
+    """Over 16,384 code points the C side keeps ASCII trigrams in a bit map: the same words, twice in a row."""
+    assert _accelerator is not None
+    rng = random.Random(seed)
+    text = "".join(rng.choice(pieces) for _ in range(4000)).encode("utf-8", "replace").decode("utf-8")
+    text = (text * (17_000 // max(len(text), 1) + 1))[: 17_000 + rng.randrange(3)]
+    expected = {grams.gram_token(gram) for gram in grams.document_trigrams(text)}
+    first = _accelerator.trigram_tokens(text).split()
+    assert len(first) == len(set(first)) and set(first) == expected
+    assert set(_accelerator.trigram_tokens(text).split()) == expected  # the map was left empty
+    assert set(_accelerator.trigram_tokens(text[:100]).split()) == {grams.gram_token(gram) for gram in grams.document_trigrams(text[:100])}
+
+
 @settings(max_examples=150, deadline=None)
 @given(text=TEXTS, start=st.integers(0, 60), length=st.integers(3, 12), seed=st.integers(0, 2**32))
 def test_a_matching_long_document_holds_every_trigram_of_the_query(text: str, start: int, length: int, seed: int) -> None:
