@@ -28,10 +28,8 @@ from readmodel.search.modes import BOILERPLATE_SESSIONS, Match, Ranking, words_e
 from readmodel.search import sqlranking
 from readmodel.search.predicates import Where
 from readmodel.search.requests import EventsRequest, SessionsRequest, bounded_terms
-from readmodel.search.snippets import END_MARK, START_MARK, snippet_source_decides
+from readmodel.search.snippets import END_MARK, START_MARK
 from readmodel.search.substring import compiled_substring, index_candidates
-
-_SNIPPET_PREFIX_CHARS: Final = 2048  # as readmodel.search.sqlite's first snippet window
 
 TEXT_KEY_CHARS: Final = 32
 """Code points of a document's text in the ``documents_text_key`` index (with its length)."""
@@ -50,6 +48,19 @@ _LIVE: Final = """
          ld."type" AS type, ld."time" AS time, ld."surface" AS surface, ld."length" AS document_length, {text} AS text, {strength} AS strength
   FROM temp."live_docs" ld JOIN temp."live_sessions" l ON l."id" = ld."session_id"
   WHERE 1{conditions}"""
+# The docid range of each session: with session filters SQLite reads the eligible
+# sessions first, and documents has no index on sid.
+_SESSION_RANGE: Final = ' AND d."docid" BETWEEN s."sid" << 32 AND (s."sid" << 32) | 4294967295'
+# The sessions a search may return, with the columns session filters name (as in _PERSISTED).
+_ELIGIBLE: Final = """
+  SELECT s."sid" AS sid, s."id" AS session_id, s."created_at" AS created_at, s."cwd" AS cwd, s."parent_session" AS parent_session,
+         0 AS live, 1 AS persisted
+  FROM "sessions" s WHERE s."status" = 'ok' AND NOT EXISTS (SELECT 1 FROM temp."live_sessions" l WHERE l."id" = s."id")"""
+# A document's columns event filters name (as in _PERSISTED).
+_EVENT_COLUMNS: Final = """
+  SELECT d."docid" AS docid, d."seq" AS seq, d."type" AS type, d."time" AS time,
+         CASE d."surface" WHEN 1 THEN 'current' WHEN 2 THEN 'shadowed' ELSE 'log-only' END AS surface
+  FROM "documents" d"""
 # For each wanted docid, up to N ids of stored sessions holding exactly its text (found through
 # documents_text_key), joined by U+001F; one statement for every text a scoped search looks up.
 _HOLDERS: Final = f"""
@@ -92,9 +103,8 @@ class _Mode:
     def empty(self) -> bool:
         return self.mode == "words" and not self.expression
 
-    def persisted(self, conn: sqlite3.Connection, doc_range: tuple[int, int] | None, counted: bool = False) -> tuple[str, list[Any]]:
-        """The stored matches' rows; with ``counted`` a substring candidate's text is not read
-        (:mod:`readmodel.search.sqlranking` counts its strength per distinct text)."""
+    def persisted(self, conn: sqlite3.Connection, doc_range: tuple[int, int] | None) -> tuple[str, list[Any]]:
+        """The stored matches' rows (the slow path's)."""
         range_sql = ' AND d."docid" BETWEEN ? AND ?' if doc_range is not None else ""
         range_args = list(doc_range) if doc_range is not None else []
         if self.mode == "words":
@@ -112,12 +122,43 @@ class _Mode:
         if candidates is not None:
             conditions += f' AND d."docid" IN ({candidates[0]})'
             args = [*args, *candidates[1]]
-        # The docid range of each session: with session filters SQLite reads the eligible
-        # sessions first, and documents has no index on sid.
-        session_range = ' AND d."docid" BETWEEN s."sid" << 32 AND (s."sid" << 32) | 4294967295'
-        if counted:  # the strength is counted per distinct text by sqlranking
-            return _PERSISTED.format(text="NULL", strength="NULL", source='"documents" d', range=session_range, conditions=conditions), args
-        return _PERSISTED.format(text='d."text"', strength="NULL", source='"documents" d', range=session_range, conditions=conditions), args
+        return _PERSISTED.format(text='d."text"', strength="NULL", source='"documents" d', range=_SESSION_RANGE, conditions=conditions), args
+
+    def matching(self, conn: sqlite3.Connection, doc_range: tuple[int, int] | None, sessions: Where, events: Where) -> tuple[str, list[Any]]:
+        """``(docid, strength)`` of the stored matches in scope, for the fast path
+        (:class:`readmodel.search.sqlranking.Matches`): a words match's spans, a substring
+        candidate's strength NULL (counted per distinct text).
+
+        Only what the scope needs is joined: the eligible sessions (status ok, not live,
+        the session filters) as a set of sids when any session could be ineligible, the
+        documents' columns only for event filters.
+        """
+        range_sql = ' AND "docid" BETWEEN ? AND ?' if doc_range is not None else ""
+        range_args = list(doc_range) if doc_range is not None else []
+        if self.mode == "words":
+            sql = 'SELECT "rowid" AS "docid", sessionq_spans("documents_fts") AS "strength" FROM "documents_fts" WHERE "documents_fts" MATCH ?'
+            sql, args = sql + range_sql.replace('"docid"', '"rowid"'), [self.expression, *range_args]
+        else:
+            candidates = index_candidates(conn, self.query, doc_range)
+            source, args = candidates if candidates is not None else ('SELECT "docid" FROM "documents"', [])
+            # The seam's SELECT has one column, whatever its name: a CTE names it.
+            sql, args = f'WITH "c"("docid") AS ({source}) SELECT "docid", NULL AS "strength" FROM "c" WHERE 1' + range_sql, [*args, *range_args]
+        if sessions.fragments or _ineligible(conn):
+            sql += f' AND "docid" >> 32 IN (SELECT "sid" FROM ({_ELIGIBLE}) WHERE {sessions.sql() or "1"})'
+            args += sessions.params
+        if events.fragments:
+            sql = f"SELECT m.\"docid\", m.\"strength\" FROM ({sql}) m JOIN ({_EVENT_COLUMNS}) e ON e.\"docid\" = m.\"docid\" WHERE {events.sql()}"
+            args += events.params
+        return sql, args
+
+    def holding(self, doc_range: tuple[int, int] | None) -> tuple[str, list[Any]]:
+        """The stored rows whose text hash is in a JSON array bound first (then ``doc_range``'s
+        bounds), as :meth:`persisted`'s columns, not matched again: a text's documents all match
+        or none does (:class:`readmodel.search.sqlranking.Matches`)."""
+        range_sql = ' AND d."docid" BETWEEN ? AND ?' if doc_range is not None else ""
+        conditions = ' AND d."docid" IN (SELECT "docid" FROM "document_hashes" WHERE "hash" IN (SELECT "value" FROM json_each(?)))'
+        sql = _PERSISTED.format(text="NULL", strength="NULL", source='"documents" d', range=_SESSION_RANGE, conditions=conditions + range_sql)
+        return sql, list(doc_range) if doc_range is not None else []
 
     def _words_columns(self, table: str) -> tuple[str, str, list[str]]:
         """``(text, strength, params)`` columns of a words match in ``table``."""
@@ -168,9 +209,7 @@ def query_sessions(
 
     def fetch(limit: int, skip: int) -> list[tuple[Any, ...]]:
         if sqlranking.applies(backend, mode.mode):
-            persisted, persisted_args = mode.persisted(conn, None, counted=True)
-            selection = f"SELECT * FROM ({persisted})" + (f" WHERE {where}" if where else "")
-            return sqlranking.ranked_sessions(conn, selection, [*persisted_args, *filters], limit, skip, mode.substring_query)
+            return sqlranking.ranked_sessions(conn, _matches(conn, mode, None, sessions, events), limit, skip)
         persisted, persisted_args = mode.persisted(conn, None)
         live, live_args = mode.live(None)
         sql = f"SELECT * FROM ({persisted} UNION ALL {live})" + (f" WHERE {where}" if where else "")
@@ -192,9 +231,10 @@ def query_events(
 
     def fetch(limit: int, skip: int) -> list[tuple[Any, ...]]:
         if sid is not None and sqlranking.applies(backend, mode.mode):
-            inner, args = mode.persisted(conn, (sid << 32, (sid << 32) | 0xFFFFFFFF), counted=True)
-            selection = f"SELECT * FROM ({inner}) WHERE {where}"
-            return sqlranking.ranked_events(conn, selection, [*args, request.session_id, *events.params], limit, skip, mode.substring_query)
+            scope = Where()
+            scope.add("session_id = ?", [request.session_id])
+            matches = _matches(conn, mode, (sid << 32, (sid << 32) | 0xFFFFFFFF), scope, events)
+            return sqlranking.ranked_events(conn, matches, limit, skip)
         if sid is None:
             inner, args = mode.live(request.session_id)
         else:
@@ -204,6 +244,27 @@ def query_events(
         return [match.row() for match in ranking.events()[skip : skip + limit]]
 
     return _page(backend, conn, mode, backend._ranked(cache_key, fetch, offset, request.limit + 1))
+
+
+def _matches(conn: sqlite3.Connection, mode: _Mode, doc_range: tuple[int, int] | None, sessions: Where, events: Where) -> sqlranking.Matches:
+    """The fast path's view of one search's matches in scope (``sessions`` and ``events``: its filters)."""
+    matching, matching_args = mode.matching(conn, doc_range, sessions, events)
+    holding, holding_args = mode.holding(doc_range)
+    where = " AND ".join(fragment for fragment in (sessions.sql(), events.sql()) if fragment)
+    return sqlranking.Matches(
+        selection=matching,
+        args=matching_args,
+        holding=f"SELECT * FROM ({holding})" + (f" WHERE {where}" if where else ""),
+        holding_args=[*holding_args, *sessions.params, *events.params],
+        complete=doc_range is None and not where,
+        substring=mode.substring_query,
+    )
+
+
+def _ineligible(conn: sqlite3.Connection) -> bool:
+    """Whether any stored session is not searchable (status not ok, or overlaid by a live one)."""
+    sql = """SELECT EXISTS (SELECT 1 FROM "sessions" WHERE "status" <> 'ok') OR EXISTS (SELECT 1 FROM temp."live_sessions")"""
+    return bool(conn.execute(sql).fetchone()[0])
 
 
 def _collect(backend: Any, conn: sqlite3.Connection, mode: _Mode, sql: str, args: list[Any], ranking: Ranking, *, scoped: bool) -> Ranking:
@@ -311,38 +372,10 @@ def _page(backend: Any, conn: sqlite3.Connection, mode: _Mode, rows: list[Row]) 
         return backend._highlight(conn, rows, "", marker)
     if not (backend._accelerated and mode.expression.endswith("*")):
         return backend._highlight(conn, rows, mode.expression)
-    marked = _marked_prefix_matches(backend, conn, [row.docid for row in rows if row.docid >= 0], mode.expression)
-    return backend._highlight(conn, rows, mode.expression, lambda row: marked.get(row.docid, "") if row.docid >= 0 else _live_marked(conn, row, mode))
-
-
-def _marked_prefix_matches(backend: Any, conn: sqlite3.Connection, docids: list[int], expression: str) -> dict[int, str]:
-    """The snippet sources of a page's stored matches of a words expression with a prefix term, in one pass.
-
-    FTS5 builds a prefix term's doclist (every token it expands to) at each
-    MATCH, so one MATCH per row, as the phrase mode runs, costs that build per
-    row; here one MATCH walks the matches and the page's rows are picked out
-    (``+rowid``: not an index constraint, so no per-row restart).  As in
-    :meth:`readmodel.search.sqlite.SqliteSearchBackend._marked_document`, a
-    window around the first match, grown once, then the whole highlight.
-    """
-    width = backend.config.snippet_chars
-    first = _SNIPPET_PREFIX_CHARS + 4 * width
-    wanted = json.dumps(docids)
-    found: dict[int, str] = {}
-    pick = ' AND +"rowid" IN (SELECT value FROM json_each(?))'
-    for scale in (1, 16):
-        before = 16 * (width + 3) * scale
-        sql = 'SELECT "rowid", sessionq_snippet_source("documents_fts", ?, ?, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ?' + pick
-        for docid, source in conn.execute(sql, (START_MARK, END_MARK, before, first * scale, expression, wanted)):
-            marked = None if source is None else snippet_source_decides(source, width)
-            if marked is not None:
-                found[docid] = marked
-        wanted = json.dumps([docid for docid in docids if docid not in found])
-        if wanted == "[]":
-            return found
-    sql = 'SELECT "rowid", highlight("documents_fts", 0, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ?' + pick
-    found.update(conn.execute(sql, (START_MARK, END_MARK, expression, wanted)).fetchall())
-    return found
+    # A prefix term: each row is highlighted alone in the scratch table, at a cost that grows
+    # with the page's texts, not with the prefix's doclist (see _marked_document).
+    marker: Callable[[Row], str] = lambda row: backend._marked_document(conn, row.docid, mode.expression, scratch=True) if row.docid >= 0 else _live_marked(conn, row, mode)
+    return backend._highlight(conn, rows, mode.expression, marker)
 
 
 def _live_marked(conn: sqlite3.Connection, row: Row, mode: _Mode) -> str:

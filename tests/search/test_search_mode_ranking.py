@@ -125,19 +125,20 @@ def test_a_live_overlay_is_ranked_by_the_python_path(tmp_path: Path) -> None:
     assert {hit.header["id"] for hit in hits} == {"a", "b", "c", "live-1"}
 
 
-@pytest.mark.parametrize("rows_per_session", [1, 4])
-def test_sessions_behind_one_session_s_many_strong_matches_are_all_ranked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows_per_session: int) -> None:
-    """The sort's row limit grows when its rows hold too few sessions: a session whose 70
-    strongest matches fill every first row does not hide the sessions after it."""
+@pytest.mark.parametrize("judged_ahead", [1, 4])
+def test_sessions_behind_one_session_s_many_strong_matches_are_all_ranked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, judged_ahead: int) -> None:
+    """A session whose 70 strongest matches lead the ranking does not hide the sessions after
+    it, scoped or not, however few texts are judged per statement."""
     sessions = {"heavy": [f"sandbox sandbox sandbox note {index}" for index in range(70)]}
     sessions.update({f"light-{index:02}": [f"one sandbox here {index}", "sandbox"] for index in range(12)})
     db = build(tmp_path, sessions)[1]
-    monkeypatch.setattr(sqlranking, "_ROWS_PER_SESSION", rows_per_session)
+    monkeypatch.setattr(sqlranking, "_JUDGED_AHEAD", judged_ahead)
     fast, slow = _searches(db)
     for mode in ("words", "substring"):
         for limit in (1, 5, 13):
-            request = {"query": "sandbox", "match": mode, "limit": limit}
-            answer = _answer(fast, "sessions", request)
-            assert answer == _answer(slow, "sessions", request)
-            order = [session_id for session_id, _, _ in answer]
-            assert order[0] == "heavy" and sorted(order) == sorted(sessions)
+            for filters in ([], [{"kind": "id", "values": sorted(sessions)}]):
+                request = {"query": "sandbox", "match": mode, "limit": limit, "sessionFilters": filters}
+                answer = _answer(fast, "sessions", request)
+                assert answer == _answer(slow, "sessions", request)
+                order = [session_id for session_id, _, _ in answer]
+                assert order[0] == "heavy" and sorted(order) == sorted(sessions)
