@@ -632,7 +632,7 @@ class SqliteSearchBackend:
         rows = self._ranked(cache_key, fetch, offset, request.limit + 1)
         return self._highlight(conn, rows, phrase)
 
-    def _marked_document(self, conn: sqlite3.Connection, docid: int, phrase: str, scratch: bool = False) -> str:
+    def _marked_document(self, conn: sqlite3.Connection, docid: int, phrase: str) -> str:
         """The highlighted text the snippet of one stored document needs.
 
         ``highlight()`` tokenises a whole document, which costs milliseconds for
@@ -643,13 +643,11 @@ class SqliteSearchBackend:
         Without it, two prefixes are highlighted in a scratch FTS5 table with
         the same tokenizer, and the first that provably decides the snippet
         (:func:`prefix_decides_snippet`) is used.  The whole document is the
-        fallback of both.  ``scratch`` takes the scratch table's way, the whole
-        document included, even with the accelerator: a MATCH of a prefix term
-        restricted to one rowid still builds the term's whole doclist.
+        fallback of both.
         """
         width = self.config.snippet_chars
         first = _SNIPPET_PREFIX_CHARS + 4 * width
-        if self._accelerated and not scratch:
+        if self._accelerated:
             sql = (
                 'SELECT sessionq_snippet_source("documents_fts", ?, ?, ?, ?) FROM "documents_fts" '
                 'WHERE "documents_fts" MATCH ? AND "rowid" = ?'
@@ -670,14 +668,24 @@ class SqliteSearchBackend:
             for size in (first, 16 * first):
                 if size >= len(text):
                     break
-                marked_prefix = _scratch_highlight(conn, text[:size], phrase)
+                marked_prefix = self.scratch_highlight(conn, text[:size], phrase)
                 if marked_prefix is not None and prefix_decides_snippet(marked_prefix, width):
                     return marked_prefix
-            if scratch:
-                return _scratch_highlight(conn, text, phrase) or ""
         sql = 'SELECT highlight("documents_fts", 0, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ? AND "rowid" = ?'
         whole = conn.execute(sql, (START_MARK, END_MARK, phrase, docid)).fetchone()
         return whole[0] if whole else ""
+
+    @staticmethod
+    def scratch_highlight(conn: sqlite3.Connection, text: str, expression: str) -> str | None:
+        """``highlight()`` of ``expression`` in ``text`` alone (the scratch FTS5 table, with
+        documents_fts's tokenizer); ``None``: ``text`` does not match."""
+        conn.execute('INSERT INTO temp."snippet_scratch" ("snippet_scratch") VALUES (\'delete-all\')')
+        conn.execute('DELETE FROM temp."snippet_text"')
+        conn.execute('INSERT INTO temp."snippet_text" ("id", "text") VALUES (1, ?)', (text,))
+        conn.execute('INSERT INTO temp."snippet_scratch" ("rowid", "text") VALUES (1, ?)', (text,))
+        sql = 'SELECT highlight("snippet_scratch", 0, ?, ?) FROM temp."snippet_scratch" WHERE "snippet_scratch" MATCH ?'
+        found = conn.execute(sql, (START_MARK, END_MARK, expression)).fetchone()
+        return None if found is None else found[0]
 
     def _highlight(self, conn: sqlite3.Connection, rows: list[Row], phrase: str, marker: Callable[[Row], str] | None = None) -> list[Row]:
         """Headers and highlighted text of the page's rows only.
@@ -729,17 +737,6 @@ def sqlite_search(db_path: str | None, *, live: Any = None, config: SearchConfig
     """A :class:`SessionSearch` over the SQLite index at ``db_path`` (``None``: live sessions only)."""
     config = config or SearchConfig()
     return SessionSearch(SqliteSearchBackend(db_path, live=live, config=config, redact=redact), config)
-
-
-def _scratch_highlight(conn: sqlite3.Connection, text: str, expression: str) -> str | None:
-    """``highlight()`` of ``expression`` in ``text`` alone (the scratch FTS5 table, documents_fts's tokenizer); ``None``: no match."""
-    conn.execute('INSERT INTO temp."snippet_scratch" ("snippet_scratch") VALUES (\'delete-all\')')
-    conn.execute('DELETE FROM temp."snippet_text"')
-    conn.execute('INSERT INTO temp."snippet_text" ("id", "text") VALUES (1, ?)', (text,))
-    conn.execute('INSERT INTO temp."snippet_scratch" ("rowid", "text") VALUES (1, ?)', (text,))
-    sql = 'SELECT highlight("snippet_scratch", 0, ?, ?) FROM temp."snippet_scratch" WHERE "snippet_scratch" MATCH ?'
-    found = conn.execute(sql, (START_MARK, END_MARK, expression)).fetchone()
-    return None if found is None else found[0]
 
 
 def _empty_index() -> sqlite3.Connection:

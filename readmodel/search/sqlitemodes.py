@@ -28,8 +28,10 @@ from readmodel.search.modes import BOILERPLATE_SESSIONS, Match, Ranking, words_e
 from readmodel.search import sqlranking
 from readmodel.search.predicates import Where
 from readmodel.search.requests import EventsRequest, SessionsRequest, bounded_terms
-from readmodel.search.snippets import END_MARK, START_MARK
+from readmodel.search.snippets import END_MARK, START_MARK, prefix_decides_snippet, snippet_source_decides
 from readmodel.search.substring import compiled_substring, index_candidates
+
+_SNIPPET_PREFIX_CHARS: Final = 2048  # as readmodel.search.sqlite's first snippet window
 
 TEXT_KEY_CHARS: Final = 32
 """Code points of a document's text in the ``documents_text_key`` index (with its length)."""
@@ -372,10 +374,65 @@ def _page(backend: Any, conn: sqlite3.Connection, mode: _Mode, rows: list[Row]) 
         return backend._highlight(conn, rows, "", marker)
     if not (backend._accelerated and mode.expression.endswith("*")):
         return backend._highlight(conn, rows, mode.expression)
-    # A prefix term: each row is highlighted alone in the scratch table, at a cost that grows
-    # with the page's texts, not with the prefix's doclist (see _marked_document).
-    marker: Callable[[Row], str] = lambda row: backend._marked_document(conn, row.docid, mode.expression, scratch=True) if row.docid >= 0 else _live_marked(conn, row, mode)
-    return backend._highlight(conn, rows, mode.expression, marker)
+    stored = [row.docid for row in rows if row.docid >= 0]
+    marked = {docid: text for docid in stored if (text := _marked_alone(backend, conn, docid, mode.expression)) is not None}
+    marked.update(_marked_prefix_matches(backend, conn, [docid for docid in stored if docid not in marked], mode.expression))
+    return backend._highlight(conn, rows, mode.expression, lambda row: marked.get(row.docid, "") if row.docid >= 0 else _live_marked(conn, row, mode))
+
+
+def _marked_alone(backend: Any, conn: sqlite3.Connection, docid: int, expression: str) -> str | None:
+    """The snippet source of one stored match of a words expression with a prefix term, from
+    the first window of its text alone, or ``None`` when that window does not decide it.
+
+    The window is highlighted in the scratch table
+    (:meth:`readmodel.search.sqlite.SqliteSearchBackend.scratch_highlight`), at a cost bounded
+    by the window, where a MATCH on ``documents_fts`` builds the prefix's whole doclist (tens of
+    milliseconds for a one- or two-letter prefix).  A window holding the whole text gives its
+    whole highlight.  The rows it leaves (a first match deep in a long text) are rare for a
+    common prefix, and a rare prefix's doclist is cheap to walk (:func:`_marked_prefix_matches`).
+    """
+    width = backend.config.snippet_chars
+    size = _SNIPPET_PREFIX_CHARS + 4 * width
+    found = conn.execute('SELECT substr("text", 1, ?), "length" FROM "documents" WHERE "docid" = ?', (size, docid)).fetchone()
+    if found is None:
+        return ""
+    marked = backend.scratch_highlight(conn, found[0], expression)
+    if found[1] <= size:
+        return marked or ""
+    return marked if marked is not None and prefix_decides_snippet(marked, width) else None
+
+
+def _marked_prefix_matches(backend: Any, conn: sqlite3.Connection, docids: list[int], expression: str) -> dict[int, str]:
+    """The snippet sources of stored matches of a words expression with a prefix term, in one pass
+    (the rows :func:`_marked_alone` leaves: a first match deep in a long text).
+
+    FTS5 builds a prefix term's doclist (every token it expands to) at each
+    MATCH, so one MATCH per row, as the phrase mode runs, costs that build per
+    row; here one MATCH walks the matches and the page's rows are picked out
+    (``+rowid``: not an index constraint, so no per-row restart).  As in
+    :meth:`readmodel.search.sqlite.SqliteSearchBackend._marked_document`, a
+    window around the first match, grown once, then the whole highlight.
+    """
+    if not docids:
+        return {}
+    width = backend.config.snippet_chars
+    first = _SNIPPET_PREFIX_CHARS + 4 * width
+    wanted = json.dumps(docids)
+    found: dict[int, str] = {}
+    pick = ' AND +"rowid" IN (SELECT value FROM json_each(?))'
+    for scale in (1, 16):
+        before = 16 * (width + 3) * scale
+        sql = 'SELECT "rowid", sessionq_snippet_source("documents_fts", ?, ?, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ?' + pick
+        for docid, source in conn.execute(sql, (START_MARK, END_MARK, before, first * scale, expression, wanted)):
+            marked = None if source is None else snippet_source_decides(source, width)
+            if marked is not None:
+                found[docid] = marked
+        wanted = json.dumps([docid for docid in docids if docid not in found])
+        if wanted == "[]":
+            return found
+    sql = 'SELECT "rowid", highlight("documents_fts", 0, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ?' + pick
+    found.update(conn.execute(sql, (START_MARK, END_MARK, expression, wanted)).fetchall())
+    return found
 
 
 def _live_marked(conn: sqlite3.Connection, row: Row, mode: _Mode) -> str:

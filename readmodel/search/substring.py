@@ -113,6 +113,9 @@ class Substring:
     def __init__(self, query: str) -> None:
         self.pattern = compile_text_filter(query)
         self.fast = re.compile(_ASCII_WHITESPACE_RUN.join(re.escape(part.lower()) for part in query.split(" "))) if query.isascii() else None
+        # One literal part: the lowered pattern's non-overlapping matches, leftmost first, are
+        # exactly str.count's (a search that skips ahead, with no match objects).
+        self.literal = query.lower() if query.isascii() and " " not in query else None
 
     def _for(self, text: str) -> tuple[re.Pattern[str], str]:
         if self.fast is not None and text.isascii():
@@ -121,6 +124,8 @@ class Substring:
 
     def count(self, text: str) -> int:
         """How many non-overlapping occurrences ``text`` holds (0: no match)."""
+        if self.literal is not None and text.isascii():
+            return text.lower().count(self.literal)
         pattern, subject = self._for(text)
         return len(pattern.findall(subject))
 
