@@ -113,8 +113,8 @@ class Substring:
     def __init__(self, query: str) -> None:
         self.pattern = compile_text_filter(query)
         self.fast = re.compile(_ASCII_WHITESPACE_RUN.join(re.escape(part.lower()) for part in query.split(" "))) if query.isascii() else None
-        # One literal part: the lowered pattern's non-overlapping matches, leftmost first, are
-        # exactly str.count's (a search that skips ahead, with no match objects).
+        # One literal ASCII part: the lowered pattern's non-overlapping matches, leftmost first,
+        # are exactly str.count's (a search that skips ahead, with no match objects).
         self.literal = query.lower() if query.isascii() and " " not in query else None
 
     def _for(self, text: str) -> tuple[re.Pattern[str], str]:
@@ -124,8 +124,10 @@ class Substring:
 
     def count(self, text: str) -> int:
         """How many non-overlapping occurrences ``text`` holds (0: no match)."""
-        if self.literal is not None and text.isascii():
-            return text.lower().count(self.literal)
+        if self.literal is not None:
+            if text.isascii():
+                return text.lower().count(self.literal)
+            return _ascii_folded(text).count(self.literal.encode())
         pattern, subject = self._for(text)
         return len(pattern.findall(subject))
 
@@ -142,6 +144,23 @@ class Substring:
             return text
         start, end = found.span()
         return text[:start] + START_MARK + text[start:end] + END_MARK + text[end:]
+
+
+_WIDE_FOLDS: Final = (("\u212a".encode(), b"k"), ("\u017f".encode(), b"s"))
+"""The only non-ASCII members of ASCII letters' simple case-fold classes (KELVIN SIGN, LONG S)."""
+
+
+def _ascii_folded(text: str) -> bytes:
+    """``text`` as UTF-8 with every code point of an ASCII letter's fold class as that letter, lowered.
+
+    Other non-ASCII code points stay multi-byte sequences of bytes above 0x7F, which no byte of
+    an ASCII query matches, so an ASCII literal's non-overlapping occurrences are the same in
+    both (``bytes.lower`` lowers ASCII letters only).
+    """
+    data = text.encode("utf-8", "surrogatepass")
+    for wide, letter in _WIDE_FOLDS:
+        data = data.replace(wide, letter)
+    return data.lower()
 
 
 @lru_cache(maxsize=64)
