@@ -69,7 +69,7 @@ WITH "q" AS MATERIALIZED ({selection}),
 "g" AS MATERIALIZED (
   SELECT h."hash" AS "hash", max(q."strength") AS "strength", min(q."docid") AS "docid", count(DISTINCT q."docid" >> 32) AS "holders"
   FROM "q" JOIN "document_hashes" h ON h."docid" = q."docid" GROUP BY h."hash")
-SELECT g."hash", coalesce(g."strength", (SELECT sessionq_occurrences(?, d."text") FROM "documents" d WHERE d."docid" = g."docid")),
+SELECT g."hash", coalesce(g."strength", (SELECT sessionq_occurrences(?, CAST(d."text" AS BLOB)) FROM "documents" d WHERE d."docid" = g."docid")),
        (SELECT d."length" FROM "documents" d WHERE d."docid" = g."docid"), g."holders"
 FROM "g\""""
 
@@ -125,9 +125,10 @@ def applies(backend: Any, mode: str) -> bool:
     return bool(backend._sql_ranking and backend._hashes and not backend._live_state.fingerprints and (mode == "substring" or backend._accelerated))
 
 
-def occurrences(query: str, text: str) -> int:
-    """``sessionq_occurrences(query, text)``: the non-overlapping occurrences of a normalised substring query."""
-    return compiled_substring(query).count(text)
+def occurrences(query: str, data: bytes) -> int:
+    """``sessionq_occurrences(query, CAST(text AS BLOB))``: the non-overlapping occurrences of a
+    normalised substring query in a text given as UTF-8 (a blob: Python need not decode it)."""
+    return compiled_substring(query).count_utf8(data)
 
 
 def install(conn: sqlite3.Connection) -> bool:

@@ -127,9 +127,16 @@ class Substring:
         if self.literal is not None:
             if text.isascii():
                 return text.lower().count(self.literal)
-            return _ascii_folded(text).count(self.literal.encode())
+            return self.count_utf8(text.encode("utf-8", "surrogatepass"))
         pattern, subject = self._for(text)
         return len(pattern.findall(subject))
+
+    def count_utf8(self, data: bytes) -> int:
+        """:meth:`count` of a text given as its UTF-8 bytes (an ASCII literal is counted on
+        the bytes, never decoding them)."""
+        if self.literal is None:
+            return self.count(data.decode("utf-8", "surrogatepass"))
+        return _ascii_folded(data, "k" in self.literal or "s" in self.literal).count(self.literal.encode())
 
     def mark_first(self, text: str) -> str:
         """``text`` with its first occurrence between the highlight markers.
@@ -138,11 +145,17 @@ class Substring:
         the later occurrences need no marks (marking them all would cost a
         substitution over a whole, possibly huge, document).
         """
-        pattern, subject = self._for(text)
-        found = pattern.search(subject)
-        if found is None:
-            return text
-        start, end = found.span()
+        if self.literal is not None:
+            start = _find_literal(self.literal, text)
+            if start < 0:
+                return text
+            end = start + len(self.literal)  # each code point of a fold class matches one
+        else:
+            pattern, subject = self._for(text)
+            found = pattern.search(subject)
+            if found is None:
+                return text
+            start, end = found.span()
         return text[:start] + START_MARK + text[start:end] + END_MARK + text[end:]
 
 
@@ -150,17 +163,27 @@ _WIDE_FOLDS: Final = (("\u212a".encode(), b"k"), ("\u017f".encode(), b"s"))
 """The only non-ASCII members of ASCII letters' simple case-fold classes (KELVIN SIGN, LONG S)."""
 
 
-def _ascii_folded(text: str) -> bytes:
-    """``text`` as UTF-8 with every code point of an ASCII letter's fold class as that letter, lowered.
+def _ascii_folded(data: bytes, wide: bool) -> bytes:
+    """A text's UTF-8 ``data``, lowered, with (``wide``: the query has a ``k`` or an ``s``) every
+    non-ASCII code point of an ASCII letter's fold class as that letter.
 
     Other non-ASCII code points stay multi-byte sequences of bytes above 0x7F, which no byte of
     an ASCII query matches, so an ASCII literal's non-overlapping occurrences are the same in
     both (``bytes.lower`` lowers ASCII letters only).
     """
-    data = text.encode("utf-8", "surrogatepass")
-    for wide, letter in _WIDE_FOLDS:
-        data = data.replace(wide, letter)
+    for code, letter in _WIDE_FOLDS if wide else ():
+        data = data.replace(code, letter)
     return data.lower()
+
+
+def _find_literal(literal: str, text: str) -> int:
+    """The code point offset of a lowered ASCII literal's first occurrence in ``text``; -1: none."""
+    if text.isascii():
+        return text.lower().find(literal)
+    folded = _ascii_folded(text.encode("utf-8", "surrogatepass"), "k" in literal or "s" in literal)
+    index = folded.find(literal.encode())
+    # The folded bytes are the UTF-8 of a text with one code point per original one.
+    return index if index < 0 else len(folded[:index].decode("utf-8", "surrogatepass"))
 
 
 @lru_cache(maxsize=64)
