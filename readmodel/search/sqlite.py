@@ -232,6 +232,7 @@ class SqliteSearchBackend:
         self._ranked_rows: OrderedDict[tuple[str, ...], tuple[list[tuple[Any, ...]], bool]] = OrderedDict()
         # Per generation: whether documents of a length are held by enough sessions to be boilerplate (sqlitemodes).
         self._length_verdicts: tuple[str, dict[int, bool]] = ("", {})
+        self._ineligible: tuple[str, bool] = ("", True)  # (generation, whether a stored session is not searchable)
         self._sql_ranking = True  # words/substring ranked by SQLite when it can (sqlranking); false: always in Python
         self._hashes = False  # whether the index has document_hashes (set with the connection)
 

@@ -126,7 +126,7 @@ class _Mode:
             args = [*args, *candidates[1]]
         return _PERSISTED.format(text='d."text"', strength="NULL", source='"documents" d', range=_SESSION_RANGE, conditions=conditions), args
 
-    def matching(self, conn: sqlite3.Connection, doc_range: tuple[int, int] | None, sessions: Where, events: Where) -> tuple[str, list[Any]]:
+    def matching(self, backend: Any, conn: sqlite3.Connection, doc_range: tuple[int, int] | None, sessions: Where, events: Where) -> tuple[str, list[Any]]:
         """``(docid, strength)`` of the stored matches in scope, for the fast path
         (:class:`readmodel.search.sqlranking.Matches`): a words match's spans, a substring
         candidate's strength NULL (counted per distinct text).
@@ -145,7 +145,7 @@ class _Mode:
             source, args = candidates if candidates is not None else ('SELECT "docid" FROM "documents"', [])
             # The seam's SELECT has one column, whatever its name: a CTE names it.
             sql, args = f'WITH "c"("docid") AS ({source}) SELECT "docid", NULL AS "strength" FROM "c" WHERE 1' + range_sql, [*args, *range_args]
-        if sessions.fragments or _ineligible(conn):
+        if sessions.fragments or _ineligible(backend, conn):
             sql += f' AND "docid" >> 32 IN (SELECT "sid" FROM ({_ELIGIBLE}) WHERE {sessions.sql() or "1"})'
             args += sessions.params
         if events.fragments:
@@ -211,7 +211,7 @@ def query_sessions(
 
     def fetch(limit: int, skip: int) -> list[tuple[Any, ...]]:
         if sqlranking.applies(backend, mode.mode):
-            return sqlranking.ranked_sessions(conn, _matches(conn, mode, None, sessions, events), limit, skip)
+            return sqlranking.ranked_sessions(conn, _matches(backend, conn, mode, None, sessions, events), limit, skip)
         persisted, persisted_args = mode.persisted(conn, None)
         live, live_args = mode.live(None)
         sql = f"SELECT * FROM ({persisted} UNION ALL {live})" + (f" WHERE {where}" if where else "")
@@ -235,7 +235,7 @@ def query_events(
         if sid is not None and sqlranking.applies(backend, mode.mode):
             scope = Where()
             scope.add("session_id = ?", [request.session_id])
-            matches = _matches(conn, mode, (sid << 32, (sid << 32) | 0xFFFFFFFF), scope, events)
+            matches = _matches(backend, conn, mode, (sid << 32, (sid << 32) | 0xFFFFFFFF), scope, events)
             return sqlranking.ranked_events(conn, matches, limit, skip)
         if sid is None:
             inner, args = mode.live(request.session_id)
@@ -248,9 +248,9 @@ def query_events(
     return _page(backend, conn, mode, backend._ranked(cache_key, fetch, offset, request.limit + 1))
 
 
-def _matches(conn: sqlite3.Connection, mode: _Mode, doc_range: tuple[int, int] | None, sessions: Where, events: Where) -> sqlranking.Matches:
+def _matches(backend: Any, conn: sqlite3.Connection, mode: _Mode, doc_range: tuple[int, int] | None, sessions: Where, events: Where) -> sqlranking.Matches:
     """The fast path's view of one search's matches in scope (``sessions`` and ``events``: its filters)."""
-    matching, matching_args = mode.matching(conn, doc_range, sessions, events)
+    matching, matching_args = mode.matching(backend, conn, doc_range, sessions, events)
     holding, holding_args = mode.holding(doc_range)
     where = " AND ".join(fragment for fragment in (sessions.sql(), events.sql()) if fragment)
     return sqlranking.Matches(
@@ -263,10 +263,14 @@ def _matches(conn: sqlite3.Connection, mode: _Mode, doc_range: tuple[int, int] |
     )
 
 
-def _ineligible(conn: sqlite3.Connection) -> bool:
-    """Whether any stored session is not searchable (status not ok, or overlaid by a live one)."""
-    sql = """SELECT EXISTS (SELECT 1 FROM "sessions" WHERE "status" <> 'ok') OR EXISTS (SELECT 1 FROM temp."live_sessions")"""
-    return bool(conn.execute(sql).fetchone()[0])
+def _ineligible(backend: Any, conn: sqlite3.Connection) -> bool:
+    """Whether any stored session is not searchable (status not ok, or overlaid by a live one);
+    cached per generation (it reads every session's status)."""
+    generation = backend._global_generation(conn)
+    if backend._ineligible[0] != generation:
+        sql = """SELECT EXISTS (SELECT 1 FROM "sessions" WHERE "status" <> 'ok') OR EXISTS (SELECT 1 FROM temp."live_sessions")"""
+        backend._ineligible = (generation, bool(conn.execute(sql).fetchone()[0]))
+    return backend._ineligible[1]
 
 
 def _collect(backend: Any, conn: sqlite3.Connection, mode: _Mode, sql: str, args: list[Any], ranking: Ranking, *, scoped: bool) -> Ranking:
