@@ -179,3 +179,22 @@ def test_sessions_behind_one_session_s_many_strong_matches_are_all_ranked(tmp_pa
                 assert answer == _answer(slow, "sessions", request)
                 order = [session_id for session_id, _, _ in answer]
                 assert order[0] == "heavy" and sorted(order) == sorted(sessions)
+
+
+@pytest.mark.parametrize("mode", ["words", "substring"])
+def test_a_session_not_ok_is_neither_a_hit_nor_a_holder(tmp_path: Path, mode: str) -> None:
+    """A stored session whose status is not ok keeps its documents in the index: the fast path
+    then checks eligibility per match, returns none of its documents and does not count it
+    among a text's holders (the boilerplate text below is held by two ok sessions only)."""
+    db = build(tmp_path, {"a": [_BOILERPLATE, "x"], "b": [_BOILERPLATE], "c": [_BOILERPLATE], "d": ["a long sandbox text of d's own"]})[1]
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE \"sessions\" SET \"status\" = 'error' WHERE \"id\" = 'c'")
+    conn.close()
+    fast, slow = _searches(db)
+    for request in ({"query": "sandbox", "match": mode}, {"query": "sandbox", "match": mode, "sessionFilters": [{"kind": "id", "values": ["a", "c", "d"]}]}):
+        answer = _answer(fast, "sessions", request)
+        assert answer == _answer(slow, "sessions", request)
+        assert "c" not in [session_id for session_id, _, _ in answer]
+    # Not boilerplate (two ok holders): the shorter text ranks first.
+    assert [session_id for session_id, _, _ in _answer(fast, "sessions", {"query": "sandbox", "match": mode})][:1] in (["a"], ["b"])
