@@ -34,8 +34,8 @@ The index is a projection of the logs, rebuilt from them at will.  Its tables:
     :data:`MAX_LINK_SPAN` so a lookup scans a bounded key range.
 ``documents`` + ``documents_fts``
     Semantic documents (the text each event contributes) and an external-content
-    FTS5 index (``unicode61``) over them; surface updates touch only the
-    plain table.  ``documents_text_key`` (length and first 32 code points)
+    FTS5 index (``unicode61``, with one- and two-character prefix indexes:
+    migration 0016) over them; surface updates touch only the plain table.  ``documents_text_key`` (length and first 32 code points)
     finds the copies of a text, for boilerplate demotion in search.
 ``document_hashes``
     Each document's stable 64-bit text hash
