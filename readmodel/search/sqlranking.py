@@ -12,8 +12,7 @@ length — depend on a document's text alone, and equal texts share a hash in
 *distinct* matching texts and reads documents only for the leading ones:
 
 1. **Texts** (one statement): the matches in scope grouped by text hash, each
-   with its strength, length and the number of in-scope sessions holding it
-   (capped by :data:`~readmodel.search.modes.BOILERPLATE_SESSIONS`).  A
+   with its strength, length and the number of sessions in scope holding it.  A
    ``words`` match's strength comes from FTS5's position lists
    (``sessionq_spans``); a ``substring`` candidate's occurrences are counted
    once per distinct text, in one document holding it
@@ -51,7 +50,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Generator
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -160,7 +160,7 @@ def _judge(conn: sqlite3.Connection, texts: list[_Text], complete: bool) -> None
                 text.shared = bool(shared)
 
 
-def _classes(conn: sqlite3.Connection, texts: list[_Text], complete: bool) -> Iterator[list[_Text]]:
+def _classes(conn: sqlite3.Connection, texts: list[_Text], complete: bool) -> Generator[list[_Text], None, None]:
     """Step 2: the texts in classes of equal ranking keys, in ranking order, judged lazily."""
     deferred: list[list[_Text]] = []
     start = 0
@@ -182,7 +182,7 @@ def _classes(conn: sqlite3.Connection, texts: list[_Text], complete: bool) -> It
     yield from deferred
 
 
-def _rows(conn: sqlite3.Connection, matches: Matches) -> Iterator[tuple[Any, ...]]:
+def _rows(conn: sqlite3.Connection, matches: Matches) -> Generator[tuple[Any, ...], None, None]:
     """Step 3: every matching row in ranking order, reading one class of texts at a time."""
     holding = _ROWS.format(holding=matches.holding)
     for texts in _classes(conn, _texts(conn, matches), matches.complete):
@@ -196,19 +196,21 @@ def ranked_sessions(conn: sqlite3.Connection, matches: Matches, limit: int, skip
     leaders: dict[str, tuple[Any, ...]] = {}
     if want <= 0:
         return []
-    for row in _rows(conn, matches):
-        if row[0] not in leaders:
-            leaders[row[0]] = row
-            if len(leaders) >= want:
-                break
+    with closing(_rows(conn, matches)) as rows:  # closed at once: no statement left running
+        for row in rows:
+            if row[0] not in leaders:
+                leaders[row[0]] = row
+                if len(leaders) >= want:
+                    break
     return list(leaders.values())[skip:want]
 
 
 def ranked_events(conn: sqlite3.Connection, matches: Matches, limit: int, skip: int) -> list[tuple[Any, ...]]:
     """Rows ``skip .. skip + limit`` of the one-session ranking (every matching row is a hit)."""
-    rows: list[tuple[Any, ...]] = []
-    for row in _rows(conn, matches):
-        rows.append(row)
-        if len(rows) >= skip + limit:
-            break
-    return rows[skip : skip + limit]
+    found: list[tuple[Any, ...]] = []
+    with closing(_rows(conn, matches)) as rows:
+        for row in rows:
+            found.append(row)
+            if len(found) >= skip + limit:
+                break
+    return found[skip : skip + limit]
