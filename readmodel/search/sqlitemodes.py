@@ -258,7 +258,6 @@ def _matches(backend: Any, conn: sqlite3.Connection, mode: _Mode, doc_range: tup
         args=matching_args,
         holding=f"SELECT * FROM ({holding})" + (f" WHERE {where}" if where else ""),
         holding_args=[*holding_args, *sessions.params, *events.params],
-        complete=doc_range is None and not where,
         substring=mode.substring_query,
     )
 

@@ -11,21 +11,19 @@ length — depend on a document's text alone, and equal texts share a hash in
 ``document_hashes`` (migration 0013).  So the ranking is computed over the
 *distinct* matching texts and reads documents only for the leading ones:
 
-1. **Texts** (one statement): the matches in scope grouped by text hash, each
-   with its strength, length and the number of sessions in scope holding it.  A
-   ``words`` match's strength comes from FTS5's position lists
-   (``sessionq_spans``); a ``substring`` candidate's occurrences are counted
-   once per distinct text, in one document holding it
-   (``sessionq_occurrences``), so the boilerplate copies that make up most
-   candidates of a common substring are never read — and a candidate text with
-   no occurrence is no match.
+1. **Texts** (one statement): the distinct hashes of the matches in scope,
+   each with its strength and length.  A ``words`` match's strength comes
+   from FTS5's position lists (``sessionq_spans``); a ``substring``
+   candidate's occurrences are counted once per distinct text, in one
+   document holding it (``sessionq_occurrences``), so the boilerplate copies
+   that make up most candidates of a common substring are never read — and a
+   candidate text with no occurrence is no match.
 2. **Classes**: texts ordered by (strength, length) and cut into classes of
-   equal keys.  Verdicts are taken lazily, in that order: a text held by
-   enough sessions in scope is boilerplate; in an unscoped search (every
-   stored session is in scope) one held by fewer is specific; in a scoped one
-   it is looked up in ``document_hashes_hash`` (at most that many sessions with
-   status ok, a batch of texts per statement).  Specific classes come first,
-   in order; the boilerplate ones after them.
+   equal keys.  Verdicts are taken lazily, in that order, a batch of texts per
+   statement: whether ``document_hashes_hash`` holds the text in at least
+   :data:`~readmodel.search.modes.BOILERPLATE_SESSIONS` sessions with status ok
+   (an index range read stopped there).  Specific classes come first, in
+   order; the boilerplate ones after them.
 3. **Documents of the leading classes**: each class's documents in scope
    (through ``document_hashes_hash``, filters applied again), ordered by the
    remaining keys (newer time, higher seq, then session id); a session's first
@@ -60,18 +58,17 @@ from readmodel.search.substring import compiled_substring
 
 _NO_TIME: Final = -(2**63)
 
-# Step 1: one row per distinct matching text.  The selection is materialised (an FTS5
-# auxiliary function may not run inside an aggregate), its rows joined to their hashes and
-# grouped; a text's strength is the same in every document holding it, so a substring's is
-# counted in one of them (the smallest docid) when the selection leaves it NULL.
+# Step 1: one row per distinct matching text.  The matches are materialised with their hashes
+# (an FTS5 auxiliary function may not run inside an aggregate); DISTINCT, whose ephemeral index
+# holds one entry per text, costs far less than a GROUP BY, which sorts every match.  A text's
+# strength is the same in every document holding it, so a substring's, left NULL by the
+# selection, is counted in one of them (the first under its hash), as its length is read there.
 _TEXTS: Final = """
-WITH "q" AS MATERIALIZED ({selection}),
-"g" AS MATERIALIZED (
-  SELECT h."hash" AS "hash", max(q."strength") AS "strength", min(q."docid") AS "docid", count(DISTINCT q."docid" >> 32) AS "holders"
-  FROM "q" JOIN "document_hashes" h ON h."docid" = q."docid" GROUP BY h."hash")
-SELECT g."hash", coalesce(g."strength", (SELECT sessionq_occurrences(?, CAST(d."text" AS BLOB)) FROM "documents" d WHERE d."docid" = g."docid")),
-       (SELECT d."length" FROM "documents" d WHERE d."docid" = g."docid"), g."holders"
-FROM "g\""""
+WITH "q" AS MATERIALIZED (SELECT h."hash" AS "hash", m."strength" AS "strength" FROM ({selection}) m JOIN "document_hashes" h ON h."docid" = m."docid"),
+"t" AS MATERIALIZED (SELECT DISTINCT "hash", "strength" FROM "q"),
+"r" AS MATERIALIZED (SELECT t."hash", t."strength", (SELECT o."docid" FROM "document_hashes" o WHERE o."hash" = t."hash" LIMIT 1) AS "docid" FROM "t")
+SELECT r."hash", coalesce(r."strength", sessionq_occurrences(?, CAST(d."text" AS BLOB))), d."length"
+FROM "r" JOIN "documents" d ON d."docid" = r."docid\""""
 
 # Whether stored sessions with status ok hold a text at least BOILERPLATE_SESSIONS times over,
 # for each hash of a JSON array: an index range read per hash, stopped at that many sessions.
@@ -95,19 +92,16 @@ _JUDGED_AHEAD: Final = 256
 class Matches:
     """One search's matches as SQL, built by :mod:`readmodel.search.sqlitemodes`.
 
-    ``selection`` (with ``args``) selects ``(docid, strength)`` of the matches in
-    scope (a substring candidate's strength NULL: counted here); ``holding`` (with ``holding_args`` after one JSON
-    array of hashes) selects the rows in scope whose text has one of those
-    hashes, with the columns of ``sqlitemodes._PERSISTED``, without matching them again.  ``complete``: the
-    scope is every stored session with status ok (no filter, no session), so
-    the holders of a text among the matches are all its holders.
+    ``selection`` (with ``args``) selects ``(docid, strength)`` of the matches in scope (a
+    substring candidate's strength NULL: counted here); ``holding`` (with ``holding_args``
+    after one JSON array of hashes) selects the rows in scope whose text has one of those
+    hashes, with the columns of ``sqlitemodes._PERSISTED``, without matching them again.
     """
 
     selection: str
     args: list[Any]
     holding: str
     holding_args: list[Any]
-    complete: bool
     substring: str | None = None
 
 
@@ -116,7 +110,6 @@ class _Text:
     hash: int
     strength: int
     length: int
-    holders: int
     shared: bool | None = None
 
 
@@ -140,28 +133,26 @@ def install(conn: sqlite3.Connection) -> bool:
 def _texts(conn: sqlite3.Connection, matches: Matches) -> list[_Text]:
     """Step 1: the distinct matching texts, strongest then shortest first."""
     sql = _TEXTS.format(selection=matches.selection)
-    found = [_Text(*row) for row in conn.execute(sql, [*matches.args, matches.substring]) if row[1]]
-    found.sort(key=lambda text: (-text.strength, text.length))
-    return found
+    found: dict[int, _Text] = {}
+    for value, strength, length in conn.execute(sql, [*matches.args, matches.substring]):
+        if strength and (value not in found or strength > found[value].strength):  # two rows only if two texts collide
+            found[value] = _Text(value, strength, length)
+    return sorted(found.values(), key=lambda text: (-text.strength, text.length))
 
 
-def _judge(conn: sqlite3.Connection, texts: list[_Text], complete: bool) -> None:
-    """Settle the verdict of every text in ``texts`` that has none."""
-    lookup: dict[int, list[_Text]] = {}
-    for text in texts:
-        if text.shared is None:
-            if text.holders >= BOILERPLATE_SESSIONS or complete:
-                text.shared = text.holders >= BOILERPLATE_SESSIONS
-            else:
-                lookup.setdefault(text.hash, []).append(text)
+def _judge(conn: sqlite3.Connection, texts: list[_Text]) -> None:
+    """Settle the verdict of every text in ``texts`` that has none (one statement)."""
+    lookup = [text.hash for text in texts if text.shared is None]
     if lookup:
-        for value, shared in conn.execute(_VERDICTS, (json.dumps(list(lookup)),)):
-            for text in lookup[value]:
-                text.shared = bool(shared)
+        verdicts = dict(conn.execute(_VERDICTS, (json.dumps(lookup),)).fetchall())
+        for text in texts:
+            if text.shared is None:
+                text.shared = bool(verdicts[text.hash])
 
 
-def _classes(conn: sqlite3.Connection, texts: list[_Text], complete: bool) -> Generator[list[_Text], None, None]:
-    """Step 2: the texts in classes of equal ranking keys, in ranking order, judged lazily."""
+def _classes(conn: sqlite3.Connection, texts: list[_Text]) -> Generator[list[_Text], None, None]:
+    """Step 2: the texts in classes of equal ranking keys, in ranking order, judged lazily
+    (:data:`_JUDGED_AHEAD` at a time)."""
     deferred: list[list[_Text]] = []
     start = 0
     judged = 0
@@ -170,8 +161,8 @@ def _classes(conn: sqlite3.Connection, texts: list[_Text], complete: bool) -> Ge
         while end < len(texts) and (texts[end].strength, texts[end].length) == (texts[start].strength, texts[start].length):
             end += 1
         if judged < end:
-            judged = max(end, judged + _JUDGED_AHEAD) if not complete else len(texts)
-            _judge(conn, texts[start:judged], complete)
+            judged = max(end, judged + _JUDGED_AHEAD)
+            _judge(conn, texts[start:judged])
         specific = [text for text in texts[start:end] if not text.shared]
         shared = [text for text in texts[start:end] if text.shared]
         if specific:
@@ -185,7 +176,7 @@ def _classes(conn: sqlite3.Connection, texts: list[_Text], complete: bool) -> Ge
 def _rows(conn: sqlite3.Connection, matches: Matches) -> Generator[tuple[Any, ...], None, None]:
     """Step 3: every matching row in ranking order, reading one class of texts at a time."""
     holding = _ROWS.format(holding=matches.holding)
-    for texts in _classes(conn, _texts(conn, matches), matches.complete):
+    for texts in _classes(conn, _texts(conn, matches)):
         yield from conn.execute(holding, [json.dumps([text.hash for text in texts]), *matches.holding_args])
 
 
