@@ -233,6 +233,7 @@ class SqliteSearchBackend:
         self._ranked_rows: OrderedDict[tuple[str, ...], tuple[list[tuple[Any, ...]], bool]] = OrderedDict()
         # Per generation: whether documents of a length are held by enough sessions to be boilerplate (sqlitemodes).
         self._length_verdicts: tuple[str, dict[int, bool]] = ("", {})
+        self._ineligible: tuple[str, bool] = ("", True)  # (generation, whether a stored session is not searchable)
         self._sql_ranking = True  # words/substring ranked by SQLite when it can (sqlranking); false: always in Python
         self._hashes = False  # whether the index has document_hashes (set with the connection)
 
@@ -670,19 +671,24 @@ class SqliteSearchBackend:
             for size in (first, 16 * first):
                 if size >= len(text):
                     break
-                conn.execute('INSERT INTO temp."snippet_scratch" ("snippet_scratch") VALUES (\'delete-all\')')
-                conn.execute('DELETE FROM temp."snippet_text"')
-                conn.execute('INSERT INTO temp."snippet_text" ("id", "text") VALUES (1, ?)', (text[:size],))
-                conn.execute('INSERT INTO temp."snippet_scratch" ("rowid", "text") VALUES (1, ?)', (text[:size],))
-                marked_prefix = conn.execute(
-                    'SELECT highlight("snippet_scratch", 0, ?, ?) FROM temp."snippet_scratch" WHERE "snippet_scratch" MATCH ?',
-                    (START_MARK, END_MARK, phrase),
-                ).fetchone()
-                if marked_prefix is not None and prefix_decides_snippet(marked_prefix[0], width):
-                    return marked_prefix[0]
+                marked_prefix = self.scratch_highlight(conn, text[:size], phrase)
+                if marked_prefix is not None and prefix_decides_snippet(marked_prefix, width):
+                    return marked_prefix
         sql = 'SELECT highlight("documents_fts", 0, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ? AND "rowid" = ?'
         whole = conn.execute(sql, (START_MARK, END_MARK, phrase, docid)).fetchone()
         return whole[0] if whole else ""
+
+    @staticmethod
+    def scratch_highlight(conn: sqlite3.Connection, text: str, expression: str) -> str | None:
+        """``highlight()`` of ``expression`` in ``text`` alone (the scratch FTS5 table, with
+        documents_fts's tokenizer); ``None``: ``text`` does not match."""
+        conn.execute('INSERT INTO temp."snippet_scratch" ("snippet_scratch") VALUES (\'delete-all\')')
+        conn.execute('DELETE FROM temp."snippet_text"')
+        conn.execute('INSERT INTO temp."snippet_text" ("id", "text") VALUES (1, ?)', (text,))
+        conn.execute('INSERT INTO temp."snippet_scratch" ("rowid", "text") VALUES (1, ?)', (text,))
+        sql = 'SELECT highlight("snippet_scratch", 0, ?, ?) FROM temp."snippet_scratch" WHERE "snippet_scratch" MATCH ?'
+        found = conn.execute(sql, (START_MARK, END_MARK, expression)).fetchone()
+        return None if found is None else found[0]
 
     def _highlight(self, conn: sqlite3.Connection, rows: list[Row], phrase: str, marker: Callable[[Row], str] | None = None) -> list[Row]:
         """Headers and highlighted text of the page's rows only.

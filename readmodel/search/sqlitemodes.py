@@ -30,7 +30,7 @@ from readmodel.search.modes import BOILERPLATE_SESSIONS, Match, Ranking, words_e
 from readmodel.search import sqlranking
 from readmodel.search.predicates import Where
 from readmodel.search.requests import EventsRequest, SessionsRequest, bounded_terms
-from readmodel.search.snippets import END_MARK, START_MARK, snippet_source_decides
+from readmodel.search.snippets import END_MARK, START_MARK, prefix_decides_snippet, snippet_source_decides
 from readmodel.search.substring import compiled_substring, index_candidates
 
 _SNIPPET_PREFIX_CHARS: Final = 2048  # as readmodel.search.sqlite's first snippet window
@@ -49,6 +49,19 @@ _LIVE: Final = """
          ld."type" AS type, ld."time" AS time, ld."surface" AS surface, ld."length" AS document_length, {text} AS text, {strength} AS strength
   FROM temp."live_docs" ld JOIN temp."live_sessions" l ON l."id" = ld."session_id"
   WHERE 1{conditions}"""
+# The docid range of each session: with session filters SQLite reads the eligible
+# sessions first, and documents has no index on sid.
+_SESSION_RANGE: Final = ' AND d."docid" BETWEEN s."sid" << 32 AND (s."sid" << 32) | 4294967295'
+# The sessions a search may return, with the columns session filters name (as in _PERSISTED).
+_ELIGIBLE: Final = """
+  SELECT s."sid" AS sid, s."id" AS session_id, s."created_at" AS created_at, s."cwd" AS cwd, s."parent_session" AS parent_session,
+         0 AS live, 1 AS persisted
+  FROM "sessions" s WHERE s."status" = 'ok' AND NOT EXISTS (SELECT 1 FROM temp."live_sessions" l WHERE l."id" = s."id")"""
+# A document's columns event filters name (as in _PERSISTED).
+_EVENT_COLUMNS: Final = """
+  SELECT d."docid" AS docid, d."seq" AS seq, d."type" AS type, d."time" AS time,
+         CASE d."surface" WHEN 1 THEN 'current' WHEN 2 THEN 'shadowed' ELSE 'log-only' END AS surface
+  FROM "documents" d"""
 # For each wanted docid, up to N ids of stored sessions holding its text (found through its hash in
 # document_hashes), joined by U+001F; one statement for every text a scoped search looks up.
 _HOLDERS: Final = """
@@ -90,9 +103,8 @@ class _Mode:
     def empty(self) -> bool:
         return self.mode == "words" and not self.expression
 
-    def persisted(self, conn: sqlite3.Connection, doc_range: tuple[int, int] | None, counted: bool = False) -> tuple[str, list[Any]]:
-        """The stored matches' rows; with ``counted`` a substring candidate's text is not read
-        (:mod:`readmodel.search.sqlranking` counts its strength per distinct text)."""
+    def persisted(self, conn: sqlite3.Connection, doc_range: tuple[int, int] | None) -> tuple[str, list[Any]]:
+        """The stored matches' rows (the slow path's)."""
         range_sql = ' AND d."docid" BETWEEN ? AND ?' if doc_range is not None else ""
         range_args = list(doc_range) if doc_range is not None else []
         if self.mode == "words":
@@ -110,12 +122,43 @@ class _Mode:
         if candidates is not None:
             conditions += f' AND d."docid" IN ({candidates[0]})'
             args = [*args, *candidates[1]]
-        # The docid range of each session: with session filters SQLite reads the eligible
-        # sessions first, and documents has no index on sid.
-        session_range = ' AND d."docid" BETWEEN s."sid" << 32 AND (s."sid" << 32) | 4294967295'
-        if counted:  # the strength is counted per distinct text by sqlranking
-            return _PERSISTED.format(text="NULL", strength="NULL", source='"documents" d', range=session_range, conditions=conditions), args
-        return _PERSISTED.format(text='d."text"', strength="NULL", source='"documents" d', range=session_range, conditions=conditions), args
+        return _PERSISTED.format(text='d."text"', strength="NULL", source='"documents" d', range=_SESSION_RANGE, conditions=conditions), args
+
+    def matching(self, backend: Any, conn: sqlite3.Connection, doc_range: tuple[int, int] | None, sessions: Where, events: Where) -> tuple[str, list[Any]]:
+        """``(docid, strength)`` of the stored matches in scope, for the fast path
+        (:class:`readmodel.search.sqlranking.Matches`): a words match's spans, a substring
+        candidate's strength NULL (counted per distinct text).
+
+        Only what the scope needs is joined: the eligible sessions (status ok, not live,
+        the session filters) as a set of sids when any session could be ineligible, the
+        documents' columns only for event filters.
+        """
+        range_sql = ' AND "docid" BETWEEN ? AND ?' if doc_range is not None else ""
+        range_args = list(doc_range) if doc_range is not None else []
+        if self.mode == "words":
+            sql = 'SELECT "rowid" AS "docid", sessionq_spans("documents_fts") AS "strength" FROM "documents_fts" WHERE "documents_fts" MATCH ?'
+            sql, args = sql + range_sql.replace('"docid"', '"rowid"'), [self.expression, *range_args]
+        else:
+            candidates = index_candidates(conn, self.query, doc_range)
+            source, args = candidates if candidates is not None else ('SELECT "docid" FROM "documents"', [])
+            # The seam's SELECT has one column, whatever its name: a CTE names it.
+            sql, args = f'WITH "c"("docid") AS ({source}) SELECT "docid", NULL AS "strength" FROM "c" WHERE 1' + range_sql, [*args, *range_args]
+        if sessions.fragments or _ineligible(backend, conn):
+            sql += f' AND "docid" >> 32 IN (SELECT "sid" FROM ({_ELIGIBLE}) WHERE {sessions.sql() or "1"})'
+            args += sessions.params
+        if events.fragments:
+            sql = f"SELECT m.\"docid\", m.\"strength\" FROM ({sql}) m JOIN ({_EVENT_COLUMNS}) e ON e.\"docid\" = m.\"docid\" WHERE {events.sql()}"
+            args += events.params
+        return sql, args
+
+    def holding(self, doc_range: tuple[int, int] | None) -> tuple[str, list[Any]]:
+        """The stored rows whose text hash is in a JSON array bound first (then ``doc_range``'s
+        bounds), as :meth:`persisted`'s columns, not matched again: a text's documents all match
+        or none does (:class:`readmodel.search.sqlranking.Matches`)."""
+        range_sql = ' AND d."docid" BETWEEN ? AND ?' if doc_range is not None else ""
+        conditions = ' AND d."docid" IN (SELECT "docid" FROM "document_hashes" WHERE "hash" IN (SELECT "value" FROM json_each(?)))'
+        sql = _PERSISTED.format(text="NULL", strength="NULL", source='"documents" d', range=_SESSION_RANGE, conditions=conditions + range_sql)
+        return sql, list(doc_range) if doc_range is not None else []
 
     def _words_columns(self, table: str) -> tuple[str, str, list[str]]:
         """``(text, strength, params)`` columns of a words match in ``table``."""
@@ -166,9 +209,7 @@ def query_sessions(
 
     def fetch(limit: int, skip: int) -> list[tuple[Any, ...]]:
         if sqlranking.applies(backend, mode.mode):
-            persisted, persisted_args = mode.persisted(conn, None, counted=True)
-            selection = f"SELECT * FROM ({persisted})" + (f" WHERE {where}" if where else "")
-            return sqlranking.ranked_sessions(conn, selection, [*persisted_args, *filters], limit, skip, mode.substring_query)
+            return sqlranking.ranked_sessions(conn, _matches(backend, conn, mode, None, sessions, events), limit, skip)
         persisted, persisted_args = mode.persisted(conn, None)
         live, live_args = mode.live(None)
         sql = f"SELECT * FROM ({persisted} UNION ALL {live})" + (f" WHERE {where}" if where else "")
@@ -190,9 +231,10 @@ def query_events(
 
     def fetch(limit: int, skip: int) -> list[tuple[Any, ...]]:
         if sid is not None and sqlranking.applies(backend, mode.mode):
-            inner, args = mode.persisted(conn, (sid << 32, (sid << 32) | 0xFFFFFFFF), counted=True)
-            selection = f"SELECT * FROM ({inner}) WHERE {where}"
-            return sqlranking.ranked_events(conn, selection, [*args, request.session_id, *events.params], limit, skip, mode.substring_query)
+            scope = Where()
+            scope.add("session_id = ?", [request.session_id])
+            matches = _matches(backend, conn, mode, (sid << 32, (sid << 32) | 0xFFFFFFFF), scope, events)
+            return sqlranking.ranked_events(conn, matches, limit, skip)
         if sid is None:
             inner, args = mode.live(request.session_id)
         else:
@@ -202,6 +244,30 @@ def query_events(
         return [match.row() for match in ranking.events()[skip : skip + limit]]
 
     return _page(backend, conn, mode, backend._ranked(cache_key, fetch, offset, request.limit + 1))
+
+
+def _matches(backend: Any, conn: sqlite3.Connection, mode: _Mode, doc_range: tuple[int, int] | None, sessions: Where, events: Where) -> sqlranking.Matches:
+    """The fast path's view of one search's matches in scope (``sessions`` and ``events``: its filters)."""
+    matching, matching_args = mode.matching(backend, conn, doc_range, sessions, events)
+    holding, holding_args = mode.holding(doc_range)
+    where = " AND ".join(fragment for fragment in (sessions.sql(), events.sql()) if fragment)
+    return sqlranking.Matches(
+        selection=matching,
+        args=matching_args,
+        holding=f"SELECT * FROM ({holding})" + (f" WHERE {where}" if where else ""),
+        holding_args=[*holding_args, *sessions.params, *events.params],
+        substring=mode.substring_query,
+    )
+
+
+def _ineligible(backend: Any, conn: sqlite3.Connection) -> bool:
+    """Whether any stored session is not searchable (status not ok, or overlaid by a live one);
+    cached per generation (it reads every session's status)."""
+    generation = backend._global_generation(conn)
+    if backend._ineligible[0] != generation:
+        sql = """SELECT EXISTS (SELECT 1 FROM "sessions" WHERE "status" <> 'ok') OR EXISTS (SELECT 1 FROM temp."live_sessions")"""
+        backend._ineligible = (generation, bool(conn.execute(sql).fetchone()[0]))
+    return backend._ineligible[1]
 
 
 def _collect(backend: Any, conn: sqlite3.Connection, mode: _Mode, sql: str, args: list[Any], ranking: Ranking, *, scoped: bool) -> Ranking:
@@ -309,12 +375,37 @@ def _page(backend: Any, conn: sqlite3.Connection, mode: _Mode, rows: list[Row]) 
         return backend._highlight(conn, rows, "", marker)
     if not (backend._accelerated and mode.expression.endswith("*")):
         return backend._highlight(conn, rows, mode.expression)
-    marked = _marked_prefix_matches(backend, conn, [row.docid for row in rows if row.docid >= 0], mode.expression)
+    stored = [row.docid for row in rows if row.docid >= 0]
+    marked = {docid: text for docid in stored if (text := _marked_alone(backend, conn, docid, mode.expression)) is not None}
+    marked.update(_marked_prefix_matches(backend, conn, [docid for docid in stored if docid not in marked], mode.expression))
     return backend._highlight(conn, rows, mode.expression, lambda row: marked.get(row.docid, "") if row.docid >= 0 else _live_marked(conn, row, mode))
 
 
+def _marked_alone(backend: Any, conn: sqlite3.Connection, docid: int, expression: str) -> str | None:
+    """The snippet source of one stored match of a words expression with a prefix term, from
+    the first window of its text alone, or ``None`` when that window does not decide it.
+
+    The window is highlighted in the scratch table
+    (:meth:`readmodel.search.sqlite.SqliteSearchBackend.scratch_highlight`), at a cost bounded
+    by the window, where a MATCH on ``documents_fts`` builds the prefix's whole doclist (tens of
+    milliseconds for a one- or two-letter prefix).  A window holding the whole text gives its
+    whole highlight.  The rows it leaves (a first match deep in a long text) are rare for a
+    common prefix, and a rare prefix's doclist is cheap to walk (:func:`_marked_prefix_matches`).
+    """
+    width = backend.config.snippet_chars
+    size = _SNIPPET_PREFIX_CHARS + 4 * width
+    found = conn.execute('SELECT substr("text", 1, ?), "length" FROM "documents" WHERE "docid" = ?', (size, docid)).fetchone()
+    if found is None:
+        return ""
+    marked = backend.scratch_highlight(conn, found[0], expression)
+    if found[1] <= size:
+        return marked or ""
+    return marked if marked is not None and prefix_decides_snippet(marked, width) else None
+
+
 def _marked_prefix_matches(backend: Any, conn: sqlite3.Connection, docids: list[int], expression: str) -> dict[int, str]:
-    """The snippet sources of a page's stored matches of a words expression with a prefix term, in one pass.
+    """The snippet sources of stored matches of a words expression with a prefix term, in one pass
+    (the rows :func:`_marked_alone` leaves: a first match deep in a long text).
 
     FTS5 builds a prefix term's doclist (every token it expands to) at each
     MATCH, so one MATCH per row, as the phrase mode runs, costs that build per
@@ -323,6 +414,8 @@ def _marked_prefix_matches(backend: Any, conn: sqlite3.Connection, docids: list[
     :meth:`readmodel.search.sqlite.SqliteSearchBackend._marked_document`, a
     window around the first match, grown once, then the whole highlight.
     """
+    if not docids:
+        return {}
     width = backend.config.snippet_chars
     first = _SNIPPET_PREFIX_CHARS + 4 * width
     wanted = json.dumps(docids)

@@ -1,4 +1,4 @@
-"""The ranking of the ``words`` and ``substring`` modes computed by SQLite (the fast path).
+"""The ranking of the ``words`` and ``substring`` modes, texts first (the fast path over SQLite).
 
 Same order as :class:`readmodel.search.modes.Ranking` (the slow path, also the
 tests' oracle): specific before boilerplate, then strength (more first), then
@@ -6,29 +6,38 @@ shorter, then newer time, then higher seq; cross-session, each session's first
 document in that order, sessions ordered by it, ties by session id (SQLite's
 ``BINARY`` collation compares UTF-8 bytes, as the slow path compares ids).
 
-What makes it fast and memory-bounded:
+**Texts first.**  The first three keys — the boilerplate verdict, strength and
+length — depend on a document's text alone, and equal texts share a hash in
+``document_hashes`` (migration 0013).  So the ranking is computed over the
+*distinct* matching texts and reads documents only for the leading ones:
 
-* **The boilerplate verdict from the index.**  ``document_hashes`` (migration
-  0013) holds each stored document's text hash
-  (:func:`readmodel.projection.texthash.text_hash`) indexed by hash, so
-  whether at least :data:`~readmodel.search.modes.BOILERPLATE_SESSIONS`
-  stored sessions with status ok hold a text is one index range read per
-  *distinct* matching text, stopped at that many sessions; no text is read
-  or compared.  Equal hashes stand for equal texts (a collision, about 2⁻⁶⁴ per
-  pair, could only reorder a hit).
-* **Ranking in SQL.**  Matches are materialised by SQLite (its temporary
-  storage, which spills to disk) and sorted in ranking order with a
-  ``LIMIT`` (the sorter keeps only that many rows); a session's first row is
-  its best document, and Python reads rows only until the page's sessions
-  are seen.
-* **Substring strength once per distinct text.**  A candidate's occurrences
-  depend on its text alone, so the SQL function
-  ``sessionq_occurrences(query, text)``
-  (:meth:`readmodel.search.substring.Substring.count`) counts them in one
-  document per distinct hash, inside the statement: the boilerplate copies
-  that make up most candidates of a common substring are never read.
-  (Counting ASCII texts with ``lower()``/``replace()`` in SQL was tried: no
-  faster than this count.)
+1. **Texts** (one statement): the distinct hashes of the matches in scope,
+   each with its strength and length.  A ``words`` match's strength comes
+   from FTS5's position lists (``sessionq_spans``); a ``substring``
+   candidate's occurrences are counted once per distinct text, in one
+   document holding it (``sessionq_occurrences``), so the boilerplate copies
+   that make up most candidates of a common substring are never read — and a
+   candidate text with no occurrence is no match.
+2. **Classes**: texts ordered by (strength, length) and cut into classes of
+   equal keys.  Verdicts are taken lazily, in that order, a batch of texts per
+   statement: whether ``document_hashes_hash`` holds the text in at least
+   :data:`~readmodel.search.modes.BOILERPLATE_SESSIONS` sessions with status ok
+   (an index range read stopped there).  Specific classes come first, in
+   order; the boilerplate ones after them.
+3. **Documents of the leading classes**: each class's documents in scope
+   (through ``document_hashes_hash``, filters applied again), ordered by the
+   remaining keys (newer time, higher seq, then session id); a session's first
+   row is its best document.  Reading stops as soon as the page's sessions (or
+   rows, within one session) are known: every later class ranks after them.
+
+So past step 1, work grows with the page, not with the number of matches: a
+two-letter prefix matching 55,000 documents of 1,063 distinct texts reads the
+documents of the few leading texts.  Step 1 still enumerates every match (FTS5,
+or the gram index's candidates) and joins its hash: that is the floor.
+
+Equal hashes stand for equal texts (a 64-bit hash: a collision, about 2⁻⁶⁴ per
+pair, could reorder a hit or, in step 3, add a document that shares a hash
+with a match).
 
 It applies when the index has ``document_hashes`` and no live session is
 overlaid (live documents are not in it: the slow path ranks those), and for
@@ -37,7 +46,11 @@ overlaid (live documents are not in it: the slow path ranks those), and for
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from collections.abc import Generator
+from contextlib import closing
+from dataclasses import dataclass
 from typing import Any, Final
 
 from readmodel.search.modes import BOILERPLATE_SESSIONS
@@ -45,72 +58,59 @@ from readmodel.search.substring import compiled_substring
 
 _NO_TIME: Final = -(2**63)
 
-# The rows the caller's selection selects (materialised first, so that SQLite plans it as it
-# plans the slow path's statement, not around the joins after it), each with its text hash;
-# those with strength > 0 are the matches.  Strength is filtered on in the later steps, not
-# here: in a WHERE it would be computed for every candidate before the scope's filters (SQLite
-# tests a term at the first loop it can), and a substring's strength reads the text.
-_MATCHES: Final = """
-  "q" AS MATERIALIZED ({selection}),
-  "m" AS MATERIALIZED (
-    SELECT q."session_id", q."header_json", q."live", q."persisted", q."docid", q."seq", q."type", q."time", q."surface",
-           q."document_length" AS "length", q."strength" AS "strength", h."hash" AS "hash",
-           CASE WHEN typeof(q."time") IN ('integer', 'real') THEN q."time" ELSE {no_time} END AS "t"
-    FROM "q" JOIN "document_hashes" h ON h."docid" = q."docid"),
-  "v" AS MATERIALIZED (
-    SELECT u."hash", (
-      SELECT count(*) FROM (
-        SELECT DISTINCT o."docid" >> 32 FROM "document_hashes" o JOIN "sessions" s ON s."sid" = o."docid" >> 32
-        WHERE o."hash" = u."hash" AND s."status" = 'ok' LIMIT {holders})) >= {holders} AS "shared"
-    FROM ({matching}) u)"""
-# A substring match's strength depends on its text alone: it is counted once per distinct
-# text (hash), in one document holding it (``c``), instead of in every candidate — boilerplate
-# copies are most of the candidates of a common substring.
-_PER_TEXT: Final = """
-  "c" AS MATERIALIZED (
-    SELECT g."hash", sessionq_occurrences(?, d."text") AS "strength"
-    FROM (SELECT "hash", min("docid") AS "docid" FROM "m" GROUP BY "hash") g JOIN "documents" d ON d."docid" = g."docid"),"""
-_WITH_TEXT_STRENGTH: Final = """(
-    SELECT m."session_id", m."header_json", m."live", m."persisted", m."docid", m."seq", m."type", m."time", m."surface",
-           m."length", m."hash", m."t", (SELECT c."strength" FROM "c" WHERE c."hash" = m."hash") AS "strength" FROM "m")"""
-_KEY: Final = '"shared", "strength" DESC, "length", "t" DESC, "seq" DESC'
-_ROW: Final = '"session_id", "header_json", "live", "persisted", "docid", "seq", "type", "time", "surface"'
-# Each match with its verdict.  Scalar subqueries, not joins: SQLite then builds an automatic
-# index on v and c (a join of two materialised tables was planned as a nested scan of both).
-_JUDGED: Final = '(SELECT m.*, (SELECT v."shared" FROM "v" WHERE v."hash" = m."hash") AS "shared" FROM {source} m WHERE m."strength" > 0)'
+# Step 1: one row per distinct matching text.  The matches are materialised with their hashes
+# (an FTS5 auxiliary function may not run inside an aggregate); DISTINCT, whose ephemeral index
+# holds one entry per text, costs far less than a GROUP BY, which sorts every match.  A text's
+# strength is the same in every document holding it, so a substring's, left NULL by the
+# selection, is counted in one of them (the first under its hash), as its length is read there.
+_TEXTS: Final = """
+WITH "q" AS MATERIALIZED (SELECT h."hash" AS "hash", m."strength" AS "strength" FROM ({selection}) m JOIN "document_hashes" h ON h."docid" = m."docid"),
+"t" AS MATERIALIZED (SELECT DISTINCT "hash", "strength" FROM "q"),
+"r" AS MATERIALIZED (SELECT t."hash", t."strength", (SELECT o."docid" FROM "document_hashes" o WHERE o."hash" = t."hash" LIMIT 1) AS "docid" FROM "t")
+SELECT r."hash", coalesce(r."strength", sessionq_occurrences(?, CAST(d."text" AS BLOB))), d."length"
+FROM "r" JOIN "documents" d ON d."docid" = r."docid\""""
 
-# Every match in ranking order, ties by session id: a session's first row is its best document,
-# and sessions come in the order of their first rows (ranked_sessions reads until it has enough).
-# One sort; a window function choosing each session's best before a second sort measured slower.
-_SESSIONS: Final = """
-WITH {matches}
-SELECT {row} FROM {judged} j
-ORDER BY {key}, "session_id" LIMIT ?"""
+# Whether stored sessions with status ok hold a text at least BOILERPLATE_SESSIONS times over,
+# for each hash of a JSON array: an index range read per hash, stopped at that many sessions.
+_VERDICTS: Final = f"""
+SELECT w."value", (
+  SELECT count(*) FROM (
+    SELECT DISTINCT o."docid" >> 32 FROM "document_hashes" o JOIN "sessions" s ON s."sid" = o."docid" >> 32
+    WHERE o."hash" = w."value" AND s."status" = 'ok' LIMIT {BOILERPLATE_SESSIONS})) >= {BOILERPLATE_SESSIONS}
+FROM json_each(?) w"""
 
-_ROWS_PER_SESSION: Final = 64
-"""Rows sorted per wanted session at first (ranked_sessions).
+# Step 3: the documents in scope holding one of a class's texts, in the order of the keys left.
+_ROWS: Final = f"""
+SELECT "session_id", "header_json", "live", "persisted", "docid", "seq", "type", "time", "surface" FROM ({{holding}})
+ORDER BY CASE WHEN typeof("time") IN ('integer', 'real') THEN "time" ELSE {_NO_TIME} END DESC, "seq" DESC, "session_id\""""
 
-Over the bench's 31 queries in both modes, 4 needed a second sort for 18 of 62 searches on the
-40 MB replicated root (27 copies of each session, whose top rows crowd together), 16 for 8, 64
-for none; a larger limit costs little (SQLite's sorter keeps the limit's rows, not every match)."""
-
-_EVENTS: Final = """
-WITH {matches}
-SELECT {row} FROM {judged} j
-ORDER BY {key} LIMIT ? OFFSET ?"""
+_JUDGED_AHEAD: Final = 256
+"""Texts judged per statement in a scoped search (the next ones in ranking order)."""
 
 
-def _statement(template: str, selection: str, per_text: bool) -> str:
-    if per_text:
-        matches = _MATCHES.replace('  "v" AS', _PER_TEXT + '\n  "v" AS').format(
-            selection=selection, no_time=_NO_TIME, holders=BOILERPLATE_SESSIONS, matching='SELECT "hash" FROM "c" WHERE "strength" > 0'
-        )
-        judged = _JUDGED.format(source=_WITH_TEXT_STRENGTH)
-    else:
-        matching = 'SELECT DISTINCT "hash" FROM "m" WHERE "strength" > 0'
-        matches = _MATCHES.format(selection=selection, no_time=_NO_TIME, holders=BOILERPLATE_SESSIONS, matching=matching)
-        judged = _JUDGED.format(source='"m"')
-    return template.format(matches=matches, judged=judged, key=_KEY, row=_ROW)
+@dataclass(frozen=True)
+class Matches:
+    """One search's matches as SQL, built by :mod:`readmodel.search.sqlitemodes`.
+
+    ``selection`` (with ``args``) selects ``(docid, strength)`` of the matches in scope (a
+    substring candidate's strength NULL: counted here); ``holding`` (with ``holding_args``
+    after one JSON array of hashes) selects the rows in scope whose text has one of those
+    hashes, with the columns of ``sqlitemodes._PERSISTED``, without matching them again.
+    """
+
+    selection: str
+    args: list[Any]
+    holding: str
+    holding_args: list[Any]
+    substring: str | None = None
+
+
+@dataclass(slots=True)
+class _Text:
+    hash: int
+    strength: int
+    length: int
+    shared: bool | None = None
 
 
 def applies(backend: Any, mode: str) -> bool:
@@ -118,9 +118,10 @@ def applies(backend: Any, mode: str) -> bool:
     return bool(backend._sql_ranking and backend._hashes and not backend._live_state.fingerprints and (mode == "substring" or backend._accelerated))
 
 
-def occurrences(query: str, text: str) -> int:
-    """``sessionq_occurrences(query, text)``: the non-overlapping occurrences of a normalised substring query."""
-    return compiled_substring(query).count(text)
+def occurrences(query: str, data: bytes) -> int:
+    """``sessionq_occurrences(query, CAST(text AS BLOB))``: the non-overlapping occurrences of a
+    normalised substring query in a text given as UTF-8 (a blob: Python need not decode it)."""
+    return compiled_substring(query).count_utf8(data)
 
 
 def install(conn: sqlite3.Connection) -> bool:
@@ -129,36 +130,78 @@ def install(conn: sqlite3.Connection) -> bool:
     return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'document_hashes'").fetchone() is not None
 
 
-def ranked_sessions(conn: sqlite3.Connection, selection: str, args: list[Any], limit: int, skip: int, substring: str | None = None) -> list[tuple[Any, ...]]:
-    """Rows ``skip .. skip + limit`` of the cross-session ranking of the matches ``selection`` selects.
+def _texts(conn: sqlite3.Connection, matches: Matches) -> list[_Text]:
+    """Step 1: the distinct matching texts, strongest then shortest first."""
+    sql = _TEXTS.format(selection=matches.selection)
+    found: dict[int, _Text] = {}
+    for value, strength, length in conn.execute(sql, [*matches.args, matches.substring]):
+        if strength and (value not in found or strength > found[value].strength):  # two rows only if two texts collide
+            found[value] = _Text(value, strength, length)
+    return sorted(found.values(), key=lambda text: (-text.strength, text.length))
 
-    ``selection`` (with ``args``) selects the candidates as :mod:`readmodel.search.sqlitemodes`
-    does; with ``substring`` (the normalised query) their strength is NULL and counted here.
 
-    The first rows in ranking order hold the leading sessions' best documents, so SQLite
-    sorts with a ``LIMIT`` (it keeps only that many rows, instead of sorting every match):
-    :data:`_ROWS_PER_SESSION` per wanted session, and when those rows hold fewer sessions and
-    more rows remain, eight times as many, then all.  Python holds at most that many rows.
-    """
-    sql = _statement(_SESSIONS, selection, substring is not None)
-    params = [*args, *([substring] if substring is not None else [])]
+def _judge(conn: sqlite3.Connection, texts: list[_Text]) -> None:
+    """Settle the verdict of every text in ``texts`` that has none (one statement)."""
+    lookup = [text.hash for text in texts if text.shared is None]
+    if lookup:
+        verdicts = dict(conn.execute(_VERDICTS, (json.dumps(lookup),)).fetchall())
+        for text in texts:
+            if text.shared is None:
+                text.shared = bool(verdicts[text.hash])
+
+
+def _classes(conn: sqlite3.Connection, texts: list[_Text]) -> Generator[list[_Text], None, None]:
+    """Step 2: the texts in classes of equal ranking keys, in ranking order, judged lazily
+    (:data:`_JUDGED_AHEAD` at a time)."""
+    deferred: list[list[_Text]] = []
+    start = 0
+    judged = 0
+    while start < len(texts):
+        end = start + 1
+        while end < len(texts) and (texts[end].strength, texts[end].length) == (texts[start].strength, texts[start].length):
+            end += 1
+        if judged < end:
+            judged = max(end, judged + _JUDGED_AHEAD)
+            _judge(conn, texts[start:judged])
+        specific = [text for text in texts[start:end] if not text.shared]
+        shared = [text for text in texts[start:end] if text.shared]
+        if specific:
+            yield specific
+        if shared:
+            deferred.append(shared)
+        start = end
+    yield from deferred
+
+
+def _rows(conn: sqlite3.Connection, matches: Matches) -> Generator[tuple[Any, ...], None, None]:
+    """Step 3: every matching row in ranking order, reading one class of texts at a time."""
+    holding = _ROWS.format(holding=matches.holding)
+    for texts in _classes(conn, _texts(conn, matches)):
+        yield from conn.execute(holding, [json.dumps([text.hash for text in texts]), *matches.holding_args])
+
+
+def ranked_sessions(conn: sqlite3.Connection, matches: Matches, limit: int, skip: int) -> list[tuple[Any, ...]]:
+    """Rows ``skip .. skip + limit`` of the cross-session ranking: each session's best row,
+    sessions in ranking order; rows are read only until that many sessions are seen."""
     want = skip + limit
-    rows_limit = _ROWS_PER_SESSION * want
-    while True:
-        leaders: dict[str, tuple[Any, ...]] = {}
-        rows = 0
-        for row in conn.execute(sql, [*params, rows_limit]):
-            rows += 1
+    leaders: dict[str, tuple[Any, ...]] = {}
+    if want <= 0:
+        return []
+    with closing(_rows(conn, matches)) as rows:  # closed at once: no statement left running
+        for row in rows:
             if row[0] not in leaders:
                 leaders[row[0]] = row
                 if len(leaders) >= want:
                     break
-        if len(leaders) >= want or rows < rows_limit or rows_limit < 0:
-            return list(leaders.values())[skip:want]
-        rows_limit = rows_limit * 8 if rows_limit < _ROWS_PER_SESSION * want * 64 else -1  # -1: no limit
+    return list(leaders.values())[skip:want]
 
 
-def ranked_events(conn: sqlite3.Connection, selection: str, args: list[Any], limit: int, skip: int, substring: str | None = None) -> list[tuple[Any, ...]]:
-    """Rows ``skip .. skip + limit`` of the one-session ranking of the matches ``selection`` selects (as :func:`ranked_sessions`)."""
-    sql = _statement(_EVENTS, selection, substring is not None)
-    return conn.execute(sql, [*args, *([substring] if substring is not None else []), limit, skip]).fetchall()
+def ranked_events(conn: sqlite3.Connection, matches: Matches, limit: int, skip: int) -> list[tuple[Any, ...]]:
+    """Rows ``skip .. skip + limit`` of the one-session ranking (every matching row is a hit)."""
+    found: list[tuple[Any, ...]] = []
+    with closing(_rows(conn, matches)) as rows:
+        for row in rows:
+            found.append(row)
+            if len(found) >= skip + limit:
+                break
+    return found[skip : skip + limit]

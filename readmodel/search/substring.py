@@ -113,6 +113,9 @@ class Substring:
     def __init__(self, query: str) -> None:
         self.pattern = compile_text_filter(query)
         self.fast = re.compile(_ASCII_WHITESPACE_RUN.join(re.escape(part.lower()) for part in query.split(" "))) if query.isascii() else None
+        # One literal ASCII part: the lowered pattern's non-overlapping matches, leftmost first,
+        # are exactly str.count's (a search that skips ahead, with no match objects).
+        self.literal = query.lower() if query.isascii() and " " not in query else None
 
     def _for(self, text: str) -> tuple[re.Pattern[str], str]:
         if self.fast is not None and text.isascii():
@@ -121,8 +124,19 @@ class Substring:
 
     def count(self, text: str) -> int:
         """How many non-overlapping occurrences ``text`` holds (0: no match)."""
+        if self.literal is not None:
+            if text.isascii():
+                return text.lower().count(self.literal)
+            return self.count_utf8(text.encode("utf-8", "surrogatepass"))
         pattern, subject = self._for(text)
         return len(pattern.findall(subject))
+
+    def count_utf8(self, data: bytes) -> int:
+        """:meth:`count` of a text given as its UTF-8 bytes (an ASCII literal is counted on
+        the bytes, never decoding them)."""
+        if self.literal is None:
+            return self.count(data.decode("utf-8", "surrogatepass"))
+        return _ascii_folded(data, "k" in self.literal or "s" in self.literal).count(self.literal.encode())
 
     def mark_first(self, text: str) -> str:
         """``text`` with its first occurrence between the highlight markers.
@@ -131,12 +145,45 @@ class Substring:
         the later occurrences need no marks (marking them all would cost a
         substitution over a whole, possibly huge, document).
         """
-        pattern, subject = self._for(text)
-        found = pattern.search(subject)
-        if found is None:
-            return text
-        start, end = found.span()
+        if self.literal is not None:
+            start = _find_literal(self.literal, text)
+            if start < 0:
+                return text
+            end = start + len(self.literal)  # each code point of a fold class matches one
+        else:
+            pattern, subject = self._for(text)
+            found = pattern.search(subject)
+            if found is None:
+                return text
+            start, end = found.span()
         return text[:start] + START_MARK + text[start:end] + END_MARK + text[end:]
+
+
+_WIDE_FOLDS: Final = (("\u212a".encode(), b"k"), ("\u017f".encode(), b"s"))
+"""The only non-ASCII members of ASCII letters' simple case-fold classes (KELVIN SIGN, LONG S)."""
+
+
+def _ascii_folded(data: bytes, wide: bool) -> bytes:
+    """A text's UTF-8 ``data``, lowered, with (``wide``: the query has a ``k`` or an ``s``) every
+    non-ASCII code point of an ASCII letter's fold class as that letter.
+
+    Other non-ASCII code points stay multi-byte sequences of bytes above 0x7F, which no byte of
+    an ASCII query matches, so an ASCII literal's non-overlapping occurrences are the same in
+    both (``bytes.lower`` lowers ASCII letters only).
+    """
+    for code, letter in _WIDE_FOLDS if wide else ():
+        data = data.replace(code, letter)
+    return data.lower()
+
+
+def _find_literal(literal: str, text: str) -> int:
+    """The code point offset of a lowered ASCII literal's first occurrence in ``text``; -1: none."""
+    if text.isascii():
+        return text.lower().find(literal)
+    folded = _ascii_folded(text.encode("utf-8", "surrogatepass"), "k" in literal or "s" in literal)
+    index = folded.find(literal.encode())
+    # The folded bytes are the UTF-8 of a text with one code point per original one.
+    return index if index < 0 else len(folded[:index].decode("utf-8", "surrogatepass"))
 
 
 @lru_cache(maxsize=64)

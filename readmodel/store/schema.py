@@ -92,7 +92,7 @@ from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, SURFACE_NAMES,
 APPLICATION_ID: Final = 0x53515849  # "SQXI"
 """``PRAGMA application_id`` of a sessionq index; any other non-zero id is foreign."""
 
-SCHEMA_REVISION: Final = "0016"
+SCHEMA_REVISION: Final = "0017"
 """The Alembic head revision this code reads and writes."""
 
 
@@ -292,9 +292,11 @@ sources = Table(
 
 FTS_DDL: Final = (
     "CREATE VIRTUAL TABLE documents_fts USING fts5("
-    "text, content='documents', content_rowid='docid', tokenize='unicode61')"
+    "text, content='documents', content_rowid='docid', tokenize='unicode61', prefix='1 2')"
 )
-"""External-content FTS5 over ``documents.text``: the index stores no second copy."""
+"""External-content FTS5 over ``documents.text``: the index stores no second copy.  One- and
+two-character prefix indexes (migration 0017) make the words mode's short prefix terms one
+doclist instead of a merge of every token they expand to."""
 
 KNOWN_TABLES: Final = frozenset(
     {

@@ -37,7 +37,7 @@ def test_an_older_index_is_refused_until_upgraded_and_keeps_its_rows(tmp_path: P
         open_writer(str(db))
     engine = open_writer(str(db), allow_upgrade=True)
     with engine.connect() as conn:
-        assert current_revision(conn) == SCHEMA_REVISION == "0016"
+        assert current_revision(conn) == SCHEMA_REVISION == "0017"
     Reconciler(engine, root, Compression.ZSTD, settle_seconds=0).reconcile()
     engine.dispose()
     conn = indexdb.connect(db)
@@ -148,3 +148,36 @@ def test_migration_0013_hashes_the_stored_documents_as_the_indexer_does(tmp_path
     engine = open_writer(str(db), allow_upgrade=True)
     engine.dispose()
     assert _document_hashes(db) == written
+
+
+def test_migration_0017_rebuilds_documents_fts_with_prefix_indexes_and_the_same_matches(tmp_path: Path) -> None:
+    """An index from before the prefix indexes (0016) is rebuilt from its stored texts on upgrade:
+    documents_fts gains ``prefix='1 2'`` and answers every term, prefix or not, as before."""
+    from tests.logfactory import user
+
+    root = tmp_path / "root"
+    for index in range(3):
+        write_log(root, header(f"s{index}", created_at=index), [[*simple_turn(), user(9, f"cordis reconcile {index} C++ café")]])
+    db = tmp_path / "index.db"
+    engine = open_writer(str(db))
+    Reconciler(engine, root, Compression.ZSTD, settle_seconds=0).reconcile()
+    engine.dispose()
+    expressions = ['"c"*', '"re"*', '"cordis" "r"*', '"cafe"', '"reconcile"']
+
+    def answers() -> list[list[tuple[int, str]]]:
+        conn = indexdb.connect(str(db))
+        sql = 'SELECT "rowid", highlight("documents_fts", 0, \'[\', \']\') FROM "documents_fts" WHERE "documents_fts" MATCH ? ORDER BY "rowid"'
+        return [conn.execute(sql, (expression,)).fetchall() for expression in expressions]
+
+    def ddl() -> str:
+        return sqlite3.connect(db).execute("SELECT sql FROM sqlite_master WHERE name = 'documents_fts'").fetchone()[0]
+
+    assert "prefix='1 2'" in ddl()
+    expected = answers()
+    assert all(expected)
+    with create_index_engine(str(db)).begin() as conn:
+        command.downgrade(alembic_config(conn), "0016")
+    assert "prefix" not in ddl() and answers() == expected
+    engine = open_writer(str(db), allow_upgrade=True)
+    engine.dispose()
+    assert "prefix='1 2'" in ddl() and answers() == expected

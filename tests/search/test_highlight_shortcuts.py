@@ -13,11 +13,13 @@ counts taken from the posting lists equal the markers ``highlight()`` writes.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from readmodel.search.modes import words_expression
 from readmodel.search.requests import match_expression
 from readmodel.search.snippets import END_MARK, START_MARK, make_snippet, prefix_decides_snippet
 from readmodel.search import postings
@@ -63,6 +65,30 @@ def test_an_accepted_prefix_gives_the_whole_documents_snippet(text: str, query: 
     for cut in cuts:
         size = int(cut * len(text))
         marked = _highlight(conn, text[:size], phrase)
+        if marked is None or not prefix_decides_snippet(marked, width):
+            continue
+        assert whole is not None, "a prefix match must be a match of the whole document"
+        assert make_snippet(marked, width) == make_snippet(whole, width)
+
+
+@settings(deadline=None)
+@given(
+    text=_documents(),
+    query=st.lists(st.sampled_from(_WORDS + ['"the tool', "t", "c", "日"]), min_size=1, max_size=3).map(" ".join),
+    width=st.integers(min_value=1, max_value=40),
+    cuts=st.lists(st.floats(min_value=0, max_value=1), min_size=1, max_size=6),
+)
+def test_an_accepted_prefix_gives_the_whole_documents_snippet_for_words_with_a_prefix_term(text: str, query: str, width: int, cuts: list[float]) -> None:
+    """The words mode's prefix snippets (a page row's first window highlighted alone): several
+    phrases, the last a prefix, cuts anywhere (``tool`` cut to ``to`` matches ``"to"*``)."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE \"scratch\" USING fts5(\"text\", tokenize='unicode61')")
+    expression, _ = words_expression(query, True, lambda part: [token.encode() for token in re.findall(r"\w+", part.lower())])
+    if not expression:
+        return
+    whole = _highlight(conn, text, expression)
+    for cut in cuts:
+        marked = _highlight(conn, text[: int(cut * len(text))], expression)
         if marked is None or not prefix_decides_snippet(marked, width):
             continue
         assert whole is not None, "a prefix match must be a match of the whole document"

@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 from readmodel.live import InMemoryLiveSource
 from readmodel.search import sqlranking
 from readmodel.search.engine import SessionSearch
+from readmodel.search.modes import words_expression
+from readmodel.search.snippets import END_MARK, START_MARK, make_snippet
 from readmodel.search.sqlite import sqlite_search
 from tests.logfactory import header, user
 from tests.search.test_search_engine import build
@@ -80,7 +82,42 @@ def test_the_sql_ranking_is_the_python_ranking_on_every_page(corpora: dict[str, 
     elif scope == "session":
         method = "events"
         request["sessionId"] = data.draw(st.sampled_from([session_id for session_id, _ in sessions]))
-    assert _answer(fast, method, request) == _answer(slow, method, request)
+    if data.draw(st.booleans()):  # event filters: the fast path then joins the documents' columns
+        types = data.draw(st.lists(st.sampled_from(_types(db)), min_size=1, max_size=2, unique=True))
+        request["filters" if method == "events" else "eventFilters"] = [{"kind": "type", "values": types}]
+    answer = _answer(fast, method, request)
+    assert answer == _answer(slow, method, request)
+    if mode == "words":
+        _assert_whole_document_snippets(db, answer, request, method)
+
+
+def _types(db: str) -> list[str]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return [row[0] for row in conn.execute('SELECT DISTINCT "type" FROM "documents" ORDER BY 1')]
+    finally:
+        conn.close()
+
+
+def _assert_whole_document_snippets(db: str, answer: list[tuple[Any, ...]], request: dict[str, Any], method: str) -> None:
+    """Every words hit's snippet is the one of its whole document's ``highlight()`` (an oracle
+    independent of both rankings, which share the page's snippet code)."""
+    search = sqlite_search(db)
+    search.open()
+    backend = search.backend
+    conn = backend._connection()
+    try:
+        expression, _ = words_expression(request["query"], not request["query"][-1:].isspace(), lambda text: backend._terms(conn, text))
+        for hit in answer:
+            session_id, seq, snippet = (request["sessionId"], *hit) if method == "events" else hit
+            sql = (
+                'SELECT highlight("documents_fts", 0, ?, ?) FROM "documents_fts" JOIN "documents" d ON d."docid" = "documents_fts"."rowid" '
+                'JOIN "sessions" s ON s."sid" = d."sid" WHERE "documents_fts" MATCH ? AND s."id" = ? AND d."seq" = ?'
+            )
+            marked = conn.execute(sql, (START_MARK, END_MARK, expression, session_id, seq)).fetchone()[0]
+            assert snippet == make_snippet(marked, backend.config.snippet_chars)
+    finally:
+        search.close()
 
 
 _BOILERPLATE = "Runtime context: sandbox policy; the sandbox is read-only."
@@ -125,19 +162,39 @@ def test_a_live_overlay_is_ranked_by_the_python_path(tmp_path: Path) -> None:
     assert {hit.header["id"] for hit in hits} == {"a", "b", "c", "live-1"}
 
 
-@pytest.mark.parametrize("rows_per_session", [1, 4])
-def test_sessions_behind_one_session_s_many_strong_matches_are_all_ranked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows_per_session: int) -> None:
-    """The sort's row limit grows when its rows hold too few sessions: a session whose 70
-    strongest matches fill every first row does not hide the sessions after it."""
+@pytest.mark.parametrize("judged_ahead", [1, 4])
+def test_sessions_behind_one_session_s_many_strong_matches_are_all_ranked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, judged_ahead: int) -> None:
+    """A session whose 70 strongest matches lead the ranking does not hide the sessions after
+    it, scoped or not, however few texts are judged per statement."""
     sessions = {"heavy": [f"sandbox sandbox sandbox note {index}" for index in range(70)]}
     sessions.update({f"light-{index:02}": [f"one sandbox here {index}", "sandbox"] for index in range(12)})
     db = build(tmp_path, sessions)[1]
-    monkeypatch.setattr(sqlranking, "_ROWS_PER_SESSION", rows_per_session)
+    monkeypatch.setattr(sqlranking, "_JUDGED_AHEAD", judged_ahead)
     fast, slow = _searches(db)
     for mode in ("words", "substring"):
         for limit in (1, 5, 13):
-            request = {"query": "sandbox", "match": mode, "limit": limit}
-            answer = _answer(fast, "sessions", request)
-            assert answer == _answer(slow, "sessions", request)
-            order = [session_id for session_id, _, _ in answer]
-            assert order[0] == "heavy" and sorted(order) == sorted(sessions)
+            for filters in ([], [{"kind": "id", "values": sorted(sessions)}]):
+                request = {"query": "sandbox", "match": mode, "limit": limit, "sessionFilters": filters}
+                answer = _answer(fast, "sessions", request)
+                assert answer == _answer(slow, "sessions", request)
+                order = [session_id for session_id, _, _ in answer]
+                assert order[0] == "heavy" and sorted(order) == sorted(sessions)
+
+
+@pytest.mark.parametrize("mode", ["words", "substring"])
+def test_a_session_not_ok_is_neither_a_hit_nor_a_holder(tmp_path: Path, mode: str) -> None:
+    """A stored session whose status is not ok keeps its documents in the index: the fast path
+    then checks eligibility per match, returns none of its documents and does not count it
+    among a text's holders (the boilerplate text below is held by two ok sessions only)."""
+    db = build(tmp_path, {"a": [_BOILERPLATE, "x"], "b": [_BOILERPLATE], "c": [_BOILERPLATE], "d": ["a long sandbox text of d's own"]})[1]
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE \"sessions\" SET \"status\" = 'error' WHERE \"id\" = 'c'")
+    conn.close()
+    fast, slow = _searches(db)
+    for request in ({"query": "sandbox", "match": mode}, {"query": "sandbox", "match": mode, "sessionFilters": [{"kind": "id", "values": ["a", "c", "d"]}]}):
+        answer = _answer(fast, "sessions", request)
+        assert answer == _answer(slow, "sessions", request)
+        assert "c" not in [session_id for session_id, _, _ in answer]
+    # Not boilerplate (two ok holders): the shorter text ranks first.
+    assert [session_id for session_id, _, _ in _answer(fast, "sessions", {"query": "sandbox", "match": mode})][:1] in (["a"], ["b"])

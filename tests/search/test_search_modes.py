@@ -382,3 +382,19 @@ def test_the_ascii_shortcut_finds_exactly_what_the_filter_pattern_finds(query: s
     found = exact.search(text)
     expected = text if found is None else text[: found.start()] + "\ufdd0" + found.group(0) + "\ufdd1" + text[found.end() :]
     assert compiled.mark_first(text) == expected
+
+
+_MIXED = st.text(alphabet=st.sampled_from("aAbBiIkKsStT-+:.\u212a\u017f\u0130\u0131\u00e9\u00df\u03a3\u5e93 \n"), max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(query=st.text(alphabet=st.sampled_from("aAbBiIkKsStT-+:."), min_size=1, max_size=4), text=_MIXED)
+def test_an_ascii_literal_counts_in_any_text_what_the_filter_pattern_finds(query: str, text: str) -> None:
+    """One ASCII part (no whitespace) is counted on bytes (as SQL hands a text over, or
+    encoded) and found by byte offset; non-ASCII texts (dotted I, Kelvin sign, long s, sharp s,
+    sigma, CJK) give the exact pattern's count and first occurrence."""
+    compiled, exact = substring_module.Substring(query), compile_text_filter(query)
+    assert compiled.count(text) == compiled.count_utf8(text.encode()) == len(exact.findall(text))
+    found = exact.search(text)
+    expected = text if found is None else text[: found.start()] + "\ufdd0" + found.group(0) + "\ufdd1" + text[found.end() :]
+    assert compiled.mark_first(text) == expected
