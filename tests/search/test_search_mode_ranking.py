@@ -92,7 +92,7 @@ def test_the_sql_ranking_is_the_python_ranking_on_every_page(corpora: dict[str, 
 
 
 def _types(db: str) -> list[str]:
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    conn = indexdb.connect(f"file:{db}?mode=ro", uri=True)
     try:
         return [row[0] for row in conn.execute('SELECT DISTINCT "type" FROM "documents" ORDER BY 1')]
     finally:
@@ -187,7 +187,7 @@ def test_a_session_not_ok_is_neither_a_hit_nor_a_holder(tmp_path: Path, mode: st
     then checks eligibility per match, returns none of its documents and does not count it
     among a text's holders (the boilerplate text below is held by two ok sessions only)."""
     db = build(tmp_path, {"a": [_BOILERPLATE, "x"], "b": [_BOILERPLATE], "c": [_BOILERPLATE], "d": ["a long sandbox text of d's own"]})[1]
-    conn = sqlite3.connect(db)
+    conn = indexdb.connect(db)
     with conn:
         conn.execute("UPDATE \"sessions\" SET \"status\" = 'error' WHERE \"id\" = 'c'")
     conn.close()
