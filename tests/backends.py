@@ -12,6 +12,8 @@ read.
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,6 +80,7 @@ class PostgresBackend(Backend):
             finally:
                 engine.dispose()
             scratch = Path(tempfile.mkdtemp(prefix="sessionq-twin-"))
+            atexit.register(shutil.rmtree, scratch, True)  # the twin lives as long as the test session
             built = _BUILT[key] = db
             _TWINS[built] = SQLITE.build(root, str(scratch / "index.db"))
         elif built != db:
