@@ -173,6 +173,8 @@ POSTGRES_COMMANDS: frozenset[str] = frozenset(
         "rpc",
         "serve",
         "mcp",
+        # A log this host has (a session indexed elsewhere is refused, naming its source).
+        "export",
     }
 )
 """The commands that accept a PostgreSQL ``--db`` so far (docs/postgres.md)."""

@@ -44,7 +44,16 @@ class ArtifactError(Exception):
 
 
 def locate_artifact(db: str, session_id: str, root: str | os.PathLike[str] | None = None) -> Path | None:
-    """The transcript path the index recorded for ``session_id`` (``None`` if unknown)."""
+    """The transcript path the index recorded for ``session_id`` (``None`` if unknown).
+
+    On a PostgreSQL index (many hosts, docs/postgres.md) a log is exported only by a host
+    that has it: a recorded path that does not exist here raises :class:`ArtifactError`
+    naming the source that indexed it, never serving other bytes in its place.
+    """
+    from readmodel.store.urls import is_postgres
+
+    if is_postgres(db):
+        return _postgres_artifact(db, session_id, root)
     path = sqlite_path(db)
     if path is None:
         raise ArtifactError("raw artifacts need a SQLite index database")
@@ -53,11 +62,40 @@ def locate_artifact(db: str, session_id: str, root: str | os.PathLike[str] | Non
         row = conn.execute('SELECT "path" FROM "sessions" WHERE "id" = ?', (session_id,)).fetchone()
     finally:
         conn.close()
-    if row is None:
-        return None
-    found = Path(row[0])
+    return None if row is None else _resolved(row[0], root)
+
+
+def _resolved(recorded: str, root: str | os.PathLike[str] | None) -> Path:
+    found = Path(recorded)
     if not found.is_absolute() and root is not None:
         found = Path(root) / found
+    return found
+
+
+def _postgres_artifact(db: str, session_id: str, root: str | os.PathLike[str] | None) -> Path | None:
+    """:func:`locate_artifact` on PostgreSQL: the recorded path, if the log is on this host."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import OperationalError
+
+    from readmodel.store.postgres import create_postgres_engine
+    from readmodel.store.urls import connect_message
+
+    engine = create_postgres_engine(db)
+    try:
+        with engine.connect() as conn:
+            row = conn.execute(text('SELECT "path", "source" FROM "sessions" WHERE "id" = :id'), {"id": session_id}).first()
+    except OperationalError as exc:  # the server cannot be reached: the one line
+        raise ArtifactError(connect_message(db, exc)) from None
+    finally:
+        engine.dispose()
+    if row is None:
+        return None
+    found = _resolved(row[0], root)
+    if not found.exists():
+        raise ArtifactError(
+            f"the log of session {session_id} is not on this host: source {row[1] or '(none)'} indexed it at {row[0]}; "
+            "export it on that host"
+        )
     return found
 
 

@@ -55,7 +55,7 @@ def test_an_unreachable_server_is_one_line_naming_host_database_and_cause(tmp_pa
 @pytest.mark.parametrize(
     "args",
     [
-        ["export", "some-id"],
+        ["browse"],
     ],
 )
 def test_commands_without_postgresql_support_yet_refuse_in_one_line(args: list[str], tmp_path) -> None:
@@ -77,7 +77,9 @@ def test_index_and_prune_report_an_unreachable_server_in_one_line_without_the_pa
     assert SECRET not in result.output and "Traceback" not in result.output
 
 
-@pytest.mark.parametrize("args", [["sessions"], ["show", "some-id"], ["search", "needle"], ["title", "some-id"], ["serve"]])
+@pytest.mark.parametrize(
+    "args", [["sessions"], ["show", "some-id"], ["search", "needle"], ["title", "some-id"], ["serve"], ["export", "some-id"]]
+)
 def test_reads_of_an_unreachable_server_are_one_line_naming_host_and_database(args: list[str]) -> None:
     result = CliRunner().invoke(main, [*args, "--db", UNREACHABLE])
     assert result.exit_code == 1, result.output
