@@ -13,41 +13,16 @@ Create Date: 2026-12-02
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-
 import sqlalchemy as sa
 from alembic import op
 
 from readmodel.store import gramindex
+from readmodel.store.revisions import migration_progress
 
 revision = "0009"
 down_revision = "0008"
 branch_labels = None
 depends_on = None
-
-
-@contextmanager
-def _progress() -> Iterator[Callable[[int, int], None] | None]:
-    """A rich progress bar on stderr, only when it is a terminal."""
-    if not sys.stderr.isatty():
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    bar = Progress(
-        TextColumn("[bold]building the substring index[/]"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("documents"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-    )
-    task = bar.add_task("grams", total=None)
-    with bar:
-        yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
 def upgrade() -> None:
@@ -58,7 +33,7 @@ def upgrade() -> None:
     op.execute(gramindex.DDL)
     cursor = op.get_bind().connection.driver_connection.cursor()
     try:
-        with _progress() as progress:
+        with migration_progress("building the substring index") as progress:
             gramindex.rebuild(cursor, progress)
     finally:
         cursor.close()

@@ -33,13 +33,13 @@ Create Date: 2026-12-02
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Final
 
 import sqlalchemy as sa
 from alembic import op
+
+from readmodel.store.revisions import migration_progress
 
 revision = "0016"
 down_revision = "0015"
@@ -77,28 +77,6 @@ EVENT_BLOCKS_DDL: Final = (
 )
 
 
-@contextmanager
-def _progress() -> Iterator[Callable[[int, int], None] | None]:
-    """A rich progress bar on stderr, only when it is a terminal."""
-    if not sys.stderr.isatty():
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    bar = Progress(
-        TextColumn("[bold]compressing document texts[/]"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("documents"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-    )
-    task = bar.add_task("documents", total=None)
-    with bar:
-        yield lambda done, total: bar.update(task, completed=done, total=total)
-
-
 def upgrade() -> None:
     from readmodel.store.rowkeys import id_sort_key
 
@@ -109,7 +87,7 @@ def upgrade() -> None:
     cursor = op.get_bind().connection.driver_connection.cursor()
     try:
         _rebuild_event_blocks(cursor)
-        with _progress() as progress:
+        with migration_progress("compressing document texts") as progress:
             _pack_documents(cursor, progress)
     finally:
         cursor.close()

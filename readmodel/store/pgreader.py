@@ -46,7 +46,8 @@ from readmodel.store.blocks import MissingDictionary, decode_events, decompress_
 from readmodel.store.interface import EventRow, StoredSession, SummaryRow, SummaryWhere
 from readmodel.store.postgres import CONNECT_TIMEOUT_SECONDS, PostgresError, open_existing
 from readmodel.store.schema import MAX_LINK_SPAN, SCHEMA_REVISION
-from readmodel.store.sqlite import _decode_line  # one decoder of raw lines for both backends
+# One decoder of raw lines and one summary filter for both backends.
+from readmodel.store.sqlite import _decode_line, _summary_where
 from readmodel.store.urls import MalformedUrl, mask_url, parse
 
 _T = TypeVar("_T")
@@ -112,12 +113,12 @@ class PostgresIndexReader:
         return [(header, row[1], row[2]) for header, row in zip(headers, rows)]
 
     def summary_page(self, where: SummaryWhere, limit: int, offset: int) -> list[SummaryRow]:
-        clause, params = _summary_where(where)
+        clause, params = _summary_where(where, "%s")
         sql = f"{_SUMMARY_SELECT}{clause} ORDER BY s.created_at DESC NULLS LAST, s.id_key LIMIT %s OFFSET %s"
         return [SummaryRow(*row) for row in self._all(sql, (*params, limit, offset))]
 
     def summary_keys(self, where: SummaryWhere) -> list[tuple[float | None, bytes, str]]:
-        clause, params = _summary_where(where)
+        clause, params = _summary_where(where, "%s")
         sql = f'SELECT s.created_at, s.id_key, s.id FROM "sessions" s{clause} ORDER BY s.created_at DESC NULLS LAST, s.id_key'
         return self._all(sql, params)  # type: ignore[return-value]
 
@@ -267,24 +268,6 @@ class PostgresIndexReader:
             for seq in members:
                 found[seq] = _decode_line(lines[seq - block_first])
         return found
-
-
-def _summary_where(where: SummaryWhere) -> tuple[str, list[Any]]:
-    terms: list[str] = []
-    params: list[Any] = []
-    if where.cwd_given:
-        if where.cwd is None:
-            terms.append("s.cwd IS NULL")
-        else:
-            terms.append("s.cwd = %s")
-            params.append(where.cwd)
-    if where.created_from is not None:
-        terms.append("s.created_at >= %s")
-        params.append(where.created_from)
-    if where.created_to is not None:
-        terms.append("s.created_at <= %s")
-        params.append(where.created_to)
-    return (" WHERE " + " AND ".join(terms) if terms else ""), params
 
 
 class PostgresIndexStore:

@@ -6,6 +6,9 @@ reader that merely compares the stamped revision never pays for it.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
@@ -59,3 +62,26 @@ def upgrade(conn: Connection, *, source: str | None = None) -> None:
     from alembic import command
 
     command.upgrade(alembic_config(conn, source=source), "head")
+
+
+@contextmanager
+def migration_progress(label: str) -> Iterator[Callable[[int, int], None] | None]:
+    """A rich progress bar titled ``label`` on stderr for a migration's data pass, only when
+    stderr is a terminal; it yields ``update(done, total)`` (``None`` elsewhere)."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(
+        TextColumn(f"[bold]{label}[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("documents"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+    )
+    task = bar.add_task(label, total=None)
+    with bar:
+        yield lambda done, total: bar.update(task, completed=done, total=total)

@@ -341,21 +341,22 @@ _WORKSPACES: Final = (
 )
 
 
-def _summary_where(where: SummaryWhere) -> tuple[str, list[Any]]:
-    """The ``WHERE`` clause (bound parameters only) of a summary filter."""
+def _summary_where(where: SummaryWhere, mark: str = "?") -> tuple[str, list[Any]]:
+    """The ``WHERE`` clause (bound parameters only) of a summary filter; ``mark`` is the
+    driver's placeholder (``?`` for sqlite3, ``%s`` for psycopg)."""
     terms: list[str] = []
     params: list[Any] = []
     if where.cwd_given:
         if where.cwd is None:
             terms.append("s.cwd IS NULL")
         else:
-            terms.append("s.cwd = ?")
+            terms.append(f"s.cwd = {mark}")
             params.append(where.cwd)
     if where.created_from is not None:
-        terms.append("s.created_at >= ?")
+        terms.append(f"s.created_at >= {mark}")
         params.append(where.created_from)
     if where.created_to is not None:
-        terms.append("s.created_at <= ?")
+        terms.append(f"s.created_at <= {mark}")
         params.append(where.created_to)
     return (" WHERE " + " AND ".join(terms) if terms else ""), params
 
