@@ -233,7 +233,7 @@ def _postgres_writer(db: str, source: str, *, upgrade: bool, once: bool) -> tupl
         try:
             lock.acquire()
             try:
-                return open_postgres(db, allow_upgrade=upgrade, source=source), lock
+                return open_postgres(db, allow_upgrade=upgrade, source=source, own_pid=lock.pid, released=lock.index_released), lock
             except BaseException:
                 lock.release()
                 raise

@@ -23,13 +23,13 @@ it from the stored offsets.
 
 :class:`SourceLock` is one daemon per (database, source): a session-level
 ``pg_try_advisory_lock(K, hash(source))`` held on its own connection for the
-daemon's life; the server releases it when the connection dies, and the
-writer takes it again before a pass after a reconnect.
+daemon's life, with the index lock shared (``db upgrade`` refuses while any
+is held); the server releases them when the connection dies, and the writer
+takes them again before a pass after a reconnect.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 from collections.abc import Iterator, Sequence
@@ -45,26 +45,19 @@ from sqlalchemy import Engine
 from readmodel.projection.grams import document_gram_keys, scheme_fingerprint
 from readmodel.search import serverterms
 from readmodel.search.tokens import Tokenizer
-from readmodel.store.schema import metadata
+from readmodel.store.postgres import INDEX_LOCK_KEY, LOCK_CLASS, source_key
+from readmodel.store.schema import SCHEMA_REVISION, metadata
 from readmodel.store.urls import connect_message, mask_url, parse
 
 from .layout import LayoutProblem
 
 log = logging.getLogger("sessionq.indexer")
 
-LOCK_CLASS: Final = 0x5351_5849
-"""First key of the per-source advisory lock ("SQXI"); the second is :func:`source_key`."""
-
 _RESERVE_SIDS: Final = (
     'UPDATE "index_meta" SET "next_sid" = GREATEST(COALESCE("next_sid", 1), (SELECT COALESCE(max("sid"), 0) + 1 FROM "sessions")) + %s '
     'RETURNING "next_sid"'
 )
 GRAM_CHUNK: Final = 1_000
-
-
-def source_key(source: str) -> int:
-    """The advisory lock's second key for ``source``: a signed 32-bit hash of its name."""
-    return int.from_bytes(hashlib.blake2b(source.encode(), digest_size=4).digest(), "little", signed=True)
 
 
 # -- the dialect -------------------------------------------------------------------------------
@@ -249,12 +242,14 @@ class LockHeld(RuntimeError):
 
 
 class SourceLock:
-    """One daemon per (database, source): ``pg_try_advisory_lock(LOCK_CLASS, source_key(source))``.
+    """One daemon per (database, source): ``pg_try_advisory_lock(LOCK_CLASS, source_key(source))``,
+    and the index lock ``INDEX_LOCK_KEY`` shared (a schema upgrade takes it exclusively).
 
-    Held on a dedicated connection until :meth:`release`.  :meth:`ensure`
-    (before every pass) takes it again on a new connection when the server
-    dropped the old one (a restart): if another daemon of the source took it
-    meanwhile, :class:`LockHeld`.
+    Both are held on a dedicated connection until :meth:`release`; the index
+    lock is taken after the source lock and waits for a running upgrade to
+    commit.  :meth:`ensure` (before every pass) takes them again on a new
+    connection when the server dropped the old one (a restart): if another
+    daemon of the source took it meanwhile, :class:`LockHeld`.
     """
 
     def __init__(self, db: str, source: str) -> None:
@@ -282,7 +277,33 @@ class SourceLock:
                 f"another sessionq indexer{who} for source {self.source} is already writing {mask_url(self.db)}; "
                 "stop it first or use another --source"
             )
+        try:
+            self._share_index(conn)
+        except BaseException:
+            conn.close()
+            raise
         self._conn = conn
+
+    def _share_index(self, conn: psycopg.Connection[Any]) -> None:
+        """The index lock, shared: at once, or after a running schema upgrade commits."""
+        if not conn.execute("SELECT pg_try_advisory_lock_shared(%s)", (INDEX_LOCK_KEY,)).fetchone()[0]:
+            log.info("waiting for a schema upgrade of the index to finish", extra={"fields": {"source": self.source}})
+            conn.execute("SELECT pg_advisory_lock_shared(%s)", (INDEX_LOCK_KEY,))
+
+    @property
+    def pid(self) -> int | None:
+        """The server pid of the lock's connection (``None`` when not held)."""
+        return None if self._conn is None else self._conn.info.backend_pid
+
+    @contextmanager
+    def index_released(self) -> Iterator[None]:
+        """The shared index lock given up meanwhile (this indexer's own upgrade takes it exclusively)."""
+        assert self._conn is not None
+        self._conn.execute("SELECT pg_advisory_unlock_shared(%s)", (INDEX_LOCK_KEY,))
+        try:
+            yield
+        finally:
+            self._share_index(self._conn)
 
     def ensure(self) -> None:
         """The lock is held (taken again after its connection died)."""
@@ -295,6 +316,14 @@ class SourceLock:
         self.release()
         log.info("taking the source lock again after a lost connection", extra={"fields": {"source": self.source}})
         self.acquire()
+        # Disconnected, this indexer held no lock: a schema upgrade may have run meanwhile.
+        assert self._conn is not None
+        row = self._conn.execute("SELECT version_num FROM alembic_version").fetchone()
+        if row is None or row[0] != SCHEMA_REVISION:
+            raise LockHeld(
+                f"{mask_url(self.db)} was upgraded to schema {row[0] if row else '(none)'} while this indexer was disconnected; "
+                f"it writes {SCHEMA_REVISION}: restart it with the matching sessionq"
+            )
 
     def release(self) -> None:
         if self._conn is not None:

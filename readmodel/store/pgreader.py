@@ -46,6 +46,7 @@ from readmodel.store.blocks import MissingDictionary, decode_events, decompress_
 from readmodel.store.interface import EventRow, StoredSession, SummaryRow, SummaryWhere
 from readmodel.store.postgres import CONNECT_TIMEOUT_SECONDS, PostgresError, open_existing
 from readmodel.store.schema import MAX_LINK_SPAN, SCHEMA_REVISION
+from readmodel.store.sources import SERVER_GENERATION_SQL
 # One decoder of raw lines and one summary filter for both backends.
 from readmodel.store.sqlite import _decode_line, _summary_where
 from readmodel.store.urls import MalformedUrl, mask_url, parse
@@ -67,8 +68,8 @@ _SUMMARY_SELECT: Final = (
     's.last_activity, s.generation FROM "sessions" s'
 )
 _GENERATION: Final = (
-    'SELECT m."identity", coalesce((SELECT string_agg(g."source" || \':\' || g."generation", \',\' ORDER BY g."source" COLLATE "C") '
-    'FROM "sources" g), \'\') FROM "index_meta" m'
+    'SELECT m."identity", m."global_generation" || \'/\' || coalesce((SELECT string_agg(g."source" || \':\' || g."generation", \',\' '
+    'ORDER BY g."source" COLLATE "C") FROM "sources" g), \'\') FROM "index_meta" m'
 )
 _RUNS_BETWEEN: Final = (
     'SELECT "first_seq", "count" FROM "event_runs" WHERE "sid" = %(sid)s AND "first_seq" BETWEEN '
@@ -96,10 +97,18 @@ class PostgresIndexReader:
     # -- listing -------------------------------------------------------------
 
     def generation(self) -> tuple[Any, ...]:
-        """``(identity, generation vector)``: each source's counter, ``source:generation`` joined by commas."""
+        """``(identity, generation vector)``: the prunes' counter, ``/``, then each source's counter,
+        ``source:generation`` joined by commas (a source pruned and indexed again never repeats a vector)."""
         row = self._one(_GENERATION)
         assert row is not None
         return tuple(row)
+
+    def generation_number(self) -> int:
+        """The snapshot's generation as one number (:data:`readmodel.store.sources.SERVER_GENERATION_SQL`):
+        it grows with every commit that changes the index (what the page's event feed announces)."""
+        row = self._one(SERVER_GENERATION_SQL)
+        assert row is not None
+        return int(row[0])
 
     def list_headers(self) -> list[Header]:
         blobs = [row[0] for row in self._all(f'SELECT "header_json" FROM "sessions" ORDER BY {_LISTING_ORDER}')]

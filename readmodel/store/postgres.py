@@ -21,9 +21,12 @@ Upgrades serialise on a transaction-scoped advisory lock.
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 import time
 import uuid
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Final
 
 from sqlalchemy import BigInteger, Connection, Engine, Integer, SmallInteger, create_engine, text
@@ -38,6 +41,11 @@ from readmodel.store.urls import MalformedUrl, connect_message, is_postgres, mas
 
 UPGRADE_LOCK_KEY: Final = 0x5351_5849_0001
 """``pg_advisory_xact_lock`` key that serialises schema upgrades ("SQXI" 1)."""
+INDEX_LOCK_KEY: Final = 0x5351_5849_0002
+"""The index lock ("SQXI" 2): every indexer holds it shared for its life, a schema upgrade
+takes it exclusively for its transaction (the PostgreSQL twin of SQLite's ``<db>.lock``)."""
+LOCK_CLASS: Final = 0x5351_5849
+"""First key of the per-source advisory lock ("SQXI"); the second is :func:`source_key`."""
 CONNECT_TIMEOUT_SECONDS: Final = 10
 
 
@@ -47,6 +55,43 @@ class PostgresError(IndexDatabaseError):
 
 class Unreachable(PostgresError):
     """The server cannot be reached or refuses the connection (a daemon retries; ``--once`` exits 1)."""
+
+
+class IndexersRunning(PostgresError):
+    """``db upgrade`` refused: indexers hold the index lock (the message names their sources)."""
+
+
+def source_key(source: str) -> int:
+    """The per-source advisory lock's second key for ``source``: a signed 32-bit hash of its name."""
+    return int.from_bytes(hashlib.blake2b(source.encode(), digest_size=4).digest(), "little", signed=True)
+
+
+_RUNNING_SOURCES: Final = (
+    "SELECT DISTINCT l.pid, s.objid::bigint FROM pg_locks l LEFT JOIN pg_locks s ON s.pid = l.pid AND s.locktype = 'advisory' "
+    "AND s.classid = CAST(:cls AS oid) AND s.objsubid = 2 AND s.granted "
+    "WHERE l.locktype = 'advisory' AND l.granted AND l.pid <> pg_backend_pid() AND l.pid IS DISTINCT FROM :own AND l.database = "
+    "(SELECT oid FROM pg_database WHERE datname = current_database()) AND ((l.classid = CAST(:cls AS oid) AND l.objsubid = 2) "
+    "OR (l.classid = CAST(:high AS oid) AND l.objid = CAST(:low AS oid) AND l.objsubid = 1))"
+)
+
+
+def running_indexers(conn: Connection, own_pid: int | None = None) -> list[str]:
+    """The sources whose indexers hold a lock on this index (other server backends than
+    ``own_pid``), by name where the ``sources`` table knows the key; sorted."""
+    params = {"cls": LOCK_CLASS, "high": INDEX_LOCK_KEY >> 32, "low": INDEX_LOCK_KEY & 0xFFFF_FFFF, "own": own_pid}
+    held = conn.execute(text(_RUNNING_SOURCES), params).all()
+    if not held:
+        return []
+    names: dict[int, str] = {}
+    if "sources" in tables(conn):
+        names = {source_key(name) & 0xFFFF_FFFF: name for (name,) in conn.execute(text('SELECT "source" FROM "sources"'))}
+    found = set()
+    for pid, key in held:
+        if key is None:
+            found.add(f"(an indexer without its source lock, server pid {pid})")
+        else:
+            found.add(names.get(key, f"(a source not in the index yet, server pid {pid})"))
+    return sorted(found)
 
 
 def create_postgres_engine(db: str, *, pooled: bool = False) -> Engine:
@@ -89,11 +134,17 @@ def check_identity(conn: Connection, db: str) -> bool:
     return not present
 
 
-def upgrade(db: str, *, source: str | None = None) -> tuple[str | None, str]:
+def upgrade(db: str, *, source: str | None = None, own_pid: int | None = None) -> tuple[str | None, str]:
     """Create or upgrade the schema of the PostgreSQL index ``db``; ``(revision before, head)``.
 
     One transaction under an advisory lock: concurrent upgrades wait for
-    each other, and a failure leaves the schema as it was.
+    each other, and a failure leaves the schema as it was.  It refuses
+    (:class:`IndexersRunning`, naming their sources) while indexers run: it
+    takes the index lock exclusively, which every indexer holds shared, and
+    no source lock may be held either (an indexer of an older sessionq holds
+    only that).  ``own_pid``: the server pid of the caller's own lock
+    connection, whose source lock does not count (``index --upgrade``).  An
+    indexer that starts meanwhile waits for the upgrade's commit.
     """
     from readmodel.store.revisions import current_revision, head_revision
     from readmodel.store.revisions import upgrade as run_migrations
@@ -102,6 +153,11 @@ def upgrade(db: str, *, source: str | None = None) -> tuple[str | None, str]:
     try:
         with conn.begin():
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": UPGRADE_LOCK_KEY})
+            exclusive = conn.execute(text("SELECT pg_try_advisory_xact_lock(:key)"), {"key": INDEX_LOCK_KEY}).scalar()
+            running = running_indexers(conn, own_pid)
+            if running or not exclusive:
+                shown = ", ".join(running) or "(unknown)"
+                raise IndexersRunning(f"refusing to upgrade {mask_url(db)}: the indexers of sources {shown} are running; stop them first")
             check_identity(conn, db)
             before = current_revision(conn)
             run_migrations(conn, source=source)
@@ -133,9 +189,20 @@ def open_existing(db: str) -> tuple[Engine, Connection]:
     return engine, conn
 
 
-def open_writer(db: str, *, allow_upgrade: bool = False, source: str | None = None) -> Engine:
+def open_writer(
+    db: str,
+    *,
+    allow_upgrade: bool = False,
+    source: str | None = None,
+    own_pid: int | None = None,
+    released: Callable[[], AbstractContextManager[Any]] = nullcontext,
+) -> Engine:
     """The engine an indexer writes ``db`` through: an empty database gets the schema, an
-    older one is upgraded with ``allow_upgrade`` and refused otherwise (:class:`PostgresError`)."""
+    older one is upgraded with ``allow_upgrade`` and refused otherwise (:class:`PostgresError`).
+
+    The indexer calls it holding its locks: an upgrade runs inside ``released()`` (the
+    indexer's shared index lock given up meanwhile) and ignores the source lock of
+    ``own_pid``, the server pid of the indexer's lock connection."""
     from readmodel.store.revisions import current_revision, head_revision
 
     engine, conn = connect(db)
@@ -152,7 +219,8 @@ def open_writer(db: str, *, allow_upgrade: bool = False, source: str | None = No
                 f"{mask_url(db)} has schema revision {current or '(none)'}, this sessionq needs {head}; "
                 "run `sessionq db upgrade --db URL` (or `sessionq index --upgrade`)"
             )
-        upgrade(db, source=source)
+        with released():
+            upgrade(db, source=source, own_pid=own_pid)
     engine.dispose()
     return create_postgres_engine(db, pooled=True)
 

@@ -15,14 +15,19 @@ daemon writes.  The JSON shape (camelCase, optional keys omitted)::
      "substringIndex"?: {"scheme", "stored", "pending", "documents", "bytes"?},
      "rawBlocks"?: {"bytes", "dictionary", "rebuildShrinks"},
      "sources"?: [{"source", "root"?, "sessions", "events", "sessionsInError",
-                   "identityProblems", "layoutProblems", "lastReconcileAt"?, "lagMs"?, "writerPid"?}]}
+                   "identityProblems", "layoutProblems", "generation"?, "lastReconcileAt"?, "lagMs"?,
+                   "writerPid"?}]}
 
 ``sources`` (a sessionq extension; absent before schema 0012) reports each
 indexer source (:mod:`readmodel.store.sources`) that indexed into the index
 or still has sessions in it: its counts, when its daemon last reconciled and
 the pid of its running daemon; ``identityProblems`` counts the transcripts
 whose session id another source already holds (listed in ``layoutProblems``
-with kind ``identity``).  From schema 0012 on, entries of
+with kind ``identity``); ``generation`` is the source's own counter (bumped by
+each of its batches that changed something).  On a PostgreSQL index the
+top-level ``generation`` is the sum of those counters plus the prunes'
+(:func:`_server_generation`: no global row is written per batch there) and
+``lastReconcileAt`` the latest source's.  From schema 0012 on, entries of
 ``sessionsInError`` and ``layoutProblems`` carry their ``source``.
 
 ``redaction`` (a sessionq extension; absent before schema 0007) compares the
@@ -217,13 +222,16 @@ def _report(conn: Connection, db: str, now: float | None) -> dict[str, Any]:
     if meta[3] is not None:
         out["compression"] = meta[3]
     out["createdAt"] = _ms(meta[4])
-    out["generation"] = meta[1]
+    generation, last = meta[1], meta[5]
+    if conn.dialect.name != "sqlite":
+        generation, last = _server_generation(conn, generation, last)
+    out["generation"] = generation
     pid = writer_pid(db)
     if pid is not None:
         out["writerPid"] = pid
-    if meta[5] is not None:
-        out["lastReconcileAt"] = _ms(meta[5])
-        out["lagMs"] = max(0, _ms((time.time() if now is None else now) - meta[5]) or 0)
+    if last is not None:
+        out["lastReconcileAt"] = _ms(last)
+        out["lagMs"] = max(0, _ms((time.time() if now is None else now) - last) or 0)
     # Per-session counters are maintained by the reconciler, so these stay
     # cheap on large indexes (no scan of the events table).
     counts = conn.exec_driver_sql(
@@ -252,6 +260,20 @@ def _report(conn: Connection, db: str, now: float | None) -> dict[str, Any]:
     if sourced:
         out["sources"] = _sources(conn, db, time.time() if now is None else now)
     return out
+
+
+def _server_generation(conn: Connection, base: int, last: float | None) -> tuple[int, float | None]:
+    """A server index's generation and last reconcile, without a global hot row
+    (:data:`readmodel.store.sources.SERVER_GENERATION_SQL`): the sum of the sources'
+    counters and the prunes', and the latest source's reconcile."""
+    if not _has_table(conn, "sources"):
+        return base, last
+    from readmodel.store.sources import SERVER_GENERATION_SQL
+
+    total, latest = conn.exec_driver_sql(SERVER_GENERATION_SQL).one()
+    if latest is not None and (last is None or latest > last):
+        last = latest
+    return int(total), last
 
 
 def _add_substring_index(conn: Connection, out: dict[str, Any]) -> None:
@@ -308,17 +330,19 @@ def _sources(conn: Connection, db: str, now: float) -> list[dict[str, Any]]:
         entry = problems.setdefault(source, [0, 0])
         entry[0] += number
         entry[1] += number if kind == "identity" else 0
-    registered = {row[0]: row[1:] for row in conn.exec_driver_sql('SELECT "source", "root", "last_reconcile_at" FROM "sources"')}
+    registered = {row[0]: row[1:] for row in conn.exec_driver_sql('SELECT "source", "root", "last_reconcile_at", "generation" FROM "sources"')}
     pids = source_writer_pids(db)
     entries = []
     for source in sorted({*counts, *registered, *problems}, key=lambda name: (name is None, name or "")):
         sessions, events, in_error = counts.get(source, (0, 0, 0))
-        root, last = registered.get(source, (None, None))
+        root, last, generation = registered.get(source, (None, None, None))
         entry: dict[str, Any] = {"source": source}
         if root is not None:
             entry["root"] = root
         layout, identity = problems.get(source, [0, 0])
         entry.update(sessions=int(sessions), events=int(events), sessionsInError=int(in_error), identityProblems=identity, layoutProblems=layout)
+        if generation is not None:
+            entry["generation"] = int(generation)
         if last is not None:
             entry["lastReconcileAt"] = _ms(last)
             entry["lagMs"] = max(0, _ms(now - last) or 0)
@@ -462,6 +486,7 @@ def format_status(status: dict[str, Any]) -> str:
         for entry in status["sources"]:
             running = f", indexer pid {entry['writerPid']}" if "writerPid" in entry else ""
             reconciled = f"reconciled {_when(entry['lastReconcileAt'])}" if "lastReconcileAt" in entry else "never reconciled"
+            reconciled += f", generation {entry['generation']}" if "generation" in entry else ""
             lines.append(
                 f"  {entry['source']}  {entry['sessions']:,} sessions, {entry['sessionsInError']} in error, "
                 f"{entry['identityProblems']} identity problems; {reconciled}{running}" + (f"\n    root: {entry['root']}" if "root" in entry else "")
