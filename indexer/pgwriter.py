@@ -45,7 +45,7 @@ from sqlalchemy import Engine
 from readmodel.projection.grams import document_gram_keys, scheme_fingerprint
 from readmodel.search import serverterms
 from readmodel.search.tokens import Tokenizer
-from readmodel.store.postgres import INDEX_LOCK_KEY, LOCK_CLASS, source_key
+from readmodel.store.postgres import INDEX_LOCK_KEY, LOCK_CLASS, idle_connection_alive, source_key
 from readmodel.store.schema import SCHEMA_REVISION, metadata
 from readmodel.store.urls import connect_message, mask_url, parse
 
@@ -160,7 +160,7 @@ class PostgresWriter:
         try:
             conn = raw.driver_connection
             if conn.info.transaction_status != TransactionStatus.IDLE:
-                conn.rollback()  # left open by the pool's ping: autocommit can only change when idle
+                conn.rollback()  # left open (the dialect's first-connect queries): autocommit can only change when idle
             conn.autocommit = True  # the reconciler issues BEGIN / COMMIT itself
             conn.adapters.register_dumper(bool, _BoolAsInteger)
             cur = PgCursor(conn)
@@ -307,12 +307,8 @@ class SourceLock:
 
     def ensure(self) -> None:
         """The lock is held (taken again after its connection died)."""
-        if self._conn is not None and not self._conn.closed and not self._conn.broken:
-            try:
-                self._conn.execute("SELECT 1")
-                return
-            except psycopg.OperationalError:
-                pass
+        if self._conn is not None and idle_connection_alive(self._conn):  # no round trip while sound
+            return
         self.release()
         log.info("taking the source lock again after a lost connection", extra={"fields": {"source": self.source}})
         self.acquire()
