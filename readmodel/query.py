@@ -48,17 +48,12 @@ from readmodel.projection.eventtrace import trace_event as trace_live_event
 from readmodel.projection.extraction import build_documents
 from readmodel.projection.redaction import list_reader, read_window, redact_events, redact_titles, restored_documents
 from readmodel.projection.secrets import Policy, policy_from_env, redacts_index, redacts_raw
-from readmodel.projection.filters import (
-    event_predicate,
-    materialize_event_filters,
-    materialize_session_filters,
-    session_predicate,
-)
+from readmodel.projection.filters import event_predicate, materialize_event_filters, materialize_session_filters, session_predicate
 from readmodel.projection.frozen import snapshot_event
 from readmodel.core.jsvalues import is_integer, is_number, js_string
 from readmodel.projection.lineage import clone_json, session_not_found
 from readmodel.projection.lineage import trace_session as trace_lineage
-from readmodel.live import LiveSnapshot, LiveSource, assert_headers_compatible, snapshot_live
+from readmodel.live import LiveSnapshot, LiveSource, assert_headers_compatible, refuse_live_search_on_server, snapshot_live
 from readmodel.projection.replay import validate_replay
 from readmodel.core.requests import (
     SessionEventReadRequest,
@@ -265,15 +260,17 @@ class SessionQuery:
 
     def search_sessions(self, request: Any, signal: AbortSignal | None = None) -> SessionSearchPage:
         """Ranked cross-session search (one hit per session, by its strongest event)."""
-        if self.search_config.open_at == "never":
-            raise search_disabled()
-        return self._searcher().search_sessions(request, signal)
+        return self._ready_searcher().search_sessions(request, signal)
 
     def search_events(self, request: Any, signal: AbortSignal | None = None) -> SessionEventSearchPage:
         """Ranked search within one session; ``session`` is present even without hits."""
+        return self._ready_searcher().search_events(request, signal)
+
+    def _ready_searcher(self) -> SessionSearch:
         if self.search_config.open_at == "never":
             raise search_disabled()
-        return self._searcher().search_events(request, signal)
+        refuse_live_search_on_server(self.live if isinstance(self.store, PostgresIndexStore) else None)  # SQLite's overlay only, so far
+        return self._searcher()
 
     def __enter__(self) -> SessionQuery:
         return self

@@ -148,3 +148,27 @@ def test_an_indexer_starting_during_an_upgrade_waits_for_its_commit(postgres_url
         assert run("db", "upgrade", "--db", postgres_url).exit_code == 1  # and now it holds the lock shared
     finally:
         lock.release()
+
+
+def test_search_while_live_sessions_exist_is_refused_on_postgresql_saying_why_and_reads_still_work(postgres_url: str, tmp_path: Path) -> None:
+    import pytest
+
+    from readmodel.core.errors import SessionQueryError
+    from readmodel.live import InMemoryLiveSource
+    from readmodel.query import SessionQuery
+
+    make_root(tmp_path / "a", "a", 2)
+    index(tmp_path / "a", postgres_url, "host-a")
+    live = InMemoryLiveSource()
+    engine = SessionQuery.open(postgres_url, live=live)
+    try:
+        assert engine.search_sessions({"query": "alpha"}).items  # no live session: searched as without one
+        live.create({"version": 0, "id": "live-1", "createdAt": 1_800_000_000_000})
+        for search in (lambda: engine.search_sessions({"query": "alpha"}), lambda: engine.search_events({"sessionId": "a-000", "query": "alpha"})):
+            with pytest.raises(SessionQueryError) as raised:
+                search()
+            assert raised.value.code == "SESSION_QUERY_INDEX_FAILED"
+            assert "1 live session(s)" in str(raised.value) and "only with a SQLite index" in str(raised.value)
+        assert "live-1" in [record.header["id"] for record in engine.list_sessions()]  # reads overlay them
+    finally:
+        engine.close()
