@@ -45,7 +45,7 @@ from sqlalchemy import Engine
 from readmodel.projection.grams import document_gram_keys, scheme_fingerprint
 from readmodel.search import serverterms
 from readmodel.search.tokens import Tokenizer
-from readmodel.store.postgres import INDEX_LOCK_KEY, LOCK_CLASS, idle_connection_alive, source_key
+from readmodel.store.postgres import INDEX_LOCK_KEY, LOCK_CLASS, STARTING_LOCK_KEY, idle_connection_alive, source_key
 from readmodel.store.schema import SCHEMA_REVISION, metadata
 from readmodel.store.urls import connect_message, mask_url, parse
 
@@ -243,13 +243,17 @@ class LockHeld(RuntimeError):
 
 class SourceLock:
     """One daemon per (database, source): ``pg_try_advisory_lock(LOCK_CLASS, source_key(source))``,
-    and the index lock ``INDEX_LOCK_KEY`` shared (a schema upgrade takes it exclusively).
+    then the index lock ``INDEX_LOCK_KEY`` shared (a schema upgrade takes it exclusively).
 
-    Both are held on a dedicated connection until :meth:`release`; the index
-    lock is taken after the source lock and waits for a running upgrade to
-    commit.  :meth:`ensure` (before every pass) takes them again on a new
-    connection when the server dropped the old one (a restart): if another
-    daemon of the source took it meanwhile, :class:`LockHeld`.
+    All are held on a dedicated connection until :meth:`release`.
+    :meth:`acquire` takes the source lock with the starting mark
+    (``STARTING_LOCK_KEY`` shared: an upgrade meanwhile does not count this
+    indexer as running); once the schema is checked (or created or
+    upgraded), :meth:`settle` takes the index lock, waiting for a running
+    upgrade to commit, drops the mark and checks the schema revision again.
+    :meth:`ensure` (before every pass) takes them again on a new connection
+    when the server dropped the old one (a restart): if another daemon of the
+    source took it meanwhile, :class:`LockHeld`.
     """
 
     def __init__(self, db: str, source: str) -> None:
@@ -258,9 +262,11 @@ class SourceLock:
         self._conn: psycopg.Connection[Any] | None = None
 
     def acquire(self) -> None:
-        """Take the lock or raise :class:`LockHeld`; an unreachable server raises ``psycopg.OperationalError``."""
+        """Take the source lock (and the starting mark) or raise :class:`LockHeld`; an unreachable
+        server raises ``psycopg.OperationalError``."""
         conn = psycopg.connect(_conninfo(self.db), autocommit=True, connect_timeout=10)
         try:
+            conn.execute("SELECT pg_advisory_lock_shared(%s)", (STARTING_LOCK_KEY,))  # never taken exclusively
             taken = conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (LOCK_CLASS, source_key(self.source))).fetchone()
         except BaseException:
             conn.close()
@@ -277,49 +283,33 @@ class SourceLock:
                 f"another sessionq indexer{who} for source {self.source} is already writing {mask_url(self.db)}; "
                 "stop it first or use another --source"
             )
-        try:
-            self._share_index(conn)
-        except BaseException:
-            conn.close()
-            raise
         self._conn = conn
 
-    def _share_index(self, conn: psycopg.Connection[Any]) -> None:
-        """The index lock, shared: at once, or after a running schema upgrade commits."""
+    def settle(self) -> None:
+        """Running from now on: the index lock shared (at once, or after a running schema upgrade
+        commits), the starting mark dropped, and the schema still the one this sessionq writes
+        (:class:`LockHeld` otherwise: an upgrade committed after this indexer checked it)."""
+        conn = self._conn
+        assert conn is not None
         if not conn.execute("SELECT pg_try_advisory_lock_shared(%s)", (INDEX_LOCK_KEY,)).fetchone()[0]:
             log.info("waiting for a schema upgrade of the index to finish", extra={"fields": {"source": self.source}})
             conn.execute("SELECT pg_advisory_lock_shared(%s)", (INDEX_LOCK_KEY,))
-
-    @property
-    def pid(self) -> int | None:
-        """The server pid of the lock's connection (``None`` when not held)."""
-        return None if self._conn is None else self._conn.info.backend_pid
-
-    @contextmanager
-    def index_released(self) -> Iterator[None]:
-        """The shared index lock given up meanwhile (this indexer's own upgrade takes it exclusively)."""
-        assert self._conn is not None
-        self._conn.execute("SELECT pg_advisory_unlock_shared(%s)", (INDEX_LOCK_KEY,))
-        try:
-            yield
-        finally:
-            self._share_index(self._conn)
+        conn.execute("SELECT pg_advisory_unlock_shared(%s)", (STARTING_LOCK_KEY,))
+        row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+        if row is None or row[0] != SCHEMA_REVISION:
+            raise LockHeld(
+                f"{mask_url(self.db)} was upgraded to schema {row[0] if row else '(none)'} meanwhile; "
+                f"this sessionq writes {SCHEMA_REVISION}: restart it with the matching sessionq"
+            )
 
     def ensure(self) -> None:
-        """The lock is held (taken again after its connection died)."""
+        """The locks are held (taken again after their connection died)."""
         if self._conn is not None and idle_connection_alive(self._conn):  # no round trip while sound
             return
         self.release()
         log.info("taking the source lock again after a lost connection", extra={"fields": {"source": self.source}})
         self.acquire()
-        # Disconnected, this indexer held no lock: a schema upgrade may have run meanwhile.
-        assert self._conn is not None
-        row = self._conn.execute("SELECT version_num FROM alembic_version").fetchone()
-        if row is None or row[0] != SCHEMA_REVISION:
-            raise LockHeld(
-                f"{mask_url(self.db)} was upgraded to schema {row[0] if row else '(none)'} while this indexer was disconnected; "
-                f"it writes {SCHEMA_REVISION}: restart it with the matching sessionq"
-            )
+        self.settle()  # disconnected, this indexer held no lock: an upgrade may have run meanwhile
 
     def release(self) -> None:
         if self._conn is not None:

@@ -26,8 +26,6 @@ import secrets
 import select
 import time
 import uuid
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Final
 
 from sqlalchemy import BigInteger, Connection, Engine, Integer, SmallInteger, create_engine, event, text
@@ -44,8 +42,11 @@ from readmodel.store.urls import MalformedUrl, connect_message, is_postgres, mas
 UPGRADE_LOCK_KEY: Final = 0x5351_5849_0001
 """``pg_advisory_xact_lock`` key that serialises schema upgrades ("SQXI" 1)."""
 INDEX_LOCK_KEY: Final = 0x5351_5849_0002
-"""The index lock ("SQXI" 2): every indexer holds it shared for its life, a schema upgrade
-takes it exclusively for its transaction (the PostgreSQL twin of SQLite's ``<db>.lock``)."""
+"""The index lock ("SQXI" 2): every running indexer holds it shared, a schema upgrade takes
+it exclusively for its transaction (the PostgreSQL twin of SQLite's ``<db>.lock``)."""
+STARTING_LOCK_KEY: Final = 0x5351_5849_0003
+"""Held shared by an indexer between taking its source lock and checking the schema
+("SQXI" 3): an upgrade does not count it as running (it checks the schema again after)."""
 LOCK_CLASS: Final = 0x5351_5849
 """First key of the per-source advisory lock ("SQXI"); the second is :func:`source_key`."""
 CONNECT_TIMEOUT_SECONDS: Final = 10
@@ -71,16 +72,19 @@ def source_key(source: str) -> int:
 _RUNNING_SOURCES: Final = (
     "SELECT DISTINCT l.pid, s.objid::bigint FROM pg_locks l LEFT JOIN pg_locks s ON s.pid = l.pid AND s.locktype = 'advisory' "
     "AND s.classid = CAST(:cls AS oid) AND s.objsubid = 2 AND s.granted "
-    "WHERE l.locktype = 'advisory' AND l.granted AND l.pid <> pg_backend_pid() AND l.pid IS DISTINCT FROM :own AND l.database = "
+    "WHERE l.locktype = 'advisory' AND l.granted AND l.pid <> pg_backend_pid() AND l.database = "
     "(SELECT oid FROM pg_database WHERE datname = current_database()) AND ((l.classid = CAST(:cls AS oid) AND l.objsubid = 2) "
-    "OR (l.classid = CAST(:high AS oid) AND l.objid = CAST(:low AS oid) AND l.objsubid = 1))"
+    "OR (l.classid = CAST(:high AS oid) AND l.objid = CAST(:low AS oid) AND l.objsubid = 1)) "
+    "AND NOT EXISTS (SELECT 1 FROM pg_locks m WHERE m.pid = l.pid AND m.locktype = 'advisory' AND m.granted "
+    "AND m.classid = CAST(:high AS oid) AND m.objid = CAST(:starting AS oid) AND m.objsubid = 1)"
 )
 
 
-def running_indexers(conn: Connection, own_pid: int | None = None) -> list[str]:
-    """The sources whose indexers hold a lock on this index (other server backends than
-    ``own_pid``), by name where the ``sources`` table knows the key; sorted."""
-    params = {"cls": LOCK_CLASS, "high": INDEX_LOCK_KEY >> 32, "low": INDEX_LOCK_KEY & 0xFFFF_FFFF, "own": own_pid}
+def running_indexers(conn: Connection) -> list[str]:
+    """The sources whose indexers run on this index: they hold the index lock, or (an indexer
+    of a sessionq from before the index lock) their source lock without the starting mark.
+    By name where the ``sources`` table knows the key; sorted."""
+    params = {"cls": LOCK_CLASS, "high": INDEX_LOCK_KEY >> 32, "low": INDEX_LOCK_KEY & 0xFFFF_FFFF, "starting": STARTING_LOCK_KEY & 0xFFFF_FFFF}
     held = conn.execute(text(_RUNNING_SOURCES), params).all()
     if not held:
         return []
@@ -171,17 +175,19 @@ def check_identity(conn: Connection, db: str) -> bool:
     return not present
 
 
-def upgrade(db: str, *, source: str | None = None, own_pid: int | None = None) -> tuple[str | None, str]:
+def upgrade(db: str, *, source: str | None = None) -> tuple[str | None, str]:
     """Create or upgrade the schema of the PostgreSQL index ``db``; ``(revision before, head)``.
 
     One transaction under an advisory lock: concurrent upgrades wait for
-    each other, and a failure leaves the schema as it was.  It refuses
-    (:class:`IndexersRunning`, naming their sources) while indexers run: it
-    takes the index lock exclusively, which every indexer holds shared, and
-    no source lock may be held either (an indexer of an older sessionq holds
-    only that).  ``own_pid``: the server pid of the caller's own lock
-    connection, whose source lock does not count (``index --upgrade``).  An
-    indexer that starts meanwhile waits for the upgrade's commit.
+    each other, and a failure leaves the schema as it was.  Changing an
+    existing schema refuses (:class:`IndexersRunning`, naming their sources)
+    while indexers run: it takes the index lock exclusively, which every
+    running indexer holds shared, and no source lock may be held without the
+    starting mark either (an indexer of an older sessionq holds only that).
+    Indexers still starting (the mark: before their schema check) do not
+    count; they take the index lock after this commits and check the
+    schema again.  Creating the schema in an empty database, or an index
+    already at the head, never refuses.
     """
     from readmodel.store.revisions import current_revision, head_revision
     from readmodel.store.revisions import upgrade as run_migrations
@@ -190,13 +196,14 @@ def upgrade(db: str, *, source: str | None = None, own_pid: int | None = None) -
     try:
         with conn.begin():
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": UPGRADE_LOCK_KEY})
-            exclusive = conn.execute(text("SELECT pg_try_advisory_xact_lock(:key)"), {"key": INDEX_LOCK_KEY}).scalar()
-            running = running_indexers(conn, own_pid)
-            if running or not exclusive:
-                shown = ", ".join(running) or "(unknown)"
-                raise IndexersRunning(f"refusing to upgrade {mask_url(db)}: the indexers of sources {shown} are running; stop them first")
-            check_identity(conn, db)
+            fresh = check_identity(conn, db)
             before = current_revision(conn)
+            if not fresh and before != head_revision():
+                exclusive = conn.execute(text("SELECT pg_try_advisory_xact_lock(:key)"), {"key": INDEX_LOCK_KEY}).scalar()
+                running = running_indexers(conn)
+                if running or not exclusive:
+                    shown = ", ".join(running) or "(unknown)"
+                    raise IndexersRunning(f"refusing to upgrade {mask_url(db)}: the indexers of sources {shown} are running; stop them first")
             run_migrations(conn, source=source)
             if conn.execute(text('SELECT count(*) FROM "index_meta"')).scalar() == 0:
                 conn.execute(
@@ -226,20 +233,10 @@ def open_existing(db: str) -> tuple[Engine, Connection]:
     return engine, conn
 
 
-def open_writer(
-    db: str,
-    *,
-    allow_upgrade: bool = False,
-    source: str | None = None,
-    own_pid: int | None = None,
-    released: Callable[[], AbstractContextManager[Any]] = nullcontext,
-) -> Engine:
+def open_writer(db: str, *, allow_upgrade: bool = False, source: str | None = None) -> Engine:
     """The engine an indexer writes ``db`` through: an empty database gets the schema, an
     older one is upgraded with ``allow_upgrade`` and refused otherwise (:class:`PostgresError`).
-
-    The indexer calls it holding its locks: an upgrade runs inside ``released()`` (the
-    indexer's shared index lock given up meanwhile) and ignores the source lock of
-    ``own_pid``, the server pid of the indexer's lock connection."""
+    The indexer holds its source lock and the starting mark meanwhile (:func:`upgrade`)."""
     from readmodel.store.revisions import current_revision, head_revision
 
     engine, conn = connect(db)
@@ -256,8 +253,7 @@ def open_writer(
                 f"{mask_url(db)} has schema revision {current or '(none)'}, this sessionq needs {head}; "
                 "run `sessionq db upgrade --db URL` (or `sessionq index --upgrade`)"
             )
-        with released():
-            upgrade(db, source=source, own_pid=own_pid)
+        upgrade(db, source=source)
     engine.dispose()
     return create_postgres_engine(db, pooled=True)
 

@@ -92,15 +92,39 @@ def test_the_event_feed_announces_a_growing_number_on_postgresql(postgres_url: s
         engine.close()
 
 
+def running(url: str, source: str) -> SourceLock:
+    """The locks of a running indexer of ``source`` (taken as ``sessionq index`` does)."""
+    lock = SourceLock(url, source)
+    lock.acquire()
+    lock.settle()
+    return lock
+
+
+def downgrade_one_revision(url: str) -> str:
+    from alembic import command
+
+    from readmodel.store.postgres import connect
+    from readmodel.store.revisions import alembic_config, current_revision
+
+    engine, conn = connect(url)
+    try:
+        with conn.begin():
+            command.downgrade(alembic_config(conn), "-1")
+        return current_revision(conn) or ""
+    finally:
+        conn.close()
+        engine.dispose()
+
+
 def test_db_upgrade_refuses_in_one_line_naming_the_sources_whose_indexers_run(postgres_url: str, tmp_path: Path) -> None:
     make_root(tmp_path / "a", "a", 1)
     make_root(tmp_path / "b", "b", 1)
     index(tmp_path / "a", postgres_url, "host-a")
     index(tmp_path / "b", postgres_url, "host-b")
-    held = [SourceLock(postgres_url, "host-a"), SourceLock(postgres_url, "host-b")]  # what two daemons hold
-    for lock in held:
-        lock.acquire()
+    held = [running(postgres_url, "host-a"), running(postgres_url, "host-b")]
     try:
+        assert "already at" in run("db", "upgrade", "--db", postgres_url).output  # nothing to change: no refusal
+        older = downgrade_one_revision(postgres_url)
         result = run("db", "upgrade", "--db", postgres_url)
         assert result.exit_code == 1
         lines = result.output.strip().splitlines()
@@ -113,12 +137,13 @@ def test_db_upgrade_refuses_in_one_line_naming_the_sources_whose_indexers_run(po
         for lock in held:
             lock.release()
     result = run("db", "upgrade", "--db", postgres_url)
-    assert result.exit_code == 0 and "already at" in result.output, result.output
+    assert result.exit_code == 0 and f"upgraded {older} ->" in result.output, result.output
 
 
-def test_db_upgrade_refuses_an_older_indexer_holding_only_its_source_lock(postgres_url: str, tmp_path: Path) -> None:
+def test_db_upgrade_refuses_an_older_indexer_holding_only_its_source_lock_but_not_one_starting(postgres_url: str, tmp_path: Path) -> None:
     make_root(tmp_path / "a", "a", 1)
     index(tmp_path / "a", postgres_url, "host-a")
+    downgrade_one_revision(postgres_url)
     with psycopg.connect(postgres_url, autocommit=True) as old:  # an indexer from before the index lock
         old.execute("SELECT pg_advisory_lock(%s, %s)", (LOCK_CLASS, source_key("host-a")))
         result = run("db", "upgrade", "--db", postgres_url)
@@ -126,28 +151,57 @@ def test_db_upgrade_refuses_an_older_indexer_holding_only_its_source_lock(postgr
         old.execute("SELECT pg_advisory_lock(%s, %s)", (LOCK_CLASS, source_key("not-indexed-yet")))
         result = run("db", "upgrade", "--db", postgres_url)
         assert "a source not in the index yet" in result.output
+    starting = SourceLock(postgres_url, "host-b")
+    starting.acquire()  # before its schema check: it checks again when it settles
+    try:
+        result = run("db", "upgrade", "--db", postgres_url)
+        assert result.exit_code == 0 and "upgraded" in result.output, result.output
+        starting.settle()  # the schema it finds is the one it writes
+    finally:
+        starting.release()
 
 
-def test_an_indexer_starting_during_an_upgrade_waits_for_its_commit(postgres_url: str, tmp_path: Path) -> None:
+def test_an_indexer_settling_during_an_upgrade_waits_for_its_commit(postgres_url: str, tmp_path: Path) -> None:
     from readmodel.store.postgres import INDEX_LOCK_KEY
 
     make_root(tmp_path / "a", "a", 1)
     index(tmp_path / "a", postgres_url, "host-a")
     taken = threading.Event()
     lock = SourceLock(postgres_url, "host-a")
-    with psycopg.connect(postgres_url) as upgrading:  # an upgrade's transaction: the index lock exclusively
-        upgrading.execute("SELECT pg_advisory_xact_lock(%s)", (INDEX_LOCK_KEY,))
-        waiter = threading.Thread(target=lambda: (lock.acquire(), taken.set()))
-        waiter.start()
-        time.sleep(0.5)
-        assert not taken.is_set()  # waiting, not writing into a schema being changed
-        upgrading.commit()
-        assert taken.wait(10)
-    waiter.join()
+    lock.acquire()
     try:
-        assert run("db", "upgrade", "--db", postgres_url).exit_code == 1  # and now it holds the lock shared
+        with psycopg.connect(postgres_url) as upgrading:  # an upgrade's transaction: the index lock exclusively
+            upgrading.execute("SELECT pg_advisory_xact_lock(%s)", (INDEX_LOCK_KEY,))
+            waiter = threading.Thread(target=lambda: (lock.settle(), taken.set()))
+            waiter.start()
+            time.sleep(0.5)
+            assert not taken.is_set()  # waiting, not writing into a schema being changed
+            upgrading.commit()
+            assert taken.wait(10)
+        waiter.join()
     finally:
         lock.release()
+
+
+def test_indexers_of_three_sources_starting_at_once_on_an_empty_database_all_index(postgres_url: str, tmp_path: Path) -> None:
+    """Each creates the schema if it finds none (serialised; the later ones find it made): a
+    starting indexer never makes another's creation refuse."""
+    import subprocess
+    import sys
+
+    for name in "abc":
+        make_root(tmp_path / name, name, 2)
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "indexer.cli", "index", "--once", "--root", str(tmp_path / name), "--db", postgres_url, "--source", f"host-{name}", "--workers", "0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for name in "abc"
+    ]
+    outcomes = [(process.wait(120), process.stderr.read().decode()) for process in processes]  # type: ignore[union-attr]
+    assert [code for code, _ in outcomes] == [0, 0, 0], outcomes
+    assert sorted(entry["source"] for entry in status(postgres_url)["sources"]) == ["host-a", "host-b", "host-c"]
 
 
 def test_search_while_live_sessions_exist_is_refused_on_postgresql_saying_why_and_reads_still_work(postgres_url: str, tmp_path: Path) -> None:
