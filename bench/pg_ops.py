@@ -10,7 +10,8 @@ search a client's (:func:`readmodel.search.postgres.postgres_search`).
 third of a root's project directories, writing one PostgreSQL database at
 once (cold builds, ``sessionq index --once`` in three processes) against one
 indexer of the union root into another database, alternating ``--repeat``
-times.  Both end with the same rows (checked: sessions, events, postings).
+times.  Both end with the same rows (checked: sessions, events, postings); the
+indexers' own CPU seconds tell contention from extra work.
 
 The cluster lives under ``--dir`` (default ``var/pg-ops``) and is stopped at
 the end; the load average is reported with every result.
@@ -145,6 +146,15 @@ def _totals(url: str) -> tuple[int, int, int]:
         return int(row[0]), int(row[1]), int(row[2])
 
 
+def _children_cpu() -> float:
+    """User + system CPU seconds the finished child processes report: the indexers (their
+    preparation workers, children of a fork server, may be missing)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def daemons(server: Any, root: Path, repeat: int) -> None:
     with tempfile.TemporaryDirectory(prefix="sessionq-pg-daemons-") as tmp:
         parts = split_root(root, Path(tmp), 3)
@@ -153,12 +163,14 @@ def daemons(server: Any, root: Path, repeat: int) -> None:
             for kind in ("one", "three") if turn % 2 == 0 else ("three", "one"):
                 url = server.database()
                 before = load()
+                cpu = _children_cpu()
                 started = time.perf_counter()
                 if kind == "one":
                     _finish([_index(root, url, "union")])
                 else:
                     _finish([_index(part, url, f"host-{n}") for n, part in enumerate(parts)])
                 wall = time.perf_counter() - started
+                cpu = _children_cpu() - cpu
                 totals = _totals(url)
                 server.drop(url)
                 (union_s if kind == "one" else three_s).append(wall)
@@ -167,6 +179,7 @@ def daemons(server: Any, root: Path, repeat: int) -> None:
                     "pg-daemons",
                     indexers=1 if kind == "one" else 3,
                     wall_s=round(wall, 2),
+                    writer_cpu_s=round(cpu, 1),
                     sessions=totals[0],
                     events=totals[1],
                     postings=totals[2],
