@@ -25,8 +25,10 @@ counter as the snapshot sees it (docs/postgres.md).  Writers of different
 sources bump different rows, so no single row serialises them, and a cursor
 or cache keyed by the vector is stale as soon as any source commits.
 
-Connections come from a small SQLAlchemy pool with ``pre_ping``: a server
-restart costs the next read a reconnect, not an error.
+Connections come from a small SQLAlchemy pool that checks a connection when
+it is checked out, without a round trip while it is sound
+(:func:`readmodel.store.postgres.checked_on_checkout`): a server restart costs
+the next read a reconnect, not an error.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from readmodel.core.errors import SessionQueryError
 from readmodel.core.vocabulary import Event, Header
 from readmodel.store.blocks import MissingDictionary, decode_events, decompress_block, register_dictionary, unpack_run_times, unpack_run_types
 from readmodel.store.interface import EventRow, StoredSession, SummaryRow, SummaryWhere
-from readmodel.store.postgres import CONNECT_TIMEOUT_SECONDS, PostgresError, open_existing
+from readmodel.store.postgres import CONNECT_TIMEOUT_SECONDS, PostgresError, checked_on_checkout, open_existing
 from readmodel.store.schema import MAX_LINK_SPAN, SCHEMA_REVISION
 from readmodel.store.sources import SERVER_GENERATION_SQL
 # One decoder of raw lines and one summary filter for both backends.
@@ -309,8 +311,8 @@ class PostgresIndexStore:
             message = f"{mask_url(db)} is at schema revision {revision or '(none)'}, this sessionq reads {SCHEMA_REVISION}; run `sessionq db upgrade --db URL`"
             raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", message)
         try:
-            engine = create_engine(
-                parse(db), pool_size=POOL_SIZE, max_overflow=8, pool_pre_ping=True, connect_args={"connect_timeout": CONNECT_TIMEOUT_SECONDS}
+            engine = checked_on_checkout(
+                create_engine(parse(db), pool_size=POOL_SIZE, max_overflow=8, connect_args={"connect_timeout": CONNECT_TIMEOUT_SECONDS})
             )
         except MalformedUrl as exc:
             raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", str(exc)) from None

@@ -110,10 +110,15 @@ def create_postgres_engine(db: str, *, pooled: bool = False) -> Engine:
     twice, and each round trip is a share of its latency."""
     connect_args = {"connect_timeout": CONNECT_TIMEOUT_SECONDS}
     if pooled:
-        engine = create_engine(parse(db), pool_size=2, max_overflow=2, connect_args=connect_args)
-        event.listen(engine, "checkout", _checked_out)
-        return engine
+        return checked_on_checkout(create_engine(parse(db), pool_size=2, max_overflow=2, connect_args=connect_args))
     return create_engine(parse(db), poolclass=NullPool, connect_args=connect_args)
+
+
+def checked_on_checkout(engine: Engine) -> Engine:
+    """``engine`` whose pool replaces a connection the server dropped when it is checked out,
+    at no round trip while it is sound (:func:`idle_connection_alive`; instead of ``pre_ping``)."""
+    event.listen(engine, "checkout", _checked_out)
+    return engine
 
 
 def idle_connection_alive(conn: Any) -> bool:
@@ -134,6 +139,8 @@ def idle_connection_alive(conn: Any) -> bool:
         return True
     try:
         conn.execute("SELECT 1")
+        if not conn.autocommit:
+            conn.rollback()  # leave it idle: its user may change autocommit or begin its own transaction
         return True
     except Exception:  # noqa: BLE001 - any failure means the connection is gone
         return False

@@ -226,3 +226,31 @@ def test_search_while_live_sessions_exist_is_refused_on_postgresql_saying_why_an
         assert "live-1" in [record.header["id"] for record in engine.list_sessions()]  # reads overlay them
     finally:
         engine.close()
+
+
+def test_readers_reconnect_after_a_server_restart_and_a_sound_connection_costs_no_check_statement(postgres_server, postgres_url: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from readmodel.query import SessionQuery
+
+    make_root(tmp_path / "a", "a", 2)
+    index(tmp_path / "a", postgres_url, "host-a")
+    engine = SessionQuery.open(postgres_url)
+    statements: list[str] = []
+    original = psycopg.Cursor.execute
+
+    def counting(self, query, params=None, **kwargs):  # type: ignore[no-untyped-def]
+        statements.append(str(query))
+        return original(self, query, params, **kwargs)
+
+    try:
+        before = [record.header["id"] for record in engine.list_sessions()]
+        psycopg.Cursor.execute = counting  # type: ignore[method-assign]
+        try:
+            assert [record.header["id"] for record in engine.list_sessions()] == before
+        finally:
+            psycopg.Cursor.execute = original  # type: ignore[method-assign]
+        assert statements and not any(query.strip() in ("SELECT 1", ";") for query in statements)  # no ping
+        postgres_server.restart()  # every pooled connection dies
+        assert [record.header["id"] for record in engine.list_sessions()] == before
+        assert engine.search_sessions({"query": "alpha"}).items
+    finally:
+        engine.close()
