@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="sessionq-append-") as tmp:
         for megabytes in args.mb or [1.0, 100.0]:
             emit(measure(megabytes, args.appends, args.dir, Path(tmp), idle=args.idle))
-            shutil.rmtree(Path(tmp) / f"root-{megabytes:g}", ignore_errors=True)
+            shutil.rmtree(Path(tmp) / f"root-{megabytes:g}-sqlite", ignore_errors=True)
     return 0
 
 
