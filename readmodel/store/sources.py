@@ -12,8 +12,9 @@ PostgreSQL advisory lock key), so it must be a safe file-name component.
 
 The ``sources`` table holds one row per source that ever indexed into the
 index: its root, when it last reconciled, and its own generation counter
-(bumped in the same transaction as the global one; PostgreSQL readers will
-bind cursors to these rows instead of one hot global row).
+(bumped by each of its batches that changed something; on SQLite with the
+global one, on PostgreSQL alone: readers there bind cursors to these rows, and
+:data:`SERVER_GENERATION_SQL` sums them, instead of one hot global row).
 
 Sessions of indexes built before schema 0012 were labelled at upgrade time
 with the source the upgrading command named (``sessionq index --upgrade
