@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from readmodel.projection.grams import LONG_MARK_KEY, gram_key, query_grams, query_trigrams, scheme_fingerprint
+from readmodel.search import pgtexts
 from readmodel.search.backend import Row
 from readmodel.search.gramsearch import MAX_TRIGRAMS, choose_grams
 from readmodel.search.modes import BOILERPLATE_SESSIONS, Match, Ranking, split_parts, words_expression
@@ -95,8 +96,41 @@ def query(snap: Any, request: Any, sessions: Where | None, events: Where, sid: i
         marker = None
     else:
         expression, marker = None, compiled_substring(request.query).mark_first
-    rows = snap.backend.ranked(key, lambda want: _ranking(snap, request, sessions, events, sid), offset, request.limit + 1)
+    if snap.backend.texts_first:
+        rows = snap.backend.ranked(key, lambda want: _texts_ranking(snap, request, sessions, events, sid, want), offset, request.limit + 1)
+    else:
+        rows = snap.backend.ranked(key, lambda want: _ranking(snap, request, sessions, events, sid), offset, request.limit + 1)
     return snap.fill(rows, expression, marker)
+
+
+def _texts_ranking(snap: Any, request: Any, sessions: Where | None, events: Where, sid: int | None, need: int) -> list[tuple[Any, ...]]:
+    """The first ``need`` rows of the ranking, texts first (:mod:`readmodel.search.pgtexts`)."""
+    cur = snap.cur
+    scope = snap.scope(sessions, events, sid)
+    if request.match == "words":
+        phrases, last_prefix, _ = phrases_of(request.query, request.prefix, snap.backend.tokenizer().tokens)
+        if not phrases:
+            return []
+        prefix, expansions, exact = _expanded(cur, phrases, last_prefix)
+        if prefix is not None and not expansions[prefix]:
+            return []
+        texts = pgtexts.words_texts(cur, phrases, prefix, expansions, exact, scope)
+    else:
+        substring = compiled_substring(request.query)
+        texts = pgtexts.substring_texts(cur, _gram_condition(cur, request.query, 'x."grams"'), substring.literal, substring.count, scope)
+    return pgtexts.ranked(cur, texts, scope, need, judge=True, seq_orders_sessions=True)
+
+
+def _expanded(cur: Any, phrases: list[list[bytes]], last_prefix: bool) -> tuple[bytes | None, dict[bytes, list[bytes]], set[bytes]]:
+    """``(prefix token or None, its expansions, the terms read exactly)`` of a words query's phrases."""
+    exact = {term for phrase in phrases for term in phrase}
+    expansions: dict[bytes, list[bytes]] = {}
+    prefix = phrases[-1][-1] if last_prefix else None
+    if prefix is not None:
+        expansions[prefix] = _prefixed(cur, prefix)
+        if sum(phrase.count(prefix) for phrase in phrases) == 1:
+            exact.discard(prefix)  # only ever read as a prefix
+    return prefix, expansions, exact
 
 
 def _ranking(snap: Any, request: Any, sessions: Where | None, events: Where, sid: int | None) -> list[tuple[Any, ...]]:
@@ -146,15 +180,9 @@ def _select(cur: Any, source: str, source_params: list[Any], where: tuple[Any, .
 
 def _words(cur: Any, phrases: list[list[bytes]], last_prefix: bool, where: tuple[Any, ...]) -> list[Match]:
     """Every document holding an instance of every phrase, with its merged span count."""
-    exact = {term for phrase in phrases for term in phrase}
-    expansions: dict[bytes, list[bytes]] = {}
-    prefix = phrases[-1][-1] if last_prefix else None
-    if prefix is not None:
-        expansions[prefix] = _prefixed(cur, prefix)
-        if sum(phrase.count(prefix) for phrase in phrases) == 1:
-            exact.discard(prefix)  # only ever read as a prefix
-        if not expansions[prefix]:
-            return []
+    prefix, expansions, exact = _expanded(cur, phrases, last_prefix)
+    if prefix is not None and not expansions[prefix]:
+        return []
     keys = {term_hash(term): term for term in exact}
     for term in expansions.get(prefix, []) if prefix is not None else []:
         keys[term_hash(term)] = term
@@ -182,13 +210,13 @@ def _words(cur: Any, phrases: list[list[bytes]], last_prefix: bool, where: tuple
         positions.setdefault(docid, {})[keys[key]] = found
     found_matches = []
     for row in candidates:
-        strength = _words_strength(phrases, prefix, expansions, positions.get(row[2], {}))
+        strength = words_strength(phrases, prefix, expansions, positions.get(row[2], {}))
         if strength:
             found_matches.append(_match(row, strength))
     return found_matches
 
 
-def _words_strength(phrases: list[list[bytes]], prefix: bytes | None, expansions: dict[bytes, list[bytes]], positions: dict[bytes, list[int]]) -> int:
+def words_strength(phrases: list[list[bytes]], prefix: bytes | None, expansions: dict[bytes, list[bytes]], positions: dict[bytes, list[int]]) -> int:
     """The merged spans of every phrase's instances; 0 when a phrase has none."""
     instances: list[tuple[int, int]] = []
     for number, phrase in enumerate(phrases):
@@ -232,21 +260,9 @@ def _successor(key: bytes) -> bytes | None:
 
 def _substring(cur: Any, text: str, substring: Any, where: tuple[Any, ...]) -> list[Match]:
     """Every document the substring pattern finds, among the gram index's candidates."""
-    cur.execute('SELECT "grams" FROM "index_meta"')
-    row = cur.fetchone()
-    grams = query_grams(text) if row is not None and row[0] == scheme_fingerprint() else []
-    gram_condition, gram_params = "", []
-    if grams:
-        bigrams = [gram_key(gram) for gram in choose_grams(grams)]
-        trigrams = [gram_key(gram) for gram in choose_grams(query_trigrams(text), MAX_TRIGRAMS)]
-        if trigrams:
-            gram_condition = ' AND ((g."grams" @> %s::bigint[] AND NOT g."grams" @> %s::bigint[]) OR g."grams" @> %s::bigint[])'
-            gram_params = [bigrams, [LONG_MARK_KEY], trigrams]
-        else:
-            gram_condition = ' AND g."grams" @> %s::bigint[]'
-            gram_params = [bigrams]
-    source = f'(SELECT g."docid" FROM "document_gram_keys" g WHERE true{gram_condition}) c' if grams else '"documents" c'
-    rows = _select(cur, source, gram_params, where)
+    grams = _gram_condition(cur, text, 'g."grams"')
+    source = f'(SELECT g."docid" FROM "document_gram_keys" g WHERE {grams[0]}) c' if grams is not None else '"documents" c'
+    rows = _select(cur, source, grams[1] if grams is not None else [], where)
     # Each distinct text is read and counted once (boilerplate repeats across sessions), by its
     # stored hash as the SQLite ranking does (readmodel.search.sqlranking).
     cur.execute(
@@ -265,6 +281,22 @@ def _substring(cur: Any, text: str, substring: Any, where: tuple[Any, ...]) -> l
         if strength:
             found.append(_match(row, strength))
     return found
+
+
+def _gram_condition(cur: Any, text: str, column: str) -> tuple[str, list[Any]] | None:
+    """The gram index's condition over ``column`` (a ``bigint[]`` of gram keys) for a substring
+    query, with its arguments; ``None``: every document is a candidate (no index for the running
+    scheme, or no gram to choose)."""
+    cur.execute('SELECT "grams" FROM "index_meta"')
+    row = cur.fetchone()
+    grams = query_grams(text) if row is not None and row[0] == scheme_fingerprint() else []
+    if not grams:
+        return None
+    bigrams = [gram_key(gram) for gram in choose_grams(grams)]
+    trigrams = [gram_key(gram) for gram in choose_grams(query_trigrams(text), MAX_TRIGRAMS)]
+    if trigrams:
+        return f"(({column} @> %s::bigint[] AND NOT {column} @> %s::bigint[]) OR {column} @> %s::bigint[])", [bigrams, [LONG_MARK_KEY], trigrams]
+    return f"{column} @> %s::bigint[]", [bigrams]
 
 
 def _add_holders(cur: Any, ranking: Ranking) -> None:

@@ -48,6 +48,7 @@ import msgspec
 
 from readmodel.core.errors import SessionQueryError
 from readmodel.core.vocabulary import Header
+from readmodel.search import pgtexts
 from readmodel.search.backend import Row
 from readmodel.search.config import SearchConfig
 from readmodel.search.cursors import CursorCodec
@@ -151,6 +152,9 @@ class PostgresSearchBackend:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._ranked: OrderedDict[tuple[str, ...], tuple[list[tuple[Any, ...]], bool]] = OrderedDict()
+        self.texts_first = True
+        """Rank over distinct texts in the server (:mod:`readmodel.search.pgtexts`); false: the
+        per-document path (the property tests' oracle)."""
 
     def ranked(self, key: tuple[str, ...], fetch: Callable[[int], list[tuple[Any, ...]]], offset: int, need: int) -> list[Row]:
         """Rows ``offset .. offset + need`` of a ranking, cut from a small cache when it holds them.
@@ -292,8 +296,18 @@ class _Snapshot:
         terms = bounded_terms(self.backend.tokenizer().tokens(query))
         if not terms:
             return []
-        rows = self.backend.ranked(key, lambda want: self._phrase_ranking(terms, sessions, events, sid, want), offset, need)
+        if self.backend.texts_first:
+            scope = self.scope(sessions, events, sid)
+            rank = lambda want: pgtexts.ranked(self.cur, pgtexts.phrase_texts(self.cur, terms, scope), scope, want, judge=False, seq_orders_sessions=False)  # noqa: E731
+        else:
+            rank = lambda want: self._phrase_ranking(terms, sessions, events, sid, want)  # noqa: E731
+        rows = self.backend.ranked(key, rank, offset, need)
         return self.fill(rows, match_expression(query))
+
+    def scope(self, sessions: Where | None, events: Where, sid: int | None) -> pgtexts.Scope:
+        """Where a texts-first ranking looks: ``sid``'s docid range (``None``: every session) and the filters."""
+        conditions, params = self.filters(sessions, events)
+        return pgtexts.Scope(None if sid is None else (sid << 32, (sid << 32) | 0xFFFFFFFF), conditions, params)
 
     def _phrase_ranking(self, terms: list[bytes], sessions: Where | None, events: Where, sid: int | None, need: int) -> list[tuple[Any, ...]]:
         """The first ``need`` ranked candidates of the phrase ``terms`` (pruned: see the module docstring)."""

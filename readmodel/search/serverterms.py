@@ -23,6 +23,26 @@ later document likely brings the term back).
 
 The migration that creates these tables (0014) backfills them with
 :func:`backfill`; the read side is :mod:`readmodel.search.postgres`.
+
+**Per text** (migration 0020): the ``words`` and ``substring`` rankings
+depend on a document's text alone, and texts repeat (boilerplate, copied
+history), so the same rows are also kept once per distinct text, keyed by
+:func:`readmodel.projection.texthash.text_hash` (``document_hashes.hash``):
+
+* ``search_texts (hash bigint PRIMARY KEY, length, grams bigint[])``: the
+  text's length in code points and its gram keys (GIN-indexed);
+* ``text_postings (term, hash, tf, positions int[])``: the postings of the
+  text, as a document holding it has them.
+
+A text's rows are written by the first transaction that stores it: the
+``search_texts`` row is inserted with ``ON CONFLICT DO NOTHING … RETURNING``
+in hash order (two writers of one new text: the second waits for the first
+and inserts nothing; no deadlock), and only the texts it returned get their
+``text_postings``.  Like the dictionary, a text's rows are never deleted
+(they are a function of the text; a reader reaches documents only through
+``document_hashes``, so a text no document holds any more answers nothing),
+which keeps concurrent writers of different sources free of any
+delete/insert race on a shared text.
 """
 
 from __future__ import annotations
@@ -31,10 +51,14 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 from readmodel.projection.grams import document_gram_keys
+from readmodel.projection.texthash import text_hash
 from readmodel.search.tokens import Tokenizer, postings, term_hash
 
 TABLES: Final = ("terms", "postings", "document_gram_keys")
-"""The PostgreSQL-only tables (explicit DDL in migration 0014, no SQLAlchemy model)."""
+"""The PostgreSQL-only tables of migration 0014 (explicit DDL, no SQLAlchemy model)."""
+
+TEXT_TABLES: Final = ("search_texts", "text_postings")
+"""The PostgreSQL-only per-text tables of migration 0020 (explicit DDL, no SQLAlchemy model)."""
 
 PREFIX_KEY_BYTES: Final = 16
 """Bytes of a term in the ``terms_prefix`` index."""
@@ -51,6 +75,17 @@ DDL: Final = (
     'CREATE INDEX "document_gram_keys_grams" ON "document_gram_keys" USING gin ("grams")',
 )
 """Migration 0014's DDL, in order."""
+
+TEXT_DDL: Final = (
+    'CREATE TABLE "search_texts" ("hash" bigint PRIMARY KEY, "length" integer NOT NULL, "grams" bigint[] NOT NULL)',
+    'CREATE INDEX "search_texts_grams" ON "search_texts" USING gin ("grams")',
+    'CREATE TABLE "text_postings" ("term" bigint NOT NULL, "hash" bigint NOT NULL, "tf" integer NOT NULL, '
+    '"positions" integer[] NOT NULL, PRIMARY KEY ("term", "hash"))',
+    # The boilerplate verdict walks a text's documents in docid (so session) order, skipping
+    # to the next session: three index probes instead of reading every holder.
+    'CREATE INDEX "document_hashes_walk" ON "document_hashes" ("hash", "docid")',
+)
+"""Migration 0020's DDL, in order."""
 
 BACKFILL_CHUNK: Final = 500
 """Documents read, tokenised and written per step of :func:`backfill`."""
@@ -72,8 +107,9 @@ def document_rows(tokenizer: Tokenizer, docid: int, text: str) -> tuple[dict[int
     return entries, rows
 
 
-def write_documents(cur: Any, tokenizer: Tokenizer, documents: Iterable[tuple[int, str]]) -> int:
-    """Store the terms, postings and gram keys of ``(docid, text)`` documents new to the index.
+def write_documents(cur: Any, tokenizer: Tokenizer, documents: Iterable[tuple[int, str]], *, texts: bool = True) -> int:
+    """Store the terms, postings and gram keys of ``(docid, text)`` documents new to the index,
+    and (``texts``: the schema has migration 0020's tables) the per-text rows of texts new to it.
 
     ``cur`` is a psycopg 3 cursor inside the writing transaction.  Returns the
     number of postings written.  :class:`TermCollision` when a term's hash is
@@ -82,22 +118,45 @@ def write_documents(cur: Any, tokenizer: Tokenizer, documents: Iterable[tuple[in
     dictionary: dict[int, bytes] = {}
     posting_rows: list[tuple[int, int, int, list[int]]] = []
     gram_rows: list[tuple[int, list[int]]] = []
+    by_text: dict[int, tuple[int, list[tuple[int, int, int, list[int]]], list[int]]] = {}
     for docid, text in documents:
         entries, rows = document_rows(tokenizer, docid, text)
         for key, term in entries.items():
             if dictionary.setdefault(key, term) != term:
                 raise TermCollision(f"terms {term!r} and {dictionary[key]!r} have the same hash {key}")
         posting_rows += rows
-        gram_rows.append((docid, document_gram_keys(text)))
+        grams = document_gram_keys(text)
+        gram_rows.append((docid, grams))
+        if texts:
+            by_text.setdefault(text_hash(text), (len(text), rows, grams))
     _write_dictionary(cur, dictionary)
     # COPY's text format written directly: several times faster than adapting each array.
-    with cur.copy('COPY "postings" ("term", "docid", "tf", "positions") FROM STDIN') as copy:
-        for start in range(0, len(posting_rows), _COPY_ROWS):
-            copy.write("".join(f"{key}\t{docid}\t{tf}\t{{{_joined(positions)}}}\n" for key, docid, tf, positions in posting_rows[start : start + _COPY_ROWS]))
+    _copy_postings(cur, "postings", "docid", posting_rows)
     with cur.copy('COPY "document_gram_keys" ("docid", "grams") FROM STDIN') as copy:
         for docid, keys in gram_rows:
             copy.write(f"{docid}\t{{{_joined(keys)}}}\n")
+    if by_text:
+        _write_texts(cur, by_text)
     return len(posting_rows)
+
+
+def _copy_postings(cur: Any, table: str, column: str, rows: list[tuple[int, int, int, list[int]]]) -> None:
+    with cur.copy(f'COPY "{table}" ("term", "{column}", "tf", "positions") FROM STDIN') as copy:
+        for start in range(0, len(rows), _COPY_ROWS):
+            copy.write("".join(f"{key}\t{owner}\t{tf}\t{{{_joined(positions)}}}\n" for key, owner, tf, positions in rows[start : start + _COPY_ROWS]))
+
+
+def _write_texts(cur: Any, by_text: dict[int, tuple[int, list[tuple[int, int, int, list[int]]], list[int]]]) -> None:
+    """The per-text rows of the texts no committed transaction stored yet (see the module docstring)."""
+    hashes = sorted(by_text)  # one lock order for every writer
+    cur.execute(
+        'INSERT INTO "search_texts" ("hash", "length", "grams") SELECT h, l, '
+        "CAST(g AS bigint[]) FROM unnest(%s::bigint[], %s::int[], %s::text[]) AS u(h, l, g) ORDER BY h "
+        'ON CONFLICT DO NOTHING RETURNING "hash"',
+        (hashes, [by_text[h][0] for h in hashes], ["{" + _joined(by_text[h][2]) + "}" for h in hashes]),
+    )
+    fresh = sorted(row[0] for row in cur.fetchall())
+    _copy_postings(cur, "text_postings", "hash", [(key, value, tf, positions) for value in fresh for key, _d, tf, positions in by_text[value][1]])
 
 
 _COPY_ROWS: Final = 10_000
@@ -127,11 +186,12 @@ def delete_documents(cur: Any, low: int, high: int) -> None:
     cur.execute('DELETE FROM "document_gram_keys" WHERE "docid" BETWEEN %s AND %s', (low, high))
 
 
-def backfill(cur: Any, progress: Callable[[int], None] | None = None) -> int:
+def backfill(cur: Any, progress: Callable[[int], None] | None = None, *, texts: bool = True) -> int:
     """Write the rows of every stored document (tables empty); the number of documents.
 
     Runs in the caller's transaction, :data:`BACKFILL_CHUNK` documents at a
-    time (bounded memory); ``progress(done)`` after each chunk.
+    time (bounded memory); ``progress(done)`` after each chunk.  ``texts``:
+    the per-text rows too (the schema has migration 0020's tables).
     """
     tokenizer = Tokenizer()
     try:
@@ -141,10 +201,39 @@ def backfill(cur: Any, progress: Callable[[int], None] | None = None) -> int:
             rows: Sequence[tuple[int, str]] = cur.fetchall()
             if not rows:
                 return done
-            write_documents(cur, tokenizer, rows)
+            write_documents(cur, tokenizer, rows, texts=texts)
             last = rows[-1][0]
             done += len(rows)
             if progress is not None:
                 progress(done)
+    finally:
+        tokenizer.close()
+
+
+def backfill_texts(cur: Any) -> int:
+    """Write the per-text rows of every distinct stored text (migration 0020); their number.
+
+    One document per text hash is read (:data:`BACKFILL_CHUNK` texts at a time, bounded memory).
+    """
+    tokenizer = Tokenizer()
+    try:
+        done, last = 0, None
+        while True:
+            after = "" if last is None else 'WHERE h."hash" > %s '
+            cur.execute(
+                f'SELECT DISTINCT ON (h."hash") h."hash", d."text" FROM "document_hashes" h JOIN "documents" d ON d."docid" = h."docid" '
+                f'{after}ORDER BY h."hash" LIMIT %s',
+                ([] if last is None else [last]) + [BACKFILL_CHUNK],
+            )
+            rows: Sequence[tuple[int, str]] = cur.fetchall()
+            if not rows:
+                return done
+            by_text = {}
+            for value, text in rows:
+                _, postings_of = document_rows(tokenizer, 0, text)
+                by_text[value] = (len(text), postings_of, document_gram_keys(text))
+            _write_texts(cur, by_text)
+            last = rows[-1][0]
+            done += len(rows)
     finally:
         tokenizer.close()

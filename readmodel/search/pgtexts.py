@@ -1,0 +1,312 @@
+"""Texts-first ranking on PostgreSQL: every mode ranked over distinct texts inside the server.
+
+The counterpart of :mod:`readmodel.search.sqlranking` for a PostgreSQL index.
+A hit's first ranking keys — the boilerplate verdict (``words`` and
+``substring``), its strength and its length — depend on its text alone, and
+the index keeps the search rows once per distinct text as well (migration
+0020, :mod:`readmodel.search.serverterms`: ``search_texts``,
+``text_postings``).  So a search is ranked in three steps, and only a page's
+worth of rows ever leaves the server:
+
+1. **Texts**: the distinct matching texts with their strength and length,
+   computed from the per-text rows (within one session: only the texts its
+   documents hold).
+
+   * ``phrase``: the texts holding every term; one term's strength is its
+     ``tf``, a longer phrase's the spans ``highlight()`` marks, counted from
+     the positions of those texts (:func:`readmodel.search.tokens.phrase_spans`).
+   * ``words``: the texts holding an instance of every phrase (the prefix
+     token's expansions from the dictionary); when every phrase is one token
+     the strength is the sum of the distinct terms' ``tf`` (in SQL), else the
+     merged spans of the phrases' instances
+     (:func:`readmodel.search.pgmodes.words_strength`).
+   * ``substring``: the gram index's candidate texts (``search_texts.grams``),
+     each counted once in one document holding it; an ASCII query without
+     whitespace is counted in SQL (``replace`` of the lowered text, which is
+     exactly ``str.count`` of the lowered literal), any other query on the
+     reading host with the compiled pattern.  A text counted 0 is no match.
+
+2. **Classes**: texts ordered by (strength more, length shorter) and cut into
+   classes of equal keys; ``words`` and ``substring`` take the boilerplate
+   verdict lazily in that order (:data:`JUDGED_AHEAD` texts per statement; a
+   text in :data:`~readmodel.search.modes.BOILERPLATE_SESSIONS` sessions with
+   status ok, walked session by session on ``document_hashes_walk``), specific
+   classes first, boilerplate ones after them.
+
+3. **Documents** of the leading classes, a growing batch of classes per
+   statement (through ``document_hashes``, the filters applied, each session's
+   best document by ``DISTINCT ON`` and the batch ordered by the remaining keys —
+   newer time, none last, higher seq, session id in UTF-8 byte order — with a
+   ``LIMIT`` of the rows still needed).  Reading stops once the page's sessions
+   (rows, within one session) are known: every later class ranks after them.
+
+The phrase mode orders tied sessions by id without looking at seq (the
+reference's order, :func:`readmodel.search.postgres.rank_sessions`); the
+other modes by seq first (:class:`readmodel.search.modes.Ranking`).
+
+Equal hashes stand for equal texts (a 64-bit hash, as on SQLite).  The
+per-document path (:mod:`readmodel.search.postgres`' pruned phrase ranking,
+:mod:`readmodel.search.pgmodes`) is kept as the slow path and the property
+tests' oracle: :attr:`PostgresSearchBackend.texts_first` switches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from readmodel.search.modes import BOILERPLATE_SESSIONS
+from readmodel.search.tokens import phrase_spans, term_hash
+
+JUDGED_AHEAD: Final = 256
+"""Texts whose verdict one statement settles (the next ones in ranking order)."""
+
+FIRST_BATCH: Final = 16
+"""Texts whose documents the first step-3 statement reads; each later one reads four times more."""
+
+_TEXT_DOCUMENT: Final = '(SELECT o."docid" FROM "document_hashes" o WHERE o."hash" = x."hash" LIMIT 1)'
+
+# Step 2: whether stored sessions with status ok hold each text at least BOILERPLATE_SESSIONS
+# times over: from a text's first document, the first document of a later session, and so on
+# (one probe of document_hashes_walk per session, never every holder of a common text).
+_VERDICTS: Final = f"""
+SELECT w."hash", (
+  WITH RECURSIVE walk("sid", "n") AS (
+    SELECT (SELECT o."docid" >> 32 FROM "document_hashes" o JOIN "sessions" s ON s."sid" = o."docid" >> 32
+            WHERE o."hash" = w."hash" AND s."status" = 'ok' ORDER BY o."docid" LIMIT 1), 1
+    UNION ALL
+    SELECT (SELECT o."docid" >> 32 FROM "document_hashes" o JOIN "sessions" s ON s."sid" = o."docid" >> 32
+            WHERE o."hash" = w."hash" AND o."docid" >= (walk."sid" + 1) << 32 AND s."status" = 'ok' ORDER BY o."docid" LIMIT 1),
+           walk."n" + 1
+    FROM walk WHERE walk."sid" IS NOT NULL AND walk."n" < {BOILERPLATE_SESSIONS})
+  SELECT count(walk."sid") FROM walk) >= {BOILERPLATE_SESSIONS}
+FROM unnest(%s::bigint[]) AS w("hash")"""
+
+
+@dataclass(slots=True)
+class Text:
+    """One distinct matching text: its hash, strength and length (and verdict, once judged)."""
+
+    hash: int
+    strength: int
+    length: int
+    shared: bool | None = None
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where a search looks: one session's docid range (``None``: every session) and the filters
+    over :data:`readmodel.search.postgres.CANDIDATE_COLUMNS` (PostgreSQL SQL and its arguments)."""
+
+    docids: tuple[int, int] | None
+    conditions: str
+    params: list[Any]
+
+    def texts_clause(self, column: str) -> tuple[str, list[Any]]:
+        """A condition keeping the texts some document of the session holds (nothing across sessions)."""
+        if self.docids is None:
+            return "", []
+        return f' AND {column} IN (SELECT "hash" FROM "document_hashes" WHERE "docid" BETWEEN %s AND %s)', list(self.docids)
+
+
+def ranked(cur: Any, texts: list[Text], scope: Scope, need: int, *, judge: bool, seq_orders_sessions: bool) -> list[tuple[Any, ...]]:
+    """The first ``need`` ranked rows ``(strength, candidate columns…)`` of the matching ``texts``
+    (steps 2 and 3; :func:`readmodel.search.postgres.to_row`'s shape)."""
+    texts.sort(key=lambda text: (-text.strength, text.length))
+    per_session = scope.docids is None
+    found: list[tuple[Any, ...]] = []
+    seen: set[str] = set()
+    batch: list[list[Text]] = []
+    size, wanted = 0, FIRST_BATCH
+    for group in _classes(cur, texts, judge):
+        batch.append(group)
+        size += len(group)
+        if size < wanted:
+            continue
+        _read(cur, batch, scope, need, found, seen, per_session, seq_orders_sessions)
+        if len(found) >= need:
+            return found[:need]
+        batch, size, wanted = [], 0, wanted * 4
+    if batch:
+        _read(cur, batch, scope, need, found, seen, per_session, seq_orders_sessions)
+    return found[:need]
+
+
+def _read(
+    cur: Any, batch: list[list[Text]], scope: Scope, need: int, found: list[tuple[Any, ...]], seen: set[str], per_session: bool, seq_orders: bool
+) -> None:
+    """Step 3 for a batch of classes: append the rows that come next in ranking order to ``found``."""
+    from readmodel.search.postgres import CANDIDATE_COLUMNS
+
+    hashes, ranks, strengths = [], [], []
+    for rank, group in enumerate(batch):
+        strengths.append(group[0].strength)
+        for text in group:
+            hashes.append(text.hash)
+            ranks.append(rank)
+    where, params = "", []
+    if scope.docids is not None:
+        where, params = ' AND h."docid" BETWEEN %s AND %s', list(scope.docids)
+    inner = (
+        f'SELECT k."rank" AS "rank", {CANDIDATE_COLUMNS} FROM unnest(%s::bigint[], %s::int[]) AS k("hash", "rank") '
+        'JOIN "document_hashes" h ON h."hash" = k."hash" JOIN "documents" d ON d."docid" = h."docid" '
+        f"JOIN \"sessions\" s ON s.\"sid\" = d.\"sid\" WHERE s.\"status\" = 'ok'{where}"
+    )
+    inner = f"SELECT * FROM ({inner}) c" + (f" WHERE {scope.conditions}" if scope.conditions else "")
+    later = 'time DESC NULLS LAST, seq DESC, session_id COLLATE "C"'
+    if per_session:
+        inner = f"SELECT DISTINCT ON (session_id) * FROM ({inner}) b ORDER BY session_id, rank, time DESC NULLS LAST, seq DESC"
+        if not seq_orders:
+            later = 'time DESC NULLS LAST, session_id COLLATE "C"'
+    cur.execute(f"SELECT * FROM ({inner}) r ORDER BY rank, {later} LIMIT %s", [hashes, ranks, *params, *scope.params, need])
+    for row in cur.fetchall():
+        if per_session:
+            if row[1] in seen:
+                continue
+            seen.add(row[1])
+        found.append((strengths[row[0]], *row[1:]))
+
+
+def _judge(cur: Any, texts: list[Text]) -> None:
+    """Settle the verdict of every text in ``texts`` that has none (one statement)."""
+    lookup = [text.hash for text in texts if text.shared is None]
+    if lookup:
+        cur.execute(_VERDICTS, (lookup,))
+        verdicts = dict(cur.fetchall())
+        for text in texts:
+            if text.shared is None:
+                text.shared = bool(verdicts[text.hash])
+
+
+def _classes(cur: Any, texts: list[Text], judge: bool) -> Generator[list[Text], None, None]:
+    """Step 2: the texts in classes of equal keys, in ranking order (``judge``: specific classes
+    first, judged :data:`JUDGED_AHEAD` at a time, boilerplate ones after them)."""
+    deferred: list[list[Text]] = []
+    start = judged = 0
+    while start < len(texts):
+        end = start + 1
+        while end < len(texts) and (texts[end].strength, texts[end].length) == (texts[start].strength, texts[start].length):
+            end += 1
+        if not judge:
+            yield texts[start:end]
+            start = end
+            continue
+        if judged < end:
+            judged = max(end, judged + JUDGED_AHEAD)
+            _judge(cur, texts[start:judged])
+        specific = [text for text in texts[start:end] if not text.shared]
+        shared = [text for text in texts[start:end] if text.shared]
+        if specific:
+            yield specific
+        if shared:
+            deferred.append(shared)
+        start = end
+    yield from deferred
+
+
+# -- step 1 -------------------------------------------------------------------------------
+
+
+def phrase_texts(cur: Any, terms: list[bytes], scope: Scope) -> list[Text]:
+    """The texts holding the phrase ``terms``, with their span counts."""
+    keys = [term_hash(term) for term in terms]
+    distinct = list(dict.fromkeys(keys))
+    if len(distinct) == 1 and len(terms) == 1:
+        clause, params = scope.texts_clause('t."hash"')
+        cur.execute(
+            f'SELECT t."hash", t."tf", x."length" FROM "text_postings" t JOIN "search_texts" x ON x."hash" = t."hash" WHERE t."term" = %s{clause}',
+            [distinct[0], *params],
+        )
+        return [Text(*row) for row in cur.fetchall()]
+    holders = _holding(cur, [[key] for key in distinct], scope)
+    if not holders:
+        return []
+    positions = _positions(cur, list(holders), dict(zip(keys, terms)))
+    found = []
+    for value, length in holders.items():
+        spans = phrase_spans(terms, positions.get(value, {}))
+        if spans:
+            found.append(Text(value, spans, length))
+    return found
+
+
+def words_texts(cur: Any, phrases: list[list[bytes]], prefix: bytes | None, expansions: dict[bytes, list[bytes]], exact: set[bytes], scope: Scope) -> list[Text]:
+    """The texts holding an instance of every phrase (``prefix``: the last token, standing for
+    its ``expansions``), with their merged span counts."""
+    from readmodel.search.pgmodes import words_strength
+
+    keys = {term_hash(term): term for term in exact}
+    required = [[term_hash(term)] for term in exact]
+    if prefix is not None:
+        keys.update((term_hash(term), term) for term in expansions[prefix])
+        required.append([term_hash(term) for term in expansions[prefix]])
+    required.sort(key=len)
+    if all(len(phrase) == 1 for phrase in phrases):
+        # One position holds one term: the merged spans are the positions of the distinct terms.
+        clause, params = scope.texts_clause('t."hash"')
+        having = " AND ".join('bool_or(t."term" = ANY(%s))' for _ in required)
+        cur.execute(
+            f'SELECT t."hash", sum(t."tf"), min(x."length") FROM "text_postings" t JOIN "search_texts" x ON x."hash" = t."hash" '
+            f'WHERE t."term" = ANY(%s){clause} GROUP BY t."hash" HAVING {having}',
+            [list(keys), *params, *required],
+        )
+        return [Text(value, int(strength), length) for value, strength, length in cur.fetchall()]
+    holders = _holding(cur, required, scope)
+    if not holders:
+        return []
+    positions = _positions(cur, list(holders), keys)
+    found = []
+    for value, length in holders.items():
+        strength = words_strength(phrases, prefix, expansions, positions.get(value, {}))
+        if strength:
+            found.append(Text(value, strength, length))
+    return found
+
+
+def substring_texts(cur: Any, grams: tuple[str, list[Any]] | None, literal: str | None, count: Any, scope: Scope) -> list[Text]:
+    """The texts the substring query occurs in: candidates by ``grams`` (a condition over
+    ``x."grams"`` and its arguments; ``None``: every text), counted by ``literal`` in SQL (a
+    lowered ASCII query without whitespace) or by ``count(text)`` here."""
+    condition, params = grams if grams is not None else ("true", [])
+    clause, scope_params = scope.texts_clause('x."hash"')
+    source = f'FROM "search_texts" x JOIN "documents" d ON d."docid" = {_TEXT_DOCUMENT} WHERE {condition}{clause}'
+    if literal is not None:
+        subject = 'd."text"'
+        if "k" in literal or "s" in literal:  # the non-ASCII members of their fold classes (Substring)
+            subject = f"replace(replace({subject}, chr(8490), 'k'), chr(383), 's')"
+        folded = f'lower({subject} COLLATE "C")'  # ASCII letters only, whatever the database's locale
+        counted = f"(length({folded}) - length(replace({folded}, %s, ''))) / %s"
+        cur.execute(
+            f'SELECT * FROM (SELECT x."hash", {counted} AS n, x."length" {source}) m WHERE n > 0',
+            [literal, len(literal), *params, *scope_params],
+        )
+        return [Text(*row) for row in cur.fetchall()]
+    cur.execute(f'SELECT x."hash", d."text", x."length" {source}', [*params, *scope_params])
+    found = []
+    for value, text, length in cur.fetchall():
+        strength = count(text)
+        if strength:
+            found.append(Text(value, strength, length))
+    return found
+
+
+def _holding(cur: Any, required: list[list[int]], scope: Scope) -> dict[int, int]:
+    """``hash → length`` of the texts holding one term of each list in ``required``."""
+    clause, params = scope.texts_clause('p0."hash"')
+    joins = "".join(f' JOIN "text_postings" p{i} ON p{i}."hash" = p0."hash" AND p{i}."term" = ANY(%s)' for i in range(1, len(required)))
+    cur.execute(
+        f'SELECT x."hash", x."length" FROM "search_texts" x WHERE x."hash" IN (SELECT p0."hash" FROM "text_postings" p0{joins} '
+        f'WHERE p0."term" = ANY(%s){clause})',
+        [*required[1:], required[0], *params],
+    )
+    return dict(cur.fetchall())
+
+
+def _positions(cur: Any, hashes: Iterable[int], keys: dict[int, bytes]) -> dict[int, dict[bytes, list[int]]]:
+    """``hash → term → positions`` of ``keys``' terms in the texts ``hashes``."""
+    cur.execute('SELECT "hash", "term", "positions" FROM "text_postings" WHERE "hash" = ANY(%s) AND "term" = ANY(%s)', (list(hashes), list(keys)))
+    positions: dict[int, dict[bytes, list[int]]] = {}
+    for value, key, found in cur.fetchall():
+        positions.setdefault(value, {})[keys[key]] = found
+    return positions
