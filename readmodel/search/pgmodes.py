@@ -100,7 +100,7 @@ def query(snap: Any, request: Any, sessions: Where | None, events: Where, sid: i
         rows = snap.backend.ranked(key, lambda want: _texts_ranking(snap, request, sessions, events, sid, want), offset, request.limit + 1)
     else:
         rows = snap.backend.ranked(key, lambda want: _ranking(snap, request, sessions, events, sid), offset, request.limit + 1)
-    return snap.fill(rows, expression, marker)
+    return snap.fill(rows, expression, marker, literal=request.match == "substring" and compiled_substring(request.query).literal is not None)
 
 
 def _texts_ranking(snap: Any, request: Any, sessions: Where | None, events: Where, sid: int | None, need: int) -> list[tuple[Any, ...]]:
@@ -117,7 +117,11 @@ def _texts_ranking(snap: Any, request: Any, sessions: Where | None, events: Wher
         texts = pgtexts.words_texts(cur, phrases, prefix, expansions, exact, scope)
     else:
         substring = compiled_substring(request.query)
-        texts = pgtexts.substring_texts(cur, _gram_condition(cur, request.query, 'x."grams"'), substring.literal, substring.count, scope)
+        grams = _current_grams(cur, request.query)
+        keys = list(dict.fromkeys(gram_key(gram) for gram in choose_grams(grams))) if grams else None
+        texts = pgtexts.substring_texts(cur, keys, scope)
+        counter = pgtexts.substring_counter(cur, substring.literal, substring.count)
+        return pgtexts.ranked(cur, texts, scope, need, judge=True, seq_orders_sessions=True, counter=counter)
     return pgtexts.ranked(cur, texts, scope, need, judge=True, seq_orders_sessions=True)
 
 
@@ -283,13 +287,19 @@ def _substring(cur: Any, text: str, substring: Any, where: tuple[Any, ...]) -> l
     return found
 
 
+def _current_grams(cur: Any, text: str) -> list[str]:
+    """The substring query's grams (:func:`query_grams`) when the index's grams are of the running
+    scheme (else none: every document or text is a candidate)."""
+    cur.execute('SELECT "grams" FROM "index_meta"')
+    row = cur.fetchone()
+    return query_grams(text) if row is not None and row[0] == scheme_fingerprint() else []
+
+
 def _gram_condition(cur: Any, text: str, column: str) -> tuple[str, list[Any]] | None:
     """The gram index's condition over ``column`` (a ``bigint[]`` of gram keys) for a substring
     query, with its arguments; ``None``: every document is a candidate (no index for the running
     scheme, or no gram to choose)."""
-    cur.execute('SELECT "grams" FROM "index_meta"')
-    row = cur.fetchone()
-    grams = query_grams(text) if row is not None and row[0] == scheme_fingerprint() else []
+    grams = _current_grams(cur, text)
     if not grams:
         return None
     bigrams = [gram_key(gram) for gram in choose_grams(grams)]

@@ -66,6 +66,10 @@ FIRST_BATCH: Final = 16
 """Texts whose documents the first step-3 statement reads; each later one reads four times more."""
 
 _TEXT_DOCUMENT: Final = '(SELECT o."docid" FROM "document_hashes" o WHERE o."hash" = x."hash" LIMIT 1)'
+"""One document holding the text ``x."hash"`` (a ``LATERAL`` subquery: the planner then probes it per text)."""
+
+FIRST_COUNTED: Final = 16
+"""Substring candidates counted by the first statement; each later one counts four times more."""
 
 # Step 2: whether stored sessions with status ok hold each text at least BOILERPLATE_SESSIONS
 # times over: from a text's first document, the first document of a later session, and so on
@@ -110,16 +114,20 @@ class Scope:
         return f' AND {column} IN (SELECT "hash" FROM "document_hashes" WHERE "docid" BETWEEN %s AND %s)', list(self.docids)
 
 
-def ranked(cur: Any, texts: list[Text], scope: Scope, need: int, *, judge: bool, seq_orders_sessions: bool) -> list[tuple[Any, ...]]:
+def ranked(
+    cur: Any, texts: list[Text], scope: Scope, need: int, *, judge: bool, seq_orders_sessions: bool, counter: Any = None
+) -> list[tuple[Any, ...]]:
     """The first ``need`` ranked rows ``(strength, candidate columns…)`` of the matching ``texts``
-    (steps 2 and 3; :func:`readmodel.search.postgres.to_row`'s shape)."""
+    (steps 2 and 3; :func:`readmodel.search.postgres.to_row`'s shape).  With ``counter``
+    (:func:`substring_counter`) the texts' strengths are bounds, counted lazily
+    (:func:`_bounded_classes`)."""
     texts.sort(key=lambda text: (-text.strength, text.length))
     per_session = scope.docids is None
     found: list[tuple[Any, ...]] = []
     seen: set[str] = set()
     batch: list[list[Text]] = []
     size, wanted = 0, FIRST_BATCH
-    for group in _classes(cur, texts, judge):
+    for group in _classes(cur, texts, judge) if counter is None else _bounded_classes(cur, texts, counter):
         batch.append(group)
         size += len(group)
         if size < wanted:
@@ -205,6 +213,51 @@ def _classes(cur: Any, texts: list[Text], judge: bool) -> Generator[list[Text], 
     yield from deferred
 
 
+def _bounded_classes(cur: Any, texts: list[Text], counter: Any) -> Generator[list[Text], None, None]:
+    """:func:`_classes` (judged) of texts whose strengths are only bounds yet, in descending order
+    of bound: counted a growing batch at a time, in that order.  A counted text is placed once it
+    counts more than the next uncounted bound (no later text can reach it): a specific one then,
+    a boilerplate one after every text is counted.  Verdicts are taken as texts are placed."""
+    pending: list[Text] = []  # counted, not yet placed, in ranking order
+    shared: list[Text] = []
+    start, size = 0, FIRST_COUNTED
+    while True:
+        bound = texts[start].strength if start < len(texts) else 0
+        placeable = 0
+        while placeable < len(pending) and pending[placeable].strength > bound:
+            placeable += 1
+        while placeable:
+            end = 1
+            while end < len(pending) and (pending[end].strength, pending[end].length) == (pending[0].strength, pending[0].length):
+                end += 1
+            if pending[end - 1].shared is None:
+                _judge(cur, pending[: max(end, min(placeable, JUDGED_AHEAD))])
+            group, pending, placeable = pending[:end], pending[end:], placeable - end
+            shared += [text for text in group if text.shared]
+            specific = [text for text in group if not text.shared]
+            if specific:
+                yield specific
+        if start >= len(texts):
+            break
+        batch = texts[start : start + size]
+        if batch[0].strength == UNBOUNDED:
+            batch = texts[start:]  # nothing narrows: count them all at once
+        counts = counter(batch)
+        for text in batch:
+            text.strength = counts.get(text.hash, 0)
+        pending = sorted(pending + [text for text in batch if text.strength], key=lambda text: (-text.strength, text.length))
+        start += len(batch)
+        size *= 4
+    shared.sort(key=lambda text: (-text.strength, text.length))
+    start = 0
+    while start < len(shared):
+        end = start + 1
+        while end < len(shared) and (shared[end].strength, shared[end].length) == (shared[start].strength, shared[start].length):
+            end += 1
+        yield shared[start:end]
+        start = end
+
+
 # -- step 1 -------------------------------------------------------------------------------
 
 
@@ -264,31 +317,52 @@ def words_texts(cur: Any, phrases: list[list[bytes]], prefix: bytes | None, expa
     return found
 
 
-def substring_texts(cur: Any, grams: tuple[str, list[Any]] | None, literal: str | None, count: Any, scope: Scope) -> list[Text]:
-    """The texts the substring query occurs in: candidates by ``grams`` (a condition over
-    ``x."grams"`` and its arguments; ``None``: every text), counted by ``literal`` in SQL (a
-    lowered ASCII query without whitespace) or by ``count(text)`` here."""
-    condition, params = grams if grams is not None else ("true", [])
-    clause, scope_params = scope.texts_clause('x."hash"')
-    source = f'FROM "search_texts" x JOIN "documents" d ON d."docid" = {_TEXT_DOCUMENT} WHERE {condition}{clause}'
-    if literal is not None:
-        subject = 'd."text"'
-        if "k" in literal or "s" in literal:  # the non-ASCII members of their fold classes (Substring)
-            subject = f"replace(replace({subject}, chr(8490), 'k'), chr(383), 's')"
-        folded = f'lower({subject} COLLATE "C")'  # ASCII letters only, whatever the database's locale
-        counted = f"(length({folded}) - length(replace({folded}, %s, ''))) / %s"
+def substring_texts(cur: Any, grams: list[int] | None, scope: Scope) -> list[Text]:
+    """The substring query's candidate texts, not counted yet: each :class:`Text`'s strength is
+    the bound of its occurrences (the fewest occurrences of one of the query's ``grams`` in it;
+    ``grams`` ``None``: every text, unbounded)."""
+    if grams is None:
+        clause, params = scope.texts_clause('x."hash"')
+        cur.execute(f'SELECT x."hash", x."length" FROM "search_texts" x WHERE true{clause}', params)
+        return [Text(value, UNBOUNDED, length) for value, length in cur.fetchall()]
+    clause, params = scope.texts_clause('g."hash"')
+    cur.execute(
+        'SELECT g."hash", min(g."n"), min(x."length") FROM "text_grams" g JOIN "search_texts" x ON x."hash" = g."hash" '
+        f'WHERE g."gram" = ANY(%s){clause} GROUP BY g."hash" HAVING count(*) = %s',
+        [grams, *params, len(grams)],
+    )
+    return [Text(*row) for row in cur.fetchall()]
+
+
+UNBOUNDED: Final = 2**62
+"""The bound of a text no gram narrows."""
+
+
+def substring_counter(cur: Any, literal: str | None, count: Any) -> Any:
+    """``counter(texts) → {hash: occurrences}`` for a substring query: ``literal`` (a lowered
+    ASCII query without whitespace) counted in SQL in the texts' ASCII-folded copies, where the
+    bytes ``replace`` removes are exactly ``str.count`` of it (the folded copy is what
+    :class:`readmodel.search.substring.Substring` counts an ASCII literal in); any other query
+    by ``count(text)`` on the reading host, in one stored document holding the text (a text no
+    document holds any more is left out)."""
+
+    def by_sql(texts: list[Text]) -> dict[int, int]:
         cur.execute(
-            f'SELECT * FROM (SELECT x."hash", {counted} AS n, x."length" {source}) m WHERE n > 0',
-            [literal, len(literal), *params, *scope_params],
+            'SELECT "hash", (octet_length("folded") - octet_length(replace("folded", %s, \'\'))) / %s FROM "search_texts" '
+            'WHERE "hash" = ANY(%s)',
+            [literal, len(literal), [text.hash for text in texts]],
         )
-        return [Text(*row) for row in cur.fetchall()]
-    cur.execute(f'SELECT x."hash", d."text", x."length" {source}', [*params, *scope_params])
-    found = []
-    for value, text, length in cur.fetchall():
-        strength = count(text)
-        if strength:
-            found.append(Text(value, strength, length))
-    return found
+        return dict(cur.fetchall())
+
+    def on_host(texts: list[Text]) -> dict[int, int]:
+        cur.execute(
+            f'SELECT x."hash", d."text" FROM unnest(%s::bigint[]) AS x("hash") CROSS JOIN LATERAL {_TEXT_DOCUMENT} o '
+            'JOIN "documents" d ON d."docid" = o."docid"',
+            [[text.hash for text in texts]],
+        )
+        return {value: count(text) for value, text in cur.fetchall()}
+
+    return by_sql if literal is not None else on_host
 
 
 def _holding(cur: Any, required: list[list[int]], scope: Scope) -> dict[int, int]:

@@ -372,15 +372,20 @@ class _Snapshot:
                 params += args
         return " AND ".join(parts), params
 
-    def fill(self, rows: list[Row], expression: str | None, marker: Any = None) -> list[Row]:
-        """Headers and marked texts of one page's rows (``marker(text)`` instead of ``highlight()`` of ``expression``)."""
+    def fill(self, rows: list[Row], expression: str | None, marker: Any = None, literal: bool = False) -> list[Row]:
+        """Headers and marked texts of one page's rows (``marker(text)`` instead of ``highlight()`` of ``expression``).
+
+        ``literal``: ``marker`` marks the first occurrence of a literal (a substring query
+        without whitespace), which a prefix holding it whole marks as the whole text does
+        (an earlier occurrence, as long, would lie in the prefix too), so prefixes are tried
+        first as for ``highlight()``."""
         if not rows:
             return rows
         self.cur.execute('SELECT "sid", "header_json" FROM "sessions" WHERE "sid" = ANY(%s)', ([row.header_json for row in rows],))
         headers = dict(self.cur.fetchall())
         for row in rows:
             row.header_json = bytes(headers[row.header_json])
-        if marker is not None:
+        if marker is not None and not literal:
             texts = self._texts([row.docid for row in rows], None)
             for row in rows:
                 row.marked_text = marker(texts.get(row.docid, ("", 0))[0])
@@ -388,6 +393,7 @@ class _Snapshot:
         # As Highlighter.snippet_source, reading only the prefixes it tries: a long tool
         # output's prefix costs PostgreSQL a partial decompression, not the whole value.
         highlighter = self.backend.highlighter()
+        mark = marker if marker is not None else (lambda text: highlighter.marked(text, expression or ""))
         width = self.backend.config.snippet_chars
         first = PREFIX_CHARS + 4 * width
         pending = {row.docid: row for row in rows}
@@ -396,10 +402,10 @@ class _Snapshot:
             for docid, (text, length) in texts.items():
                 row = pending[docid]
                 if size is None or length <= size:
-                    row.marked_text = highlighter.marked(text, expression or "")
+                    row.marked_text = mark(text)
                     del pending[docid]
                     continue
-                marked = highlighter.marked(text, expression or "")
+                marked = mark(text)
                 if marked and prefix_decides_snippet(marked, width):
                     row.marked_text = marked
                     del pending[docid]

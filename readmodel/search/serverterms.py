@@ -29,10 +29,17 @@ depend on a document's text alone, and texts repeat (boilerplate, copied
 history), so the same rows are also kept once per distinct text, keyed by
 :func:`readmodel.projection.texthash.text_hash` (``document_hashes.hash``):
 
-* ``search_texts (hash bigint PRIMARY KEY, length, grams bigint[])``: the
-  text's length in code points and its gram keys (GIN-indexed);
+* ``search_texts (hash bigint PRIMARY KEY, length, folded)``: the text's
+  length in code points and its ASCII-folded copy (:data:`ASCII_FOLDED`,
+  stored uncompressed: an ASCII substring query is counted in it without
+  decompressing or folding anything at query time);
 * ``text_postings (term, hash, tf, positions int[])``: the postings of the
-  text, as a document holding it has them.
+  text, as a document holding it has them;
+* ``text_grams (gram, hash, n)``: how often each gram occurs in the text
+  (:func:`gram_counts`): the substring mode's candidates (a matching text
+  holds every gram of the query) and the bound of its occurrences (each
+  non-overlapping occurrence of the query holds its own occurrence of each
+  of the query's grams, so it occurs at most ``min(n)`` times).
 
 A text's rows are written by the first transaction that stores it: the
 ``search_texts`` row is inserted with ``ON CONFLICT DO NOTHING … RETURNING``
@@ -50,14 +57,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
-from readmodel.projection.grams import document_gram_keys
+from collections import Counter
+
+from readmodel.projection.grams import document_gram_keys, fold, gram_key
 from readmodel.projection.texthash import text_hash
 from readmodel.search.tokens import Tokenizer, postings, term_hash
 
 TABLES: Final = ("terms", "postings", "document_gram_keys")
 """The PostgreSQL-only tables of migration 0014 (explicit DDL, no SQLAlchemy model)."""
 
-TEXT_TABLES: Final = ("search_texts", "text_postings")
+TEXT_TABLES: Final = ("search_texts", "text_postings", "text_grams")
 """The PostgreSQL-only per-text tables of migration 0020 (explicit DDL, no SQLAlchemy model)."""
 
 PREFIX_KEY_BYTES: Final = 16
@@ -77,15 +86,23 @@ DDL: Final = (
 """Migration 0014's DDL, in order."""
 
 TEXT_DDL: Final = (
-    'CREATE TABLE "search_texts" ("hash" bigint PRIMARY KEY, "length" integer NOT NULL, "grams" bigint[] NOT NULL)',
-    'CREATE INDEX "search_texts_grams" ON "search_texts" USING gin ("grams")',
+    'CREATE TABLE "search_texts" ("hash" bigint PRIMARY KEY, "length" integer NOT NULL, "folded" text NOT NULL)',
+    'ALTER TABLE "search_texts" ALTER COLUMN "folded" SET STORAGE EXTERNAL',
     'CREATE TABLE "text_postings" ("term" bigint NOT NULL, "hash" bigint NOT NULL, "tf" integer NOT NULL, '
     '"positions" integer[] NOT NULL, PRIMARY KEY ("term", "hash"))',
+    'CREATE TABLE "text_grams" ("gram" bigint NOT NULL, "hash" bigint NOT NULL, "n" integer NOT NULL, PRIMARY KEY ("gram", "hash"))',
     # The boilerplate verdict walks a text's documents in docid (so session) order, skipping
     # to the next session: three index probes instead of reading every holder.
     'CREATE INDEX "document_hashes_walk" ON "document_hashes" ("hash", "docid")',
 )
 """Migration 0020's DDL, in order."""
+
+ASCII_FOLDED: Final = """lower(replace(replace({text}, chr(8490), 'k'), chr(383), 's') COLLATE "C")"""
+"""A text as an ASCII substring query is counted in (:class:`readmodel.search.substring.Substring`):
+KELVIN SIGN and LONG S (the only non-ASCII members of ASCII letters' simple case-fold classes) as
+``k`` and ``s``, then ASCII letters lowered (``COLLATE "C"``: nothing else, whatever the database's
+locale).  Every other code point stays, so an ASCII literal's non-overlapping occurrences are the
+same as in the text folded by the query's pattern."""
 
 BACKFILL_CHUNK: Final = 500
 """Documents read, tokenised and written per step of :func:`backfill`."""
@@ -118,17 +135,16 @@ def write_documents(cur: Any, tokenizer: Tokenizer, documents: Iterable[tuple[in
     dictionary: dict[int, bytes] = {}
     posting_rows: list[tuple[int, int, int, list[int]]] = []
     gram_rows: list[tuple[int, list[int]]] = []
-    by_text: dict[int, tuple[int, list[tuple[int, int, int, list[int]]], list[int]]] = {}
+    by_text: dict[int, tuple[str, list[tuple[int, int, int, list[int]]]]] = {}
     for docid, text in documents:
         entries, rows = document_rows(tokenizer, docid, text)
         for key, term in entries.items():
             if dictionary.setdefault(key, term) != term:
                 raise TermCollision(f"terms {term!r} and {dictionary[key]!r} have the same hash {key}")
         posting_rows += rows
-        grams = document_gram_keys(text)
-        gram_rows.append((docid, grams))
+        gram_rows.append((docid, document_gram_keys(text)))
         if texts:
-            by_text.setdefault(text_hash(text), (len(text), rows, grams))
+            by_text.setdefault(text_hash(text), (text, rows))
     _write_dictionary(cur, dictionary)
     # COPY's text format written directly: several times faster than adapting each array.
     _copy_postings(cur, "postings", "docid", posting_rows)
@@ -146,17 +162,37 @@ def _copy_postings(cur: Any, table: str, column: str, rows: list[tuple[int, int,
             copy.write("".join(f"{key}\t{owner}\t{tf}\t{{{_joined(positions)}}}\n" for key, owner, tf, positions in rows[start : start + _COPY_ROWS]))
 
 
-def _write_texts(cur: Any, by_text: dict[int, tuple[int, list[tuple[int, int, int, list[int]]], list[int]]]) -> None:
+def _write_texts(cur: Any, by_text: dict[int, tuple[str, list[tuple[int, int, int, list[int]]]]]) -> None:
     """The per-text rows of the texts no committed transaction stored yet (see the module docstring)."""
     hashes = sorted(by_text)  # one lock order for every writer
     cur.execute(
-        'INSERT INTO "search_texts" ("hash", "length", "grams") SELECT h, l, '
-        "CAST(g AS bigint[]) FROM unnest(%s::bigint[], %s::int[], %s::text[]) AS u(h, l, g) ORDER BY h "
+        f'INSERT INTO "search_texts" ("hash", "length", "folded") SELECT h, l, {ASCII_FOLDED.format(text="t")} '
+        "FROM unnest(%s::bigint[], %s::int[], %s::text[]) AS u(h, l, t) ORDER BY h "
         'ON CONFLICT DO NOTHING RETURNING "hash"',
-        (hashes, [by_text[h][0] for h in hashes], ["{" + _joined(by_text[h][2]) + "}" for h in hashes]),
+        (hashes, [len(by_text[h][0]) for h in hashes], [by_text[h][0] for h in hashes]),
     )
     fresh = sorted(row[0] for row in cur.fetchall())
     _copy_postings(cur, "text_postings", "hash", [(key, value, tf, positions) for value in fresh for key, _d, tf, positions in by_text[value][1]])
+    with cur.copy('COPY "text_grams" ("gram", "hash", "n") FROM STDIN') as copy:
+        for value in fresh:
+            copy.write("".join(f"{gram}\t{value}\t{n}\n" for gram, n in gram_counts(by_text[value][0]).items()))
+
+
+def gram_counts(text: str) -> dict[int, int]:
+    """``gram key → occurrences`` in the folded text (:func:`readmodel.projection.grams.fold`:
+    case folded, each whitespace character a space): every bigram but two spaces, and every
+    non-ASCII code point.
+
+    A substring query's grams (:func:`readmodel.projection.grams.query_grams`) are bigrams of
+    its folded text, its whitespace runs one space (a single non-ASCII code point: itself), so
+    a text holding the query holds each of them at every occurrence.
+    """
+    folded = fold(text)
+    counts: Counter[str] = Counter(map(str.__add__, folded, folded[1:]))
+    counts.pop("  ", None)
+    if not folded.isascii():
+        counts.update(char for char in folded if char > "\x7f")
+    return {gram_key(gram): n for gram, n in counts.items()}
 
 
 _COPY_ROWS: Final = 10_000
@@ -228,11 +264,7 @@ def backfill_texts(cur: Any) -> int:
             rows: Sequence[tuple[int, str]] = cur.fetchall()
             if not rows:
                 return done
-            by_text = {}
-            for value, text in rows:
-                _, postings_of = document_rows(tokenizer, 0, text)
-                by_text[value] = (len(text), postings_of, document_gram_keys(text))
-            _write_texts(cur, by_text)
+            _write_texts(cur, {value: (text, document_rows(tokenizer, 0, text)[1]) for value, text in rows})
             last = rows[-1][0]
             done += len(rows)
     finally:

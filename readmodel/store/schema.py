@@ -327,10 +327,11 @@ KNOWN_TABLES: Final = frozenset(
         "document_gram_keys",
         "search_texts",
         "text_postings",
+        "text_grams",
     }
 )
 
-SERVER_TABLES: Final = ("terms", "postings", "document_gram_keys", "search_texts", "text_postings")
+SERVER_TABLES: Final = ("terms", "postings", "document_gram_keys", "search_texts", "text_postings", "text_grams")
 """PostgreSQL-only tables (migrations 0014 and 0020, :mod:`readmodel.search.serverterms`): explicit DDL, not models."""
 
 SERVER_INDEXES: Final = ("document_hashes_walk",)
