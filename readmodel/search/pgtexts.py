@@ -145,14 +145,17 @@ def _read(
     cur: Any, batch: list[list[Text]], scope: Scope, need: int, found: list[tuple[Any, ...]], seen: set[str], per_session: bool, seq_orders: bool
 ) -> None:
     """Step 3 for a batch of classes: append the rows that come next in ranking order to ``found``."""
-    from readmodel.search.postgres import CANDIDATE_COLUMNS
-
     hashes, ranks, strengths = [], [], []
     for rank, group in enumerate(batch):
         strengths.append(group[0].strength)
         for text in group:
             hashes.append(text.hash)
             ranks.append(rank)
+    if per_session:
+        _read_newest(cur, hashes, ranks, strengths, scope, need, found, seen, seq_orders)
+        return
+    from readmodel.search.postgres import CANDIDATE_COLUMNS
+
     where, params = "", []
     if scope.docids is not None:
         where, params = ' AND h."docid" BETWEEN %s AND %s', list(scope.docids)
@@ -174,6 +177,49 @@ def _read(
                 continue
             seen.add(row[1])
         found.append((strengths[row[0]], *row[1:]))
+
+
+def _read_newest(
+    cur: Any, hashes: list[int], ranks: list[int], strengths: list[int], scope: Scope, need: int, found: list[tuple[Any, ...]], seen: set[str], seq_orders: bool
+) -> None:
+    """Step 3 across sessions: the batch's documents newest first per class through
+    ``text_documents_newest``, only the leading ``limit`` of them (with every document tied
+    with the last on class and time) joined and filtered; each session's first is its best.
+    Every session left out has only documents after all of those read, so once the page's
+    sessions are found the rest never matters; when they are not, and documents were left
+    out, the batch is read again with four times the limit."""
+    from readmodel.search.postgres import CANDIDATE_COLUMNS
+
+    later = 'time DESC NULLS LAST, seq DESC, session_id COLLATE "C"' if seq_orders else 'time DESC NULLS LAST, session_id COLLATE "C"'
+    limit = max(4 * need, 64)
+    held, known, total = len(found), set(seen), None
+    while True:
+        leading = (
+            'SELECT t."docid", k."rank" FROM unnest(%s::bigint[], %s::int[]) AS k("hash", "rank") '
+            'JOIN "text_documents" t ON t."hash" = k."hash" ORDER BY k."rank", t."time" DESC NULLS LAST FETCH FIRST %s ROWS WITH TIES'
+        )
+        inner = (
+            f'SELECT l."rank" AS "rank", {CANDIDATE_COLUMNS} FROM ({leading}) l '
+            'JOIN "documents" d ON d."docid" = l."docid" JOIN "sessions" s ON s."sid" = d."sid" WHERE s."status" = \'ok\''
+        )
+        inner = f"SELECT * FROM ({inner}) c" + (f" WHERE {scope.conditions}" if scope.conditions else "")
+        inner = f"SELECT DISTINCT ON (session_id) * FROM ({inner}) b ORDER BY session_id, rank, time DESC NULLS LAST, seq DESC"
+        cur.execute(f"SELECT * FROM ({inner}) r ORDER BY rank, {later} LIMIT %s", [hashes, ranks, limit, *scope.params, need + len(seen)])
+        for row in cur.fetchall():
+            if row[1] not in seen:
+                seen.add(row[1])
+                found.append((strengths[row[0]], *row[1:]))
+        if len(found) >= need:
+            return
+        if total is None:
+            cur.execute('SELECT count(*) FROM "text_documents" WHERE "hash" = ANY(%s)', (hashes,))
+            total = cur.fetchone()[0]
+        if total <= limit:
+            return
+        del found[held:]
+        seen.clear()
+        seen.update(known)
+        limit *= 4
 
 
 def _judge(cur: Any, texts: list[Text]) -> None:

@@ -385,33 +385,43 @@ class _Snapshot:
         headers = dict(self.cur.fetchall())
         for row in rows:
             row.header_json = bytes(headers[row.header_json])
+        # Equal texts mark equally: each distinct text of the page is read and marked once.
+        self.cur.execute('SELECT "docid", "hash" FROM "document_hashes" WHERE "docid" = ANY(%s)', ([row.docid for row in rows],))
+        hashes = dict(self.cur.fetchall())
+        holders: dict[Any, list[Row]] = {}
+        for row in rows:
+            holders.setdefault(hashes.get(row.docid, ("document", row.docid)), []).append(row)
+        marked = self._marked([group[0].docid for group in holders.values()], expression, marker, literal)
+        for group in holders.values():
+            for row in group:
+                row.marked_text = marked.get(group[0].docid, "")
+        return rows
+
+    def _marked(self, docids: list[int], expression: str | None, marker: Any, literal: bool) -> dict[int, str]:
+        """``docid → marked text`` (see :meth:`fill`)."""
         if marker is not None and not literal:
-            texts = self._texts([row.docid for row in rows], None)
-            for row in rows:
-                row.marked_text = marker(texts.get(row.docid, ("", 0))[0])
-            return rows
+            return {docid: marker(text) for docid, (text, _) in self._texts(docids, None).items()}
         # As Highlighter.snippet_source, reading only the prefixes it tries: a long tool
         # output's prefix costs PostgreSQL a partial decompression, not the whole value.
         highlighter = self.backend.highlighter()
         mark = marker if marker is not None else (lambda text: highlighter.marked(text, expression or ""))
         width = self.backend.config.snippet_chars
         first = PREFIX_CHARS + 4 * width
-        pending = {row.docid: row for row in rows}
+        pending = set(docids)
+        found: dict[int, str] = {}
         for size in (first, 16 * first, None):
-            texts = self._texts(list(pending), size)
-            for docid, (text, length) in texts.items():
-                row = pending[docid]
+            for docid, (text, length) in self._texts(list(pending), size).items():
                 if size is None or length <= size:
-                    row.marked_text = mark(text)
-                    del pending[docid]
+                    found[docid] = mark(text)
+                    pending.discard(docid)
                     continue
                 marked = mark(text)
                 if marked and prefix_decides_snippet(marked, width):
-                    row.marked_text = marked
-                    del pending[docid]
+                    found[docid] = marked
+                    pending.discard(docid)
             if not pending:
                 break
-        return rows
+        return found
 
     def _texts(self, docids: list[int], size: int | None) -> dict[int, tuple[str, int]]:
         """``docid → (text or its first size code points, length)`` of stored documents."""

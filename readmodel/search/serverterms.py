@@ -39,7 +39,12 @@ history), so the same rows are also kept once per distinct text, keyed by
   (:func:`gram_counts`): the substring mode's candidates (a matching text
   holds every gram of the query) and the bound of its occurrences (each
   non-overlapping occurrence of the query holds its own occurrence of each
-  of the query's grams, so it occurs at most ``min(n)`` times).
+  of the query's grams, so it occurs at most ``min(n)`` times);
+* ``text_documents (docid PRIMARY KEY, hash, time)``: each document's text
+  hash and time (from ``document_hashes`` and ``documents``), indexed by
+  ``(hash, time DESC, docid DESC)``: a text's documents newest first, so a
+  ranking reads the leading holders of a common text, not all of them.
+  Written with the document, deleted with it.
 
 A text's rows are written by the first transaction that stores it: the
 ``search_texts`` row is inserted with ``ON CONFLICT DO NOTHING … RETURNING``
@@ -66,7 +71,7 @@ from readmodel.search.tokens import Tokenizer, postings, term_hash
 TABLES: Final = ("terms", "postings", "document_gram_keys")
 """The PostgreSQL-only tables of migration 0014 (explicit DDL, no SQLAlchemy model)."""
 
-TEXT_TABLES: Final = ("search_texts", "text_postings", "text_grams")
+TEXT_TABLES: Final = ("search_texts", "text_postings", "text_grams", "text_documents")
 """The PostgreSQL-only per-text tables of migration 0020 (explicit DDL, no SQLAlchemy model)."""
 
 PREFIX_KEY_BYTES: Final = 16
@@ -91,6 +96,8 @@ TEXT_DDL: Final = (
     'CREATE TABLE "text_postings" ("term" bigint NOT NULL, "hash" bigint NOT NULL, "tf" integer NOT NULL, '
     '"positions" integer[] NOT NULL, PRIMARY KEY ("term", "hash"))',
     'CREATE TABLE "text_grams" ("gram" bigint NOT NULL, "hash" bigint NOT NULL, "n" integer NOT NULL, PRIMARY KEY ("gram", "hash"))',
+    'CREATE TABLE "text_documents" ("docid" bigint PRIMARY KEY, "hash" bigint NOT NULL, "time" bigint)',
+    'CREATE INDEX "text_documents_newest" ON "text_documents" ("hash", "time" DESC NULLS LAST, "docid" DESC)',
     # The boilerplate verdict walks a text's documents in docid (so session) order, skipping
     # to the next session: three index probes instead of reading every holder.
     'CREATE INDEX "document_hashes_walk" ON "document_hashes" ("hash", "docid")',
@@ -153,7 +160,20 @@ def write_documents(cur: Any, tokenizer: Tokenizer, documents: Iterable[tuple[in
             copy.write(f"{docid}\t{{{_joined(keys)}}}\n")
     if by_text:
         _write_texts(cur, by_text)
+    if texts:
+        write_text_documents(cur, [row[0] for row in gram_rows])
     return len(posting_rows)
+
+
+def write_text_documents(cur: Any, docids: list[int] | None) -> None:
+    """The ``text_documents`` rows of stored documents (``docids``; ``None``: every one), from
+    their ``document_hashes`` and ``documents`` rows (written earlier in the same transaction)."""
+    where = "" if docids is None else ' WHERE h."docid" = ANY(%s)'
+    cur.execute(
+        'INSERT INTO "text_documents" ("docid", "hash", "time") SELECT h."docid", h."hash", d."time" FROM "document_hashes" h '
+        f'JOIN "documents" d ON d."docid" = h."docid"{where}',
+        [] if docids is None else [docids],
+    )
 
 
 def _copy_postings(cur: Any, table: str, column: str, rows: list[tuple[int, int, int, list[int]]]) -> None:
@@ -220,6 +240,7 @@ def delete_documents(cur: Any, low: int, high: int) -> None:
     """Remove the postings and gram keys of the documents with ``low <= docid <= high``."""
     cur.execute('DELETE FROM "postings" WHERE "docid" BETWEEN %s AND %s', (low, high))
     cur.execute('DELETE FROM "document_gram_keys" WHERE "docid" BETWEEN %s AND %s', (low, high))
+    cur.execute('DELETE FROM "text_documents" WHERE "docid" BETWEEN %s AND %s', (low, high))
 
 
 def backfill(cur: Any, progress: Callable[[int], None] | None = None, *, texts: bool = True) -> int:
@@ -247,7 +268,8 @@ def backfill(cur: Any, progress: Callable[[int], None] | None = None, *, texts: 
 
 
 def backfill_texts(cur: Any) -> int:
-    """Write the per-text rows of every distinct stored text (migration 0020); their number.
+    """Write the per-text rows of every distinct stored text and every document's
+    ``text_documents`` row (migration 0020); the number of texts.
 
     One document per text hash is read (:data:`BACKFILL_CHUNK` texts at a time, bounded memory).
     """
@@ -263,6 +285,7 @@ def backfill_texts(cur: Any) -> int:
             )
             rows: Sequence[tuple[int, str]] = cur.fetchall()
             if not rows:
+                write_text_documents(cur, None)
                 return done
             _write_texts(cur, {value: (text, document_rows(tokenizer, 0, text)[1]) for value, text in rows})
             last = rows[-1][0]

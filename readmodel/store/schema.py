@@ -328,10 +328,11 @@ KNOWN_TABLES: Final = frozenset(
         "search_texts",
         "text_postings",
         "text_grams",
+        "text_documents",
     }
 )
 
-SERVER_TABLES: Final = ("terms", "postings", "document_gram_keys", "search_texts", "text_postings", "text_grams")
+SERVER_TABLES: Final = ("terms", "postings", "document_gram_keys", "search_texts", "text_postings", "text_grams", "text_documents")
 """PostgreSQL-only tables (migrations 0014 and 0020, :mod:`readmodel.search.serverterms`): explicit DDL, not models."""
 
 SERVER_INDEXES: Final = ("document_hashes_walk",)
