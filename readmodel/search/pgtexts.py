@@ -182,44 +182,48 @@ def _read(
 def _read_newest(
     cur: Any, hashes: list[int], ranks: list[int], strengths: list[int], scope: Scope, need: int, found: list[tuple[Any, ...]], seen: set[str], seq_orders: bool
 ) -> None:
-    """Step 3 across sessions: the batch's documents newest first per class through
-    ``text_documents_newest``, only the leading ``limit`` of them (with every document tied
-    with the last on class and time) joined and filtered; each session's first is its best.
-    Every session left out has only documents after all of those read, so once the page's
-    sessions are found the rest never matters; when they are not, and documents were left
-    out, the batch is read again with four times the limit."""
+    """Step 3 across sessions: the batch's documents in order of class, newest first (sorted on
+    ``text_documents`` alone), joined and filtered as they stream; a session's first is its best.
+    Reading stops once the page's sessions are found and the documents tied with the last one
+    on class and time are read (their seq and session id order them), so of a common text only
+    its leading holders are ever joined."""
     from readmodel.search.postgres import CANDIDATE_COLUMNS
 
-    later = 'time DESC NULLS LAST, seq DESC, session_id COLLATE "C"' if seq_orders else 'time DESC NULLS LAST, session_id COLLATE "C"'
-    limit = max(4 * need, 64)
-    held, known, total = len(found), set(seen), None
-    while True:
-        leading = (
-            'SELECT t."docid", k."rank" FROM unnest(%s::bigint[], %s::int[]) AS k("hash", "rank") '
-            'JOIN "text_documents" t ON t."hash" = k."hash" ORDER BY k."rank", t."time" DESC NULLS LAST FETCH FIRST %s ROWS WITH TIES'
-        )
-        inner = (
-            f'SELECT l."rank" AS "rank", {CANDIDATE_COLUMNS} FROM ({leading}) l '
-            'JOIN "documents" d ON d."docid" = l."docid" JOIN "sessions" s ON s."sid" = d."sid" WHERE s."status" = \'ok\''
-        )
-        inner = f"SELECT * FROM ({inner}) c" + (f" WHERE {scope.conditions}" if scope.conditions else "")
-        inner = f"SELECT DISTINCT ON (session_id) * FROM ({inner}) b ORDER BY session_id, rank, time DESC NULLS LAST, seq DESC"
-        cur.execute(f"SELECT * FROM ({inner}) r ORDER BY rank, {later} LIMIT %s", [hashes, ranks, limit, *scope.params, need + len(seen)])
-        for row in cur.fetchall():
-            if row[1] not in seen:
-                seen.add(row[1])
-                found.append((strengths[row[0]], *row[1:]))
-        if len(found) >= need:
-            return
-        if total is None:
-            cur.execute('SELECT count(*) FROM "text_documents" WHERE "hash" = ANY(%s)', (hashes,))
-            total = cur.fetchone()[0]
-        if total <= limit:
-            return
-        del found[held:]
-        seen.clear()
-        seen.update(known)
-        limit *= 4
+    leading = (
+        'SELECT t."docid", t."time", k."rank" FROM unnest(%s::bigint[], %s::int[]) AS k("hash", "rank") '
+        'JOIN "text_documents" t ON t."hash" = k."hash" ORDER BY k."rank", t."time" DESC NULLS LAST, t."docid" DESC OFFSET 0'
+    )
+    inner = (
+        f'SELECT l."rank" AS "rank", l."time" AS "newest", l."docid" AS "walk", {CANDIDATE_COLUMNS} FROM ({leading}) l '
+        'JOIN "documents" d ON d."docid" = l."docid" JOIN "sessions" s ON s."sid" = d."sid" WHERE s."status" = \'ok\''
+    )
+    sql = f"SELECT * FROM ({inner}) c" + (f" WHERE {scope.conditions}" if scope.conditions else "") + ' ORDER BY "rank", "newest" DESC NULLS LAST, "walk" DESC'
+    leaders: list[tuple[Any, ...]] = []
+    boundary = None
+    with cur.connection.cursor(name="sessionq_newest") as stream:
+        stream.execute(sql, [hashes, ranks, *scope.params])
+        while boundary is None or rows:
+            rows = stream.fetchmany(max(2 * need, 64))
+            if not rows:
+                break
+            for row in rows:
+                if boundary is not None and (row[0], row[1]) != boundary:
+                    rows = []
+                    break
+                if row[3] in seen:
+                    continue
+                seen.add(row[3])
+                leaders.append(row)
+                if boundary is None and len(found) + len(leaders) >= need:
+                    boundary = (row[0], row[1])
+    # Ties on class and time: higher seq (not across sessions in the phrase mode), then id.
+    leaders.sort(key=lambda row: row[3].encode("utf-8", "surrogatepass"))
+    leaders.sort(key=lambda row: (row[0], -_time(row[1]), -row[11] if seq_orders else 0))
+    found += [(strengths[row[0]], *row[3:]) for row in leaders]
+
+
+def _time(value: Any) -> int:
+    return value if value is not None else -(2**63)
 
 
 def _judge(cur: Any, texts: list[Text]) -> None:
