@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from readmodel.projection.grams import LONG_MARK_KEY, gram_key, query_grams, query_trigrams, scheme_fingerprint
+from readmodel.projection.grams import LONG_MARK_KEY, gram_key, normalise_query, query_grams, query_trigrams, scheme_fingerprint
 from readmodel.search import pgtexts
 from readmodel.search.backend import Row
 from readmodel.search.gramsearch import MAX_TRIGRAMS, choose_grams
@@ -120,6 +120,8 @@ def _texts_ranking(snap: Any, request: Any, sessions: Where | None, events: Wher
         grams = _current_grams(cur, request.query)
         keys = list(dict.fromkeys(gram_key(gram) for gram in choose_grams(grams))) if grams else None
         texts = pgtexts.substring_texts(cur, keys, scope)
+        if keys is not None and _gram_is_query(request.query):
+            return pgtexts.ranked(cur, texts, scope, need, judge=True, seq_orders_sessions=True)
         counter = pgtexts.substring_counter(cur, substring.literal, substring.count)
         return pgtexts.ranked(cur, texts, scope, need, judge=True, seq_orders_sessions=True, counter=counter)
     return pgtexts.ranked(cur, texts, scope, need, judge=True, seq_orders_sessions=True)
@@ -285,6 +287,14 @@ def _substring(cur: Any, text: str, substring: Any, where: tuple[Any, ...]) -> l
         if strength:
             found.append(_match(row, strength))
     return found
+
+
+def _gram_is_query(query: str) -> bool:
+    """Whether the query is its one gram and never overlaps itself (one non-ASCII code point, or
+    two different code points without whitespace): then a text's count of that gram
+    (``text_grams.n``, in the text folded as the pattern folds) is exactly its occurrences."""
+    folded = normalise_query(query)
+    return " " not in folded and ((len(folded) == 1 and folded > "\x7f") or (len(folded) == 2 and folded[0] != folded[1]))
 
 
 def _current_grams(cur: Any, text: str) -> list[str]:
