@@ -14,7 +14,7 @@ are selected with the filters applied, then ranked in Python by
     matches when it holds an instance of every phrase; its strength is the
     number of spans ``highlight()`` marks for the whole expression: every
     phrase's instances in position order, an instance starting at or before
-    the open span's last token extending it (:func:`merged_spans`).
+    the open span's last token extending it (:func:`readmodel.search.pgtexts.merged_spans`).
 ``substring``
     The candidates hold every chosen gram of the query in
     ``document_gram_keys`` (GIN, ``@>``), with long documents taken by their
@@ -36,6 +36,7 @@ from typing import Any
 
 from readmodel.projection.grams import LONG_MARK_KEY, gram_key, normalise_query, query_grams, query_trigrams, scheme_fingerprint
 from readmodel.search import pgtexts
+from readmodel.search.pgtexts import words_strength
 from readmodel.search.backend import Row
 from readmodel.search.gramsearch import MAX_TRIGRAMS, choose_grams
 from readmodel.search.modes import BOILERPLATE_SESSIONS, Match, Ranking, split_parts, words_expression
@@ -71,18 +72,6 @@ def phrases_of(query: str, prefix: bool, tokenize: Any) -> tuple[list[list[bytes
             if tokens:
                 phrases.append(tokens)
     return phrases, expression.endswith("*"), terms
-
-
-def merged_spans(instances: list[tuple[int, int]]) -> int:
-    """``highlight()``'s spans of ``(start, end)`` phrase instances (token positions, inclusive)."""
-    spans, end = 0, -1
-    for start, last in sorted(instances):
-        if start > end:
-            spans += 1
-            end = last
-        elif last > end:
-            end = last
-    return spans
 
 
 def query(snap: Any, request: Any, sessions: Where | None, events: Where, sid: int | None, offset: int, key: tuple[str, ...]) -> list[Row]:
@@ -220,27 +209,6 @@ def _words(cur: Any, phrases: list[list[bytes]], last_prefix: bool, where: tuple
         if strength:
             found_matches.append(_match(row, strength))
     return found_matches
-
-
-def words_strength(phrases: list[list[bytes]], prefix: bytes | None, expansions: dict[bytes, list[bytes]], positions: dict[bytes, list[int]]) -> int:
-    """The merged spans of every phrase's instances; 0 when a phrase has none."""
-    instances: list[tuple[int, int]] = []
-    for number, phrase in enumerate(phrases):
-        sets = []
-        for offset, term in enumerate(phrase):
-            if prefix is not None and number == len(phrases) - 1 and offset == len(phrase) - 1:
-                held: set[int] = set()
-                for expanded in expansions[prefix]:
-                    held.update(positions.get(expanded, ()))
-            else:
-                held = set(positions.get(term, ()))
-            sets.append(held)
-        size = len(phrase)
-        starts = [start for start in sorted(sets[0]) if all(start + i in sets[i] for i in range(1, size))]
-        if not starts:
-            return 0
-        instances += [(start, start + size - 1) for start in starts]
-    return merged_spans(instances)
 
 
 def _prefixed(cur: Any, prefix: bytes) -> list[bytes]:

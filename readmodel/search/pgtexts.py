@@ -59,6 +59,13 @@ from typing import Any, Final
 from readmodel.search.modes import BOILERPLATE_SESSIONS
 from readmodel.search.tokens import phrase_spans, term_hash
 
+CANDIDATE_COLUMNS: Final = """s."id" AS session_id, s."sid" AS sid, s."created_at" AS created_at, s."cwd" AS cwd,
+         s."parent_session" AS parent_session, 0 AS live, 1 AS persisted, d."docid" AS docid, d."seq" AS seq,
+         d."type" AS type, d."time" AS time,
+         CASE d."surface" WHEN 1 THEN 'current' WHEN 2 THEN 'shadowed' ELSE 'log-only' END AS surface,
+         d."length" AS document_length"""
+"""The candidate columns the filters name (as the SQLite backend's candidates)."""
+
 JUDGED_AHEAD: Final = 256
 """Texts whose verdict one statement settles (the next ones in ranking order)."""
 
@@ -154,8 +161,6 @@ def _read(
     if per_session:
         _read_newest(cur, hashes, ranks, strengths, scope, need, found, seen, seq_orders)
         return
-    from readmodel.search.postgres import CANDIDATE_COLUMNS
-
     where, params = "", []
     if scope.docids is not None:
         where, params = ' AND h."docid" BETWEEN %s AND %s', list(scope.docids)
@@ -187,8 +192,6 @@ def _read_newest(
     Reading stops once the page's sessions are found and the documents tied with the last one
     on class and time are read (their seq and session id order them), so of a common text only
     its leading holders are ever joined."""
-    from readmodel.search.postgres import CANDIDATE_COLUMNS
-
     leading = (
         'SELECT t."docid", t."time", k."rank" FROM unnest(%s::bigint[], %s::int[]) AS k("hash", "rank") '
         'JOIN "text_documents" t ON t."hash" = k."hash" ORDER BY k."rank", t."time" DESC NULLS LAST, t."docid" DESC OFFSET 0'
@@ -308,6 +311,39 @@ def _bounded_classes(cur: Any, texts: list[Text], counter: Any) -> Generator[lis
         start = end
 
 
+def merged_spans(instances: list[tuple[int, int]]) -> int:
+    """``highlight()``'s spans of ``(start, end)`` phrase instances (token positions, inclusive)."""
+    spans, end = 0, -1
+    for start, last in sorted(instances):
+        if start > end:
+            spans += 1
+            end = last
+        elif last > end:
+            end = last
+    return spans
+
+
+def words_strength(phrases: list[list[bytes]], prefix: bytes | None, expansions: dict[bytes, list[bytes]], positions: dict[bytes, list[int]]) -> int:
+    """The merged spans of every phrase's instances; 0 when a phrase has none."""
+    instances: list[tuple[int, int]] = []
+    for number, phrase in enumerate(phrases):
+        sets = []
+        for offset, term in enumerate(phrase):
+            if prefix is not None and number == len(phrases) - 1 and offset == len(phrase) - 1:
+                held: set[int] = set()
+                for expanded in expansions[prefix]:
+                    held.update(positions.get(expanded, ()))
+            else:
+                held = set(positions.get(term, ()))
+            sets.append(held)
+        size = len(phrase)
+        starts = [start for start in sorted(sets[0]) if all(start + i in sets[i] for i in range(1, size))]
+        if not starts:
+            return 0
+        instances += [(start, start + size - 1) for start in starts]
+    return merged_spans(instances)
+
+
 # -- step 1 -------------------------------------------------------------------------------
 
 
@@ -337,8 +373,6 @@ def phrase_texts(cur: Any, terms: list[bytes], scope: Scope) -> list[Text]:
 def words_texts(cur: Any, phrases: list[list[bytes]], prefix: bytes | None, expansions: dict[bytes, list[bytes]], exact: set[bytes], scope: Scope) -> list[Text]:
     """The texts holding an instance of every phrase (``prefix``: the last token, standing for
     its ``expansions``), with their merged span counts."""
-    from readmodel.search.pgmodes import words_strength
-
     keys = {term_hash(term): term for term in exact}
     required = [[term_hash(term)] for term in exact]
     if prefix is not None:

@@ -49,6 +49,7 @@ import msgspec
 from readmodel.core.errors import SessionQueryError
 from readmodel.core.vocabulary import Header
 from readmodel.search import pgtexts
+from readmodel.search.pgtexts import CANDIDATE_COLUMNS
 from readmodel.search.backend import Row
 from readmodel.search.config import SearchConfig
 from readmodel.search.cursors import CursorCodec
@@ -70,12 +71,7 @@ BATCH: Final = 512
 _NO_TIME: Final = -(2**63)
 _CAST: Final = re.compile(r"CAST\((\w+) AS INTEGER\)")
 
-CANDIDATE_COLUMNS: Final = """s."id" AS session_id, s."sid" AS sid, s."created_at" AS created_at, s."cwd" AS cwd,
-         s."parent_session" AS parent_session, 0 AS live, 1 AS persisted, d."docid" AS docid, d."seq" AS seq,
-         d."type" AS type, d."time" AS time,
-         CASE d."surface" WHEN 1 THEN 'current' WHEN 2 THEN 'shadowed' ELSE 'log-only' END AS surface,
-         d."length" AS document_length"""
-"""The candidate columns the filters name (as the SQLite backend's candidates)."""
+
 
 
 def pg_predicates(where: Where) -> tuple[str, list[Any]]:
