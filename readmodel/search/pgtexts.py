@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from readmodel.search.modes import BOILERPLATE_SESSIONS
+from readmodel.search.serverterms import PREFIX_BYTES
 from readmodel.search.tokens import phrase_spans, term_hash
 
 CANDIDATE_COLUMNS: Final = """s."id" AS session_id, s."sid" AS sid, s."created_at" AS created_at, s."cwd" AS cwd,
@@ -379,6 +380,8 @@ def words_texts(cur: Any, phrases: list[list[bytes]], prefix: bytes | None, expa
         keys.update((term_hash(term), term) for term in expansions[prefix])
         required.append([term_hash(term) for term in expansions[prefix]])
     required.sort(key=len)
+    if prefix is not None and len(prefix) <= PREFIX_BYTES and all(len(phrase) == 1 for phrase in phrases):
+        return _short_prefix_texts(cur, prefix, exact, scope)
     if all(len(phrase) == 1 for phrase in phrases):
         # One position holds one term: the merged spans are the positions of the distinct terms.
         clause, params = scope.texts_clause('t."hash"')
@@ -447,6 +450,25 @@ def substring_counter(cur: Any, literal: str | None, count: Any) -> Any:
         return {value: count(text) for value, text in cur.fetchall()}
 
     return by_sql if literal is not None else on_host
+
+
+def _short_prefix_texts(cur: Any, prefix: bytes, exact: set[bytes], scope: Scope) -> list[Text]:
+    """:func:`words_texts` of one-token phrases whose prefix token has at most
+    :data:`~readmodel.search.serverterms.PREFIX_BYTES` bytes: the prefix's positions are one
+    ``text_prefixes`` row per text.  The strength is the distinct terms' positions: the prefix
+    row's, plus the exact terms' that do not start with the prefix (the others are in it)."""
+    keys = [term_hash(term) for term in exact]
+    counted = [term_hash(term) for term in exact if not term.startswith(prefix)]
+    clause_t, params_t = scope.texts_clause('t."hash"')
+    clause_p, params_p = scope.texts_clause('p."hash"')
+    cur.execute(
+        'SELECT u."hash", coalesce(sum(u."tf") FILTER (WHERE u."counted"), 0), min(x."length") FROM ('
+        f'SELECT t."hash", t."tf", t."term" = ANY(%s) AS "counted" FROM "text_postings" t WHERE t."term" = ANY(%s){clause_t} '
+        f'UNION ALL SELECT p."hash", p."tf", true FROM "text_prefixes" p WHERE p."prefix" = %s{clause_p}) u '
+        'JOIN "search_texts" x ON x."hash" = u."hash" GROUP BY u."hash" HAVING count(*) = %s',
+        [counted, keys, *params_t, prefix, *params_p, len(keys) + 1],
+    )
+    return [Text(value, int(strength), length) for value, strength, length in cur.fetchall()]
 
 
 def _holding(cur: Any, required: list[list[int]], scope: Scope) -> dict[int, int]:

@@ -40,6 +40,11 @@ history), so the same rows are also kept once per distinct text, keyed by
   holds every gram of the query) and the bound of its occurrences (each
   non-overlapping occurrence of the query holds its own occurrence of each
   of the query's grams, so it occurs at most ``min(n)`` times);
+* ``text_prefixes (prefix, hash, tf, positions int[])``: for each prefix of
+  one or two bytes of the text's terms, the positions of all the terms
+  starting with it (:func:`prefix_positions`): a ``words`` query's short
+  prefix token (search as you type: ``c``, ``re``) is one row per text,
+  not a sum over the thousands of terms it expands to;
 * ``text_documents (docid PRIMARY KEY, hash, time)``: each document's text
   hash and time (from ``document_hashes`` and ``documents``), indexed by
   ``(hash, time DESC, docid DESC)``: a text's documents newest first, so a
@@ -71,7 +76,7 @@ from readmodel.search.tokens import Tokenizer, postings, term_hash
 TABLES: Final = ("terms", "postings", "document_gram_keys")
 """The PostgreSQL-only tables of migration 0014 (explicit DDL, no SQLAlchemy model)."""
 
-TEXT_TABLES: Final = ("search_texts", "text_postings", "text_grams", "text_documents")
+TEXT_TABLES: Final = ("search_texts", "text_postings", "text_grams", "text_documents", "text_prefixes")
 """The PostgreSQL-only per-text tables of migration 0020 (explicit DDL, no SQLAlchemy model)."""
 
 PREFIX_KEY_BYTES: Final = 16
@@ -96,6 +101,8 @@ TEXT_DDL: Final = (
     'CREATE TABLE "text_postings" ("term" bigint NOT NULL, "hash" bigint NOT NULL, "tf" integer NOT NULL, '
     '"positions" integer[] NOT NULL, PRIMARY KEY ("term", "hash"))',
     'CREATE TABLE "text_grams" ("gram" bigint NOT NULL, "hash" bigint NOT NULL, "n" integer NOT NULL, PRIMARY KEY ("gram", "hash"))',
+    'CREATE TABLE "text_prefixes" ("prefix" bytea NOT NULL, "hash" bigint NOT NULL, "tf" integer NOT NULL, '
+    '"positions" integer[] NOT NULL, PRIMARY KEY ("prefix", "hash"))',
     'CREATE TABLE "text_documents" ("docid" bigint PRIMARY KEY, "hash" bigint NOT NULL, "time" bigint)',
     'CREATE INDEX "text_documents_newest" ON "text_documents" ("hash", "time" DESC NULLS LAST, "docid" DESC)',
     # The boilerplate verdict walks a text's documents in docid (so session) order, skipping
@@ -142,7 +149,7 @@ def write_documents(cur: Any, tokenizer: Tokenizer, documents: Iterable[tuple[in
     dictionary: dict[int, bytes] = {}
     posting_rows: list[tuple[int, int, int, list[int]]] = []
     gram_rows: list[tuple[int, list[int]]] = []
-    by_text: dict[int, tuple[str, list[tuple[int, int, int, list[int]]]]] = {}
+    by_text: dict[int, tuple[str, list[tuple[int, int, int, list[int]]], dict[int, bytes]]] = {}
     for docid, text in documents:
         entries, rows = document_rows(tokenizer, docid, text)
         for key, term in entries.items():
@@ -151,7 +158,7 @@ def write_documents(cur: Any, tokenizer: Tokenizer, documents: Iterable[tuple[in
         posting_rows += rows
         gram_rows.append((docid, document_gram_keys(text)))
         if texts:
-            by_text.setdefault(text_hash(text), (text, rows))
+            by_text.setdefault(text_hash(text), (text, rows, entries))
     _write_dictionary(cur, dictionary)
     # COPY's text format written directly: several times faster than adapting each array.
     _copy_postings(cur, "postings", "docid", posting_rows)
@@ -182,7 +189,7 @@ def _copy_postings(cur: Any, table: str, column: str, rows: list[tuple[int, int,
             copy.write("".join(f"{key}\t{owner}\t{tf}\t{{{_joined(positions)}}}\n" for key, owner, tf, positions in rows[start : start + _COPY_ROWS]))
 
 
-def _write_texts(cur: Any, by_text: dict[int, tuple[str, list[tuple[int, int, int, list[int]]]]]) -> None:
+def _write_texts(cur: Any, by_text: dict[int, tuple[str, list[tuple[int, int, int, list[int]]], dict[int, bytes]]]) -> None:
     """The per-text rows of the texts no committed transaction stored yet (see the module docstring)."""
     hashes = sorted(by_text)  # one lock order for every writer
     cur.execute(
@@ -196,6 +203,25 @@ def _write_texts(cur: Any, by_text: dict[int, tuple[str, list[tuple[int, int, in
     with cur.copy('COPY "text_grams" ("gram", "hash", "n") FROM STDIN') as copy:
         for value in fresh:
             copy.write("".join(f"{gram}\t{value}\t{n}\n" for gram, n in gram_counts(by_text[value][0]).items()))
+    with cur.copy('COPY "text_prefixes" ("prefix", "hash", "tf", "positions") FROM STDIN') as copy:
+        for value in fresh:
+            _, rows, entries = by_text[value]
+            for prefix, positions in prefix_positions({entries[key]: found for key, _d, _tf, found in rows}).items():
+                copy.write(f"\\\\x{prefix.hex()}\t{value}\t{len(positions)}\t{{{_joined(positions)}}}\n")
+
+
+PREFIX_BYTES: Final = 2
+"""The longest prefix ``text_prefixes`` keeps (bytes of a term)."""
+
+
+def prefix_positions(terms: dict[bytes, list[int]]) -> dict[bytes, list[int]]:
+    """``prefix → positions``: for each prefix of 1 to :data:`PREFIX_BYTES` bytes of a text's
+    terms, the positions of every term starting with it, in order (``terms``: term → positions)."""
+    found: dict[bytes, list[int]] = {}
+    for term, positions in terms.items():
+        for size in range(1, min(len(term), PREFIX_BYTES) + 1):
+            found.setdefault(term[:size], []).extend(positions)
+    return {prefix: sorted(positions) for prefix, positions in found.items()}
 
 
 def gram_counts(text: str) -> dict[int, int]:
@@ -287,7 +313,7 @@ def backfill_texts(cur: Any) -> int:
             if not rows:
                 write_text_documents(cur, None)
                 return done
-            _write_texts(cur, {value: (text, document_rows(tokenizer, 0, text)[1]) for value, text in rows})
+            _write_texts(cur, {value: (text, *reversed(document_rows(tokenizer, 0, text))) for value, text in rows})
             last = rows[-1][0]
             done += len(rows)
     finally:

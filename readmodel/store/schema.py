@@ -329,10 +329,11 @@ KNOWN_TABLES: Final = frozenset(
         "text_postings",
         "text_grams",
         "text_documents",
+        "text_prefixes",
     }
 )
 
-SERVER_TABLES: Final = ("terms", "postings", "document_gram_keys", "search_texts", "text_postings", "text_grams", "text_documents")
+SERVER_TABLES: Final = ("terms", "postings", "document_gram_keys", "search_texts", "text_postings", "text_grams", "text_documents", "text_prefixes")
 """PostgreSQL-only tables (migrations 0014 and 0020, :mod:`readmodel.search.serverterms`): explicit DDL, not models."""
 
 SERVER_INDEXES: Final = ("document_hashes_walk",)

@@ -142,7 +142,7 @@ def _pg_search(cur: Any, key: Any, docids: set[int], problems: list[str]) -> dic
 def _per_text_problems(cur: Any, texts: dict[int, str], stored: dict[int, int]) -> list[str]:
     """Where migration 0020's per-text rows disagree with the documents: each document's
     ``text_documents`` row (hash and time; none for a deleted one), and each stored text's
-    ``search_texts`` row, ``text_postings`` (its terms and positions) and ``text_grams``
+    ``search_texts`` row, ``text_postings`` (its terms and positions), ``text_prefixes`` and ``text_grams``
     (:func:`readmodel.search.serverterms.gram_counts`).  A text no document holds any more may
     keep its rows (they are never deleted) and is not a problem."""
     from readmodel.search import serverterms
@@ -167,6 +167,10 @@ def _per_text_problems(cur: Any, texts: dict[int, str], stored: dict[int, int]) 
     grams: dict[int, dict[int, int]] = {}
     for value, gram, n in cur.fetchall():
         grams.setdefault(value, {})[gram] = n
+    cur.execute('SELECT "hash", "prefix", "tf", "positions" FROM "text_prefixes" WHERE "hash" = ANY(%s)', (list(by_hash),))
+    prefixes: dict[int, dict[bytes, list[int]]] = {}
+    for value, prefix, tf, positions in cur.fetchall():
+        prefixes.setdefault(value, {})[bytes(prefix)] = list(positions) if tf == len(positions) else []
     tokenizer = Tokenizer()
     try:
         for value, text in sorted(by_hash.items()):
@@ -175,6 +179,8 @@ def _per_text_problems(cur: Any, texts: dict[int, str], stored: dict[int, int]) 
             expected = {term: tuple(found) for term, found in postings(tokenizer.tokens(text)).items()}
             if held.get(value, {}) != expected:
                 problems.append(f"text_postings of {value} are not its text's")
+            if prefixes.get(value, {}) != serverterms.prefix_positions({term: list(found) for term, found in expected.items()}):
+                problems.append(f"text_prefixes of {value} are not its text's")
             if grams.get(value, {}) != serverterms.gram_counts(text):
                 problems.append(f"text_grams of {value} are not its text's")
     finally:
