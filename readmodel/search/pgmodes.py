@@ -111,7 +111,7 @@ def _texts_ranking(snap: Any, request: Any, sessions: Where | None, events: Wher
         texts = pgtexts.substring_texts(cur, keys, scope)
         if keys is not None and _gram_is_query(request.query):
             return pgtexts.ranked(cur, texts, scope, need, judge=True, seq_orders_sessions=True)
-        counter = pgtexts.substring_counter(cur, substring.literal, substring.count)
+        counter = pgtexts.substring_counter(cur, substring.literal, substring.count, pgtexts.ascii_pattern(request.query))
         return pgtexts.ranked(cur, texts, scope, need, judge=True, seq_orders_sessions=True, counter=counter)
     return pgtexts.ranked(cur, texts, scope, need, judge=True, seq_orders_sessions=True)
 

@@ -56,6 +56,7 @@ from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from readmodel.core.jsvalues import JS_WHITESPACE
 from readmodel.search.modes import BOILERPLATE_SESSIONS
 from readmodel.search.serverterms import PREFIX_BYTES
 from readmodel.search.tokens import phrase_spans, term_hash
@@ -425,7 +426,20 @@ UNBOUNDED: Final = 2**62
 """The bound of a text no gram narrows."""
 
 
-def substring_counter(cur: Any, literal: str | None, count: Any) -> Any:
+def ascii_pattern(query: str) -> str | None:
+    """A PostgreSQL regular expression counting an ASCII query with whitespace in the texts'
+    ASCII-folded copies (``None`` for any other query): its lowered parts, every character but
+    letters and digits escaped, joined by a run of JS whitespace characters.  That is the
+    query's pattern (:class:`readmodel.search.substring.Substring`): each ASCII letter's fold
+    class is that letter in the folded copy, and a whitespace run is bounded by the parts
+    around it, so greedy or not, the non-overlapping matches are the same."""
+    if not query.isascii() or " " not in query:
+        return None
+    run = "[" + JS_WHITESPACE + "]+"
+    return run.join("".join(char if char.isalnum() else "\\" + char for char in part.lower()) for part in query.split(" "))
+
+
+def substring_counter(cur: Any, literal: str | None, count: Any, pattern: str | None = None) -> Any:
     """``counter(texts) → {hash: occurrences}`` for a substring query: ``literal`` (a lowered
     ASCII query without whitespace) counted in SQL in the texts' ASCII-folded copies, where the
     bytes ``replace`` removes are exactly ``str.count`` of it (the folded copy is what
@@ -449,7 +463,11 @@ def substring_counter(cur: Any, literal: str | None, count: Any) -> Any:
         )
         return {value: count(text) for value, text in cur.fetchall()}
 
-    return by_sql if literal is not None else on_host
+    def by_pattern(texts: list[Text]) -> dict[int, int]:
+        cur.execute('SELECT "hash", regexp_count("folded", %s) FROM "search_texts" WHERE "hash" = ANY(%s)', [pattern, [text.hash for text in texts]])
+        return dict(cur.fetchall())
+
+    return by_sql if literal is not None else by_pattern if pattern is not None else on_host
 
 
 def _short_prefix_texts(cur: Any, prefix: bytes, exact: set[bytes], scope: Scope) -> list[Text]:
