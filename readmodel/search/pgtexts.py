@@ -12,9 +12,11 @@ worth of rows ever leaves the server:
    computed from the per-text rows (within one session: only the texts its
    documents hold).
 
-   * ``phrase``: the texts holding every term; one term's strength is its
-     ``tf``, a longer phrase's the spans ``highlight()`` marks, counted from
-     the positions of those texts (:func:`readmodel.search.tokens.phrase_spans`).
+   * ``phrase`` of two or more terms (one term keeps the per-document path,
+     whose ``postings_top`` streams documents in order of their exact count):
+     the texts holding every term, their strength the spans ``highlight()``
+     marks, counted from the positions of those texts
+     (:func:`readmodel.search.tokens.phrase_spans`).
    * ``words``: the texts holding an instance of every phrase (the prefix
      token's expansions from the dictionary); when every phrase is one token
      the strength is the sum of the distinct terms' ``tf`` (in SQL), else the

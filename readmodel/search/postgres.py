@@ -292,7 +292,9 @@ class _Snapshot:
         terms = bounded_terms(self.backend.tokenizer().tokens(query))
         if not terms:
             return []
-        if self.backend.texts_first:
+        if self.backend.texts_first and len(terms) > 1:
+            # A longer phrase's spans come from positions: counted once per distinct text.  One
+            # term's count is its tf, which postings_top streams in order: nothing to gain there.
             scope = self.scope(sessions, events, sid)
             rank = lambda want: pgtexts.ranked(self.cur, pgtexts.phrase_texts(self.cur, terms, scope), scope, want, judge=False, seq_orders_sessions=False)  # noqa: E731
         else:
