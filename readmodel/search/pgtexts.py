@@ -36,11 +36,14 @@ worth of rows ever leaves the server:
    classes first, boilerplate ones after them.
 
 3. **Documents** of the leading classes, a growing batch of classes per
-   statement (through ``document_hashes``, the filters applied, each session's
-   best document by ``DISTINCT ON`` and the batch ordered by the remaining keys —
-   newer time, none last, higher seq, session id in UTF-8 byte order — with a
-   ``LIMIT`` of the rows still needed).  Reading stops once the page's sessions
-   (rows, within one session) are known: every later class ranks after them.
+   statement, ordered by the remaining keys — newer time, none last, higher
+   seq, session id in UTF-8 byte order.  Across sessions the batch's documents
+   are sorted newest first on ``text_documents`` alone and stream through a
+   server-side cursor into the joins and filters (:func:`_read_newest`), so
+   of a text thousands of sessions hold only the leading holders are joined;
+   within one session, its documents of the batch with a ``LIMIT``.  Reading
+   stops once the page's sessions (rows, within one session) are known:
+   every later class ranks after them.
 
 The phrase mode orders tied sessions by id without looking at seq (the
 reference's order, :func:`readmodel.search.postgres.rank_sessions`); the
@@ -112,7 +115,7 @@ class Text:
 @dataclass(frozen=True)
 class Scope:
     """Where a search looks: one session's docid range (``None``: every session) and the filters
-    over :data:`readmodel.search.postgres.CANDIDATE_COLUMNS` (PostgreSQL SQL and its arguments)."""
+    over :data:`CANDIDATE_COLUMNS` (PostgreSQL SQL and its arguments)."""
 
     docids: tuple[int, int] | None
     conditions: str
