@@ -92,7 +92,7 @@ from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, SURFACE_NAMES,
 APPLICATION_ID: Final = 0x53515849  # "SQXI"
 """``PRAGMA application_id`` of a sessionq index; any other non-zero id is foreign."""
 
-SCHEMA_REVISION: Final = "0017"
+SCHEMA_REVISION: Final = "0020"
 """The Alembic head revision this code reads and writes."""
 
 
@@ -325,11 +325,19 @@ KNOWN_TABLES: Final = frozenset(
         "terms",
         "postings",
         "document_gram_keys",
+        "search_texts",
+        "text_postings",
+        "text_grams",
+        "text_documents",
+        "text_prefixes",
     }
 )
 
-SERVER_TABLES: Final = ("terms", "postings", "document_gram_keys")
-"""PostgreSQL-only tables (migration 0014, :mod:`readmodel.search.serverterms`): explicit DDL, not models."""
+SERVER_TABLES: Final = ("terms", "postings", "document_gram_keys", "search_texts", "text_postings", "text_grams", "text_documents", "text_prefixes")
+"""PostgreSQL-only tables (migrations 0014 and 0020, :mod:`readmodel.search.serverterms`): explicit DDL, not models."""
+
+SERVER_INDEXES: Final = ("document_hashes_walk",)
+"""PostgreSQL-only indexes on model tables (migration 0020): explicit DDL, not models."""
 
 FTS_PREFIXES: Final = ("documents_fts", "document_grams")
 """Names of the FTS5 tables and their shadow tables start with one of these (explicit DDL, not models)."""

@@ -23,7 +23,7 @@ from typing import Any, Final, NamedTuple
 from sqlalchemy import Connection, MetaData
 
 from readmodel.store.revisions import current_revision, head_revision
-from readmodel.store.schema import APPLICATION_ID, FTS_PREFIXES, KNOWN_TABLES, SERVER_TABLES, documents, metadata, sqlite_storage
+from readmodel.store.schema import APPLICATION_ID, FTS_PREFIXES, KNOWN_TABLES, SERVER_INDEXES, SERVER_TABLES, documents, metadata, sqlite_storage
 
 VIEWS: Final = {"documents": documents}
 """SQLite's views, by name, each with the model whose columns it must have (schema 0016)."""
@@ -124,9 +124,11 @@ def repair_hint(db: str) -> str:
 
 
 def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
-    # Same filter as migrations/env.py: FTS5 tables are explicit DDL, and
-    # reflected tables unknown to sessionq are not ours to compare.
+    # migrations/env.py's filter too: FTS5 tables and PostgreSQL's search objects are explicit
+    # DDL, and reflected tables unknown to sessionq are not ours to compare.
     if type_ == "table" and name and (name.startswith(FTS_PREFIXES) or name in SERVER_TABLES):
+        return False
+    if type_ == "index" and name in SERVER_INDEXES:
         return False
     return not (type_ == "table" and reflected and name not in KNOWN_TABLES)
 

@@ -37,7 +37,7 @@ def test_an_older_index_is_refused_until_upgraded_and_keeps_its_rows(tmp_path: P
         open_writer(str(db))
     engine = open_writer(str(db), allow_upgrade=True)
     with engine.connect() as conn:
-        assert current_revision(conn) == SCHEMA_REVISION == "0017"
+        assert current_revision(conn) == SCHEMA_REVISION == "0020"
     Reconciler(engine, root, Compression.ZSTD, settle_seconds=0).reconcile()
     engine.dispose()
     conn = indexdb.connect(db)
