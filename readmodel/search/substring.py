@@ -43,22 +43,23 @@ THE SEAM (what a candidate index implements)
 
 Returns ``None`` (no index in this database, an index older than the data,
 or a query it cannot narrow), or ``(sql, params)``: one SQL ``SELECT`` whose
-single column is docids, run on ``conn`` as ``d."docid" IN (<sql>)`` with
-``params`` bound.  The docids must be a **superset** of the persisted
-documents (``main.documents``, status-ok sessions or not) in ``doc_range``
-whose text matches; false positives cost only verification, a false negative
-loses a hit (the property tests compare against ``None``'s slow path).
-Docids outside ``doc_range`` are allowed (the caller intersects).  The live
-overlay (``temp.live_docs``) is never the provider's concern: live documents
-are always verified one by one.
+single column is **text ids** (``texts.id``, schema 0018: each distinct
+document text is one row), run on ``conn`` with ``params`` bound.  The ids
+must be a **superset** of the stored texts whose text matches (held by
+documents in ``doc_range`` or not); false positives cost only verification,
+a false negative loses a hit (the property tests compare against ``None``'s
+slow path).  The caller keeps the texts some document in scope holds
+(``doc_range``, the session and event filters), so a provider may ignore
+``doc_range``.  The live overlay (``temp.live_docs``) is never the
+provider's concern: live documents are always verified one by one.
 
 A SQL answer rather than a Python list lets SQLite stream a large candidate
 set (a common two-character query) without materialising it in Python; a
-provider that computes docids in Python returns
+provider that computes text ids in Python returns
 ``('SELECT value FROM json_each(?)', [json_array_text])``.
 
 The gram index (:mod:`readmodel.search.gramsearch`) answers it: the
-documents holding the query's character grams in ``document_grams``, or
+texts holding the query's character grams in ``document_grams``, or
 ``None`` when that table is not built for the running gram scheme or the
 query is one ASCII character.
 """
@@ -77,7 +78,7 @@ from readmodel.search.snippets import END_MARK, START_MARK
 
 
 def index_candidates(conn: sqlite3.Connection, query: str, doc_range: tuple[int, int] | None) -> tuple[str, list[Any]] | None:
-    """Candidate docids for a ``substring`` query, as the seam above defines; ``None``: scan."""
+    """Candidate text ids for a ``substring`` query, as the seam above defines; ``None``: scan."""
     return gramsearch.candidates(conn, query, doc_range)
 
 

@@ -92,7 +92,7 @@ from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, SURFACE_NAMES,
 APPLICATION_ID: Final = 0x53515849  # "SQXI"
 """``PRAGMA application_id`` of a sessionq index; any other non-zero id is foreign."""
 
-SCHEMA_REVISION: Final = "0017"
+SCHEMA_REVISION: Final = "0018"
 """The Alembic head revision this code reads and writes."""
 
 
@@ -233,7 +233,22 @@ documents = Table(
 
 sqlite_storage = MetaData()
 """SQLite's storage of what :data:`metadata` models differently: ``documents`` is a view over
-``document_rows`` there (:data:`DOCUMENTS_VIEW_DDL`, migration 0016)."""
+``document_rows`` and ``texts`` there (:data:`DOCUMENTS_VIEW_DDL`, migrations 0016 and 0018)."""
+
+texts = Table(
+    "texts",
+    sqlite_storage,
+    # Each distinct document text once (migration 0018, readmodel.store.texts): equal texts share
+    # one row, different texts never do (a hash collision gets a row of its own).
+    Column("id", Integer, primary_key=True),
+    Column("hash", Integer, nullable=False),  # readmodel.projection.texthash.text_hash of the text
+    Column("length", Integer, nullable=False),  # code points
+    Column("text_z", LargeBinary, nullable=False),  # readmodel.store.doctext.pack_text of the text
+)
+# The writer finds a text's row by its hash (then compares the texts).
+Index("texts_hash", texts.c.hash)
+# The search modes' Python ranking counts the sessions holding texts of a length.
+Index("texts_length", texts.c.length)
 
 document_rows = Table(
     "document_rows",
@@ -244,18 +259,22 @@ document_rows = Table(
     Column("type", Text, nullable=False),
     Column("time", Integer),
     Column("surface", Integer, nullable=False),
-    Column("length", Integer, nullable=False),
-    Column("text_z", LargeBinary, nullable=False),  # readmodel.store.doctext.pack_text of the text
+    Column("text_id", Integer, nullable=False),  # texts.id (migration 0018)
 )
-# The boilerplate verdict of the search modes counts the sessions holding documents of a length.
-Index("document_rows_length", document_rows.c.length)
+# The documents holding a text, in docid order (the rowid ends every index entry): the sessions
+# holding it (the boilerplate verdict), a class of texts' documents, whether a text is still held.
+Index("document_rows_text", document_rows.c.text_id)
+
+TEXT_EXPRESSION: Final = 'CASE typeof(t."text_z") WHEN \'blob\' THEN CAST(sessionq_text(t."text_z") AS TEXT) ELSE t."text_z" END'
+"""A ``texts`` row's text (alias ``t``): a plain text as stored, a packed one decoded (readmodel.store.doctext)."""
 
 DOCUMENTS_VIEW_DDL: Final = (
-    'CREATE VIEW "documents" AS SELECT "docid", "sid", "seq", "type", "time", "surface", "length", '
-    'CASE typeof("text_z") WHEN \'blob\' THEN CAST(sessionq_text("text_z") AS TEXT) ELSE "text_z" END AS "text" '
-    'FROM "document_rows"'
+    'CREATE VIEW "documents" AS SELECT d."docid" AS "docid", d."sid" AS "sid", d."seq" AS "seq", d."type" AS "type", '
+    'd."time" AS "time", d."surface" AS "surface", t."length" AS "length", '
+    f'{TEXT_EXPRESSION} AS "text" FROM "document_rows" d LEFT JOIN "texts" t ON t."id" = d."text_id"'
 )
-"""SQLite's ``documents``: the columns of :data:`documents`, the text decoded (readmodel.store.doctext)."""
+"""SQLite's ``documents``: the columns of :data:`documents`, the text decoded.  A ``LEFT JOIN`` on
+the key lets SQLite skip ``texts`` in a query that reads no text and no length."""
 
 document_hashes = Table(
     "document_hashes",
@@ -263,9 +282,13 @@ document_hashes = Table(
     Column("docid", Integer, primary_key=True),
     Column("hash", Integer, nullable=False),
 )
-# The boilerplate verdict of the words and substring search modes (migration 0013): the
-# sessions holding a text are the docids under its hash (docid >> 32 is the session's sid).
+# PostgreSQL only since schema 0018 (SQLite keeps each text's hash in ``texts``): the boilerplate
+# verdict of the words and substring search modes, the sessions holding a text being the docids
+# under its hash (docid >> 32 is the session's sid).
 Index("document_hashes_hash", document_hashes.c.hash)
+
+SERVER_MODELS: Final = frozenset({"document_hashes"})
+"""Tables of :data:`metadata` that only a server index holds (SQLite: ``texts`` instead)."""
 
 layout_problems = Table(
     "layout_problems",
@@ -310,6 +333,7 @@ KNOWN_TABLES: Final = frozenset(
         "event_links",
         "documents",
         "document_rows",
+        "texts",
         "document_hashes",
         "layout_problems",
         "sources",
