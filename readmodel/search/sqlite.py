@@ -755,6 +755,7 @@ def _empty_index() -> sqlite3.Connection:
     from readmodel.store.texts import TRIGGERS_DDL
 
     conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    doctext.install(conn)  # the documents view's functions
     dialect = create_engine("sqlite://").dialect
     for table in sqlite_metadata().sorted_tables:  # an SQLite index's own layout (documents a view)
         conn.execute(str(CreateTable(table).compile(dialect=dialect)))
