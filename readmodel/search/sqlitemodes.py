@@ -31,7 +31,7 @@ from readmodel.search import sqlranking
 from readmodel.search.predicates import Where
 from readmodel.search.requests import EventsRequest, SessionsRequest, bounded_terms
 from readmodel.search.snippets import END_MARK, START_MARK, prefix_decides_snippet, snippet_source_decides
-from readmodel.search.substring import compiled_substring, index_candidates
+from readmodel.search.substring import compiled_substring, index_candidates, prepared_texts
 
 _SNIPPET_PREFIX_CHARS: Final = 2048  # as readmodel.search.sqlite's first snippet window
 
@@ -79,6 +79,7 @@ _LENGTH_HOLDERS: Final = (
     'SELECT count(*) FROM (SELECT DISTINCT o."docid" >> 32 FROM "texts" t JOIN "document_rows" o ON o."text_id" = t."id" '
     'WHERE t."length" = ? LIMIT ?)'
 )
+_STORED_TEXT: Final = 'SELECT r."text_id", t."text_z" FROM "document_rows" r JOIN "texts" t ON t."id" = r."text_id" WHERE r."docid" = ?'
 _LIVE_HOLDERS: Final = 'SELECT DISTINCT "session_id" FROM temp."live_docs" WHERE "length" = ? AND "text" = ? LIMIT ?'
 
 
@@ -97,6 +98,7 @@ class _Mode:
             bounded_terms(terms)
         else:
             self.substring = compiled_substring(query)
+            self.marked: dict[int, str] = {}  # marked stored texts by text id (mark)
 
     @property
     def substring_query(self) -> str | None:
@@ -201,9 +203,17 @@ class _Mode:
         return self.substring.count(text)
 
     def mark(self, conn: sqlite3.Connection, docid: int) -> str:
-        """A substring match's document with its first occurrence (the snippet's) marked."""
+        """A substring match's document with its first occurrence (the snippet's) marked.
+
+        A stored text is marked once per query however many of the page's rows hold it,
+        from its prepared form (:data:`readmodel.search.substring.prepared_texts`)."""
         if docid >= 0:
-            found = conn.execute('SELECT "text" FROM "documents" WHERE "docid" = ?', (docid,)).fetchone()
+            found = conn.execute(_STORED_TEXT, (docid,)).fetchone()
+            if found is None:
+                return ""
+            if found[0] not in self.marked:
+                self.marked[found[0]] = self.substring.mark_prepared(prepared_texts.get(conn, found[0], found[1]))
+            return self.marked[found[0]]
         else:
             found = conn.execute('SELECT "text" FROM temp."live_docs" WHERE "rowid" = ?', (-docid,)).fetchone()
         return self.substring.mark_first(found[0]) if found else ""

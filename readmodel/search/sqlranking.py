@@ -17,8 +17,9 @@ an id, different texts never do).  So the ranking is computed over the
    from FTS5's position lists (``sessionq_spans``), its text id from
    ``document_rows``; a ``substring`` query enumerates the candidate *texts*
    of the gram index (keyed by text id) that some document in scope holds,
-   and counts each one's occurrences once (``sessionq_occurrences``) — a
-   candidate text with no occurrence is no match.
+   and counts each one's occurrences once, in Python, on the text prepared
+   once per process (:data:`readmodel.search.substring.prepared_texts`: its
+   UTF-8, lowered) — a candidate text with no occurrence is no match.
 2. **Classes**: texts ordered by (strength, length) and cut into classes of
    equal keys.  Verdicts are taken lazily, in that order, a batch of texts per
    statement: whether ``document_rows_text`` holds the text in at least
@@ -52,7 +53,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from readmodel.search.modes import BOILERPLATE_SESSIONS
-from readmodel.search.substring import compiled_substring
+from readmodel.search.substring import compiled_substring, prepared_texts
 
 _NO_TIME: Final = -(2**63)
 
@@ -64,9 +65,12 @@ _NO_TIME: Final = -(2**63)
 _TEXTS: Final = """
 WITH "q" AS MATERIALIZED ({selection}),
 "t" AS MATERIALIZED (SELECT DISTINCT "text_id", "strength" FROM "q")
-SELECT t."text_id", coalesce(t."strength", sessionq_occurrences(?,
-         CASE typeof(x."text_z") WHEN 'blob' THEN sessionq_text(x."text_z") ELSE CAST(x."text_z" AS BLOB) END)), x."length"
-FROM "t" JOIN "texts" x ON x."id" = t."text_id\""""
+SELECT t."text_id", t."strength", x."length" FROM "t" JOIN "texts" x ON x."id" = t."text_id\""""
+# A substring query's candidate texts (distinct already) with their stored form: counted in Python,
+# on texts prepared once per process (readmodel.search.substring.prepared_texts).
+_CANDIDATE_TEXTS: Final = """
+WITH "t" AS MATERIALIZED ({selection})
+SELECT t."text_id", x."text_z", x."length" FROM "t" JOIN "texts" x ON x."id" = t."text_id\""""
 
 # Whether stored sessions with status ok hold a text at least BOILERPLATE_SESSIONS times over,
 # for each text id of a JSON array: an index range read per text, stopped at that many sessions.
@@ -117,23 +121,22 @@ def applies(backend: Any, mode: str) -> bool:
     return bool(backend._sql_ranking and backend._texts and not backend._live_state.fingerprints and (mode == "substring" or backend._accelerated))
 
 
-def occurrences(query: str, data: bytes) -> int:
-    """``sessionq_occurrences(query, CAST(text AS BLOB))``: the non-overlapping occurrences of a
-    normalised substring query in a text given as UTF-8 (a blob: Python need not decode it)."""
-    return compiled_substring(query).count_utf8(data)
-
-
 def install(conn: sqlite3.Connection) -> bool:
-    """Register ``sessionq_occurrences``; whether the index stores distinct texts (schema 0018)."""
-    conn.create_function("sessionq_occurrences", 2, occurrences, deterministic=True)
+    """Whether the index stores distinct texts (schema 0018: the fast path's keys)."""
     return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'texts'").fetchone() is not None
 
 
 def _texts(conn: sqlite3.Connection, matches: Matches) -> list[_Text]:
     """Step 1: the distinct matching texts, strongest then shortest first."""
-    sql = _TEXTS.format(selection=matches.selection)
     found: dict[int, _Text] = {}
-    for value, strength, length in conn.execute(sql, [*matches.args, matches.substring]):
+    if matches.substring is not None:
+        substring = compiled_substring(matches.substring)
+        for value, stored, length in conn.execute(_CANDIDATE_TEXTS.format(selection=matches.selection), matches.args):
+            strength = substring.count_prepared(prepared_texts.get(conn, value, stored))
+            if strength:
+                found[value] = _Text(value, strength, length)
+        return sorted(found.values(), key=lambda text: (-text.strength, text.length))
+    for value, strength, length in conn.execute(_TEXTS.format(selection=matches.selection), matches.args):
         if strength:
             found[value] = _Text(value, strength, length)
     return sorted(found.values(), key=lambda text: (-text.strength, text.length))
