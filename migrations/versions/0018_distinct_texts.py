@@ -28,6 +28,7 @@ Create Date: 2026-12-02
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -41,30 +42,6 @@ branch_labels = None
 depends_on = None
 
 CHUNK: Final = 2_000
-
-# Schema 0016/0017's storage, for the downgrade.
-_OLD_ROWS_DDL: Final = (
-    'CREATE TABLE "document_rows_0017" ("docid" INTEGER NOT NULL PRIMARY KEY, "sid" INTEGER NOT NULL, "seq" INTEGER NOT NULL, '
-    '"type" TEXT NOT NULL, "time" INTEGER, "surface" INTEGER NOT NULL, "length" INTEGER NOT NULL, "text_z" BLOB NOT NULL)'
-)
-_OLD_VIEW_DDL: Final = (
-    'CREATE VIEW "documents" AS SELECT "docid", "sid", "seq", "type", "time", "surface", "length", '
-    'CASE typeof("text_z") WHEN \'blob\' THEN CAST(sessionq_text("text_z") AS TEXT) ELSE "text_z" END AS "text" '
-    'FROM "document_rows"'
-)
-_OLD_TRIGGERS_DDL: Final = (
-    'CREATE TRIGGER "documents_insert" INSTEAD OF INSERT ON "documents" BEGIN '
-    'INSERT INTO "document_rows" ("docid", "sid", "seq", "type", "time", "surface", "length", "text_z") '
-    'VALUES (NEW."docid", NEW."sid", NEW."seq", NEW."type", NEW."time", NEW."surface", NEW."length", sessionq_pack(NEW."text")); END',
-    'CREATE TRIGGER "documents_update" INSTEAD OF UPDATE ON "documents" BEGIN '
-    'UPDATE "document_rows" SET "docid" = NEW."docid", "sid" = NEW."sid", "seq" = NEW."seq", "type" = NEW."type", '
-    '"time" = NEW."time", "surface" = NEW."surface", "length" = NEW."length", '
-    '"text_z" = CASE WHEN NEW."text" IS OLD."text" THEN "text_z" ELSE sessionq_pack(NEW."text") END '
-    'WHERE "docid" = OLD."docid"; END',
-    'CREATE TRIGGER "documents_delete" INSTEAD OF DELETE ON "documents" BEGIN '
-    'DELETE FROM "document_rows" WHERE "docid" = OLD."docid"; END',
-)
-
 
 def upgrade() -> None:
     if op.get_bind().dialect.name != "sqlite":
@@ -123,9 +100,11 @@ def _rebuild_grams(cursor: Any) -> None:
 def downgrade() -> None:
     if op.get_bind().dialect.name != "sqlite":
         return
+    # Schema 0016's storage of documents (this revision's down revision, 0017, kept it).
+    old = importlib.import_module("migrations.versions.0016_compact_storage")
     cursor = op.get_bind().connection.driver_connection.cursor()
     try:
-        cursor.execute(_OLD_ROWS_DDL)
+        cursor.execute(old.DOCUMENT_ROWS_DDL.replace('"document_rows"', '"document_rows_0017"'))
         cursor.execute(
             'INSERT INTO "document_rows_0017" SELECT d."docid", d."sid", d."seq", d."type", d."time", d."surface", t."length", t."text_z" '
             'FROM "document_rows" d JOIN "texts" t ON t."id" = d."text_id" ORDER BY d."docid"'
@@ -138,8 +117,8 @@ def downgrade() -> None:
         cursor.execute('DROP TABLE "texts"')
         cursor.execute('ALTER TABLE "document_rows_0017" RENAME TO "document_rows"')
         cursor.execute('CREATE INDEX "document_rows_length" ON "document_rows" ("length")')
-        cursor.execute(_OLD_VIEW_DDL)
-        for ddl in _OLD_TRIGGERS_DDL:
+        cursor.execute(old.DOCUMENTS_VIEW_DDL)
+        for ddl in old.DOCUMENTS_TRIGGERS_DDL:
             cursor.execute(ddl)
         _rebuild_grams(cursor)
     finally:

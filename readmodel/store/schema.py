@@ -36,25 +36,28 @@ The index is a projection of the logs, rebuilt from them at will.  Its tables:
 ``documents`` + ``documents_fts``
     Semantic documents (the text each event contributes) and an external-content
     FTS5 index (``unicode61``) over them; surface updates touch only the
-    plain table.  In SQLite (schema 0016) ``documents`` is a view over
-    ``document_rows``, which stores each text compressed with the block
-    dictionary in ``text_z`` (:mod:`readmodel.store.doctext`); the view's
+    plain table.  In SQLite ``documents`` is a view over ``document_rows``
+    and ``texts`` (schemas 0016 and 0018): ``texts`` stores each *distinct*
+    text once (:mod:`readmodel.store.texts`), compressed with the block
+    dictionary in ``text_z`` (:mod:`readmodel.store.doctext`), with its hash
+    and length, and a document row names it by ``text_id``; the view's
     ``text`` decodes it with the SQL function ``sessionq_text`` that every
-    sessionq connection registers.  Writers write ``documents`` itself
-    (``INSTEAD OF`` triggers pack the text with ``sessionq_pack``), so the
-    indexer's statements are the same for PostgreSQL, where it is a table.
-    ``document_rows_length`` finds the documents of a length (boilerplate
-    candidates of the search modes); copies of a text are found by its hash.
+    sessionq connection registers.  The indexer writes SQLite's storage
+    itself (:func:`indexer.projection.insert_documents`); ``INSTEAD OF``
+    triggers take other writes of the view.  ``document_rows_text`` lists the
+    documents holding a text: the sessions holding it (the search modes'
+    boilerplate verdict) and whether any document still does.
 ``document_hashes``
-    Each document's stable 64-bit text hash
+    PostgreSQL only since schema 0018: each document's stable 64-bit text hash
     (:func:`readmodel.projection.texthash.text_hash`), written with the
     document; indexed by hash, it counts the sessions holding a text, which
     ranks the words and substring search modes without reading texts.
 ``document_grams``
     The substring candidate index (:mod:`readmodel.store.gramindex`): a
-    contentless ``detail=none`` FTS5 table of each document's character grams,
-    written with the documents' FTS5 rows; ``index_meta.grams`` says which
-    gram scheme built it.
+    contentless ``detail=none`` FTS5 table of each distinct text's character
+    grams (rowid ``texts.id``), written when a text's first document arrives
+    and removed with its last; ``index_meta.grams`` says which gram scheme
+    built it.
 ``layout_problems``
     Artifacts the layout rules excluded, reported by ``status``, each with the
     source whose daemon found it.
