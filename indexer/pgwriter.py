@@ -58,6 +58,9 @@ _RESERVE_SIDS: Final = (
     'RETURNING "next_sid"'
 )
 GRAM_CHUNK: Final = 1_000
+_INSERT_DOCUMENT: Final = (
+    'INSERT INTO "documents" ("docid", "sid", "seq", "type", "time", "surface", "length", "text") VALUES (?, ?, ?, ?, ?, ?, ?, ?)'
+)
 
 
 # -- the dialect -------------------------------------------------------------------------------
@@ -69,6 +72,8 @@ _OR_REPLACE: Final = re.compile(r'^INSERT OR REPLACE INTO "(\w+)" \(([^)]*)\)')
 def translate(sql: str) -> str:
     """SQLite's statement ``sql`` as PostgreSQL runs it (placeholders ``%s``; see the module docstring)."""
     out = sql.replace("%", "%%").replace(" IS NOT ?", " IS DISTINCT FROM ?").replace("?", "%s")
+    if out.startswith('UPDATE "document_rows"'):  # SQLite's storage of documents (schema 0018): a table here
+        out = 'UPDATE "documents"' + out[len('UPDATE "document_rows"') :]
     if out.startswith("BEGIN"):
         return "BEGIN ISOLATION LEVEL READ COMMITTED"
     if out.startswith("INSERT OR IGNORE INTO"):
@@ -122,10 +127,22 @@ class PgCursor:
         inside it, no COPY); an error is raised when the block ends."""
         return self.conn.pipeline()
 
-    # -- search rows (indexer.projection dispatches here instead of FTS5) ---------------------
+    # -- documents and search rows (indexer.projection dispatches here instead of SQLite's) ----
 
-    def write_search_rows(self, rows: Sequence[tuple[int, str, str]]) -> None:
-        """Terms, postings and gram keys of documents just inserted (``(docid, text, grams)`` rows)."""
+    def insert_documents(self, docs: Sequence[Sequence[Any]], fts: Any) -> None:
+        """Documents (``documents`` rows with their text hash appended) into ``documents`` and
+        ``document_hashes``; their search rows to ``fts`` (``None``: written now)."""
+        with self.pipeline():
+            self.executemany(_INSERT_DOCUMENT, [doc[:8] for doc in docs])
+            self.executemany('INSERT INTO "document_hashes" ("docid", "hash") VALUES (?, ?)', [(doc[0], doc[8]) for doc in docs])
+        rows = [(doc[0], doc[7]) for doc in docs]
+        if fts is not None:
+            fts.add(self, rows)
+        else:
+            self.write_search_rows(rows)
+
+    def write_search_rows(self, rows: Sequence[tuple[int, str]]) -> None:
+        """Terms, postings and gram keys of documents just inserted (``(docid, text)`` rows)."""
         if not rows:
             return
         if self._tokenizer is None:

@@ -24,7 +24,7 @@ from alembic import op
 from readmodel.search import serverterms
 
 revision = "0020"
-down_revision = "0017"
+down_revision = "0018"
 branch_labels = None
 depends_on = None
 

@@ -12,7 +12,7 @@ daemon writes.  The JSON shape (camelCase, optional keys omitted)::
      "layoutProblems": [{"kind", "path", "message", "observedAt"}],
      "schemaProblems": [{"problem", "fatal"}], "repair"?,
      "redaction"?: {"policy", "fingerprint", "stored", "pending"},
-     "substringIndex"?: {"scheme", "stored", "pending", "documents", "bytes"?},
+     "substringIndex"?: {"scheme", "stored", "pending", "documents", "texts"?, "bytes"?},
      "rawBlocks"?: {"bytes", "dictionary", "rebuildShrinks"},
      "sources"?: [{"source", "root"?, "sessions", "events", "sessionsInError",
                    "identityProblems", "layoutProblems", "generation"?, "lastReconcileAt"?, "lagMs"?,
@@ -41,7 +41,8 @@ the gram index substring search narrows its candidates with
 (:mod:`readmodel.store.gramindex`): the gram scheme this sessionq uses, the
 one the index was built with, ``pending`` when they differ (the indexer's next
 full pass rebuilds it; substring search verifies every document meanwhile),
-the documents it covers and its size on disk.
+the documents it covers, the distinct texts it indexes (``texts``, schema
+0018 on: one row of grams per distinct text) and its size on disk.
 
 ``rawBlocks`` (a sessionq extension; schema 0011 on) gives the stored size of
 the raw event blocks and the id of the zstd dictionary they are compressed
@@ -285,6 +286,8 @@ def _add_substring_index(conn: Connection, out: dict[str, Any]) -> None:
     stats = gramindex.statistics(conn.connection.driver_connection.cursor())
     entry: dict[str, Any] = {"scheme": stats["scheme"], "stored": stats["stored"], "pending": stats["stored"] != stats["scheme"]}
     entry["documents"] = 0 if entry["pending"] else out["documents"]
+    if conn.exec_driver_sql("SELECT 1 FROM sqlite_master WHERE name = 'texts'").first() is not None:
+        entry["texts"] = 0 if entry["pending"] else int(conn.exec_driver_sql('SELECT count(*) FROM "texts"').scalar() or 0)
     if stats["bytes"] is not None:
         entry["bytes"] = stats["bytes"]
     out["substringIndex"] = entry
@@ -468,7 +471,8 @@ def format_status(status: dict[str, Any]) -> str:
         if grams["pending"]:
             lines.append(f"substrings  index pending (the indexer's next full pass builds it{size}); substring search scans meanwhile")
         else:
-            lines.append(f"substrings  {grams['documents']:,} documents indexed ({grams['scheme']}{size})")
+            texts = f" as {grams['texts']:,} distinct texts" if "texts" in grams else ""
+            lines.append(f"substrings  {grams['documents']:,} documents indexed{texts} ({grams['scheme']}{size})")
     if "rawBlocks" in status:
         raw = status["rawBlocks"]
         if raw["dictionary"] is not None:

@@ -207,9 +207,13 @@ def sqlite_search_rows(db_path: str) -> dict[str, Any]:
         for term, doc, offset in conn.execute('SELECT CAST("term" AS BLOB), "doc", "offset" FROM temp.terms_0 ORDER BY "doc", "offset"'):
             found.setdefault((sid_to_id[doc >> 32], doc & 0xFFFFFFFF), {}).setdefault(term, []).append(offset)
         postings = {k: {t: tuple(p) for t, p in v.items()} for k, v in sorted(found.items())}
+        by_text: dict[int, set[int]] = {}  # SQLite keeps grams per distinct text (schema 0018)
+        for term, text_id in conn.execute('SELECT "term", "doc" FROM temp.grams_0'):
+            by_text.setdefault(text_id, set()).add(LONG_MARK_KEY if term == LONG_MARK else int(term, 16))
         grams: dict[Key, set[int]] = {}
-        for term, doc in conn.execute('SELECT "term", "doc" FROM temp.grams_0'):
-            grams.setdefault((sid_to_id[doc >> 32], doc & 0xFFFFFFFF), set()).add(LONG_MARK_KEY if term == LONG_MARK else int(term, 16))
+        for doc, text_id in conn.execute('SELECT "docid", "text_id" FROM "document_rows"'):
+            if text_id in by_text:
+                grams[(sid_to_id[doc >> 32], doc & 0xFFFFFFFF)] = by_text[text_id]
         return {"postings": postings, "gram_keys": {k: tuple(sorted(v)) for k, v in sorted(grams.items())}}
     finally:
         conn.close()
