@@ -122,6 +122,10 @@ class PgCursor:
     def __iter__(self) -> Iterator[Any]:
         return iter(self._cur.fetchall())
 
+    def delete_orphan_texts(self) -> int:
+        """:func:`readmodel.search.serverterms.delete_orphan_texts` in this cursor's transaction."""
+        return serverterms.delete_orphan_texts(self._cur)
+
     def pipeline(self) -> Any:
         """A block whose statements share one round trip (writes only: no results are read
         inside it, no COPY); an error is raised when the block ends."""

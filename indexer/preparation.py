@@ -317,7 +317,9 @@ def _exit_with(writer_pid: int) -> None:
         while _alive(writer_pid):
             time.sleep(1.0)
     else:
-        select.select([watch], [], [])  # readable once the writer has exited
+        poller = select.poll()  # not select(): it refuses descriptors >= 1024
+        poller.register(watch, select.POLLIN)
+        poller.poll()  # readable once the writer has exited
     os._exit(0)
 
 

@@ -57,6 +57,10 @@ def prune_source(engine: Engine, source: str) -> int:
                 # (readmodel.store.status): the removed counter moves here, plus one for the prune,
                 # so the sum never goes back and a source indexed again never repeats a vector.
                 cur.execute('UPDATE "index_meta" SET "global_generation" = "global_generation" + ?', ((counter[0] if counter else 0) + (1 if sids else 0),))
+            if not isinstance(writer, SqliteWriter):
+                # Writers never delete a shared text's search rows; the removed sessions' texts
+                # that no other document holds go now (their folded text included).
+                cur.delete_orphan_texts()
             writer.commit(cur)
         except BaseException:
             if writer.in_transaction(cur):

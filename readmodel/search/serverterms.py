@@ -55,11 +55,12 @@ A text's rows are written by the first transaction that stores it: the
 ``search_texts`` row is inserted with ``ON CONFLICT DO NOTHING … RETURNING``
 in hash order (two writers of one new text: the second waits for the first
 and inserts nothing; no deadlock), and only the texts it returned get their
-``text_postings``.  Like the dictionary, a text's rows are never deleted
+``text_postings``.  Like the dictionary, a text's rows are never deleted by a writer
 (they are a function of the text; a reader reaches documents only through
 ``document_hashes``, so a text no document holds any more answers nothing),
 which keeps concurrent writers of different sources free of any
-delete/insert race on a shared text.
+delete/insert race on a shared text.  ``sessionq prune`` removes the rows of
+texts no document holds (:func:`delete_orphan_texts`, under a table lock).
 """
 
 from __future__ import annotations
@@ -267,6 +268,29 @@ def delete_documents(cur: Any, low: int, high: int) -> None:
     cur.execute('DELETE FROM "postings" WHERE "docid" BETWEEN %s AND %s', (low, high))
     cur.execute('DELETE FROM "document_gram_keys" WHERE "docid" BETWEEN %s AND %s', (low, high))
     cur.execute('DELETE FROM "text_documents" WHERE "docid" BETWEEN %s AND %s', (low, high))
+
+
+def delete_orphan_texts(cur: Any) -> int:
+    """Remove the per-text rows of every text no document holds any more; the number removed.
+
+    Writers never delete a text's rows (another source may be storing the same
+    text at that moment), so texts of deleted documents stay until this runs:
+    ``sessionq prune`` calls it in its own transaction.  The ``SHARE ROW
+    EXCLUSIVE`` lock conflicts with a writer's ``search_texts`` insert, which
+    every writer makes before its ``text_documents`` rows and holds to its
+    commit: a writer that already claimed or found a text is waited for (its
+    documents are then seen here), and a later one waits for this commit and
+    stores the text afresh.
+    """
+    cur.execute('LOCK TABLE "search_texts" IN SHARE ROW EXCLUSIVE MODE')
+    cur.execute(
+        'DELETE FROM "search_texts" s WHERE NOT EXISTS (SELECT 1 FROM "text_documents" d WHERE d."hash" = s."hash") RETURNING "hash"'
+    )
+    gone = [row[0] for row in cur.fetchall()]
+    if gone:
+        for table in ("text_postings", "text_grams", "text_prefixes"):
+            cur.execute(f'DELETE FROM "{table}" WHERE "hash" = ANY(%s::bigint[])', (gone,))
+    return len(gone)
 
 
 def backfill(cur: Any, progress: Callable[[int], None] | None = None, *, texts: bool = True) -> int:

@@ -132,7 +132,11 @@ def idle_connection_alive(conn: Any) -> bool:
     if conn.closed or conn.broken:
         return False
     try:
-        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+        # poll, not select: select() refuses descriptors >= FD_SETSIZE (1024), which a busy
+        # process (a server with many clients, a long test run) reaches.
+        poller = select.poll()
+        poller.register(conn.fileno(), select.POLLIN)
+        readable = poller.poll(0)
     except (OSError, ValueError):
         return False
     if not readable:

@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from click.testing import CliRunner
 from sqlalchemy.engine import make_url
@@ -187,6 +188,13 @@ def test_prune_removes_a_sources_sessions_and_search_rows_on_postgresql(postgres
     result = CliRunner().invoke(main, ["prune", "--db", postgres_url, "--source", "host-b", "--yes"])
     assert result.exit_code == 0, result.output
     assert "removed 4 sessions of source host-b" in result.output and make_url(postgres_url).password not in result.output
+    with psycopg.connect(postgres_url) as conn:
+        held = conn.execute('SELECT count(DISTINCT "hash") FROM "text_documents"').fetchone()[0]
+        for table in ("search_texts", "text_postings", "text_grams", "text_prefixes"):
+            # host-b's own texts are gone with its sessions; texts host-a holds too stay
+            orphans = conn.execute(f'SELECT count(*) FROM "{table}" t WHERE NOT EXISTS (SELECT 1 FROM "text_documents" d WHERE d."hash" = t."hash")').fetchone()[0]
+            assert orphans == 0, table
+        assert conn.execute('SELECT count(*) FROM "search_texts"').fetchone()[0] == held > 0
     sqlite_db = tmp_path / "a.db"
     index(tmp_path / "a", str(sqlite_db), "host-a")
     assert_same_index(sqlite_db, postgres_url)
