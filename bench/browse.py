@@ -16,8 +16,23 @@ through ``search_rows`` alone (no app), which says how much of a keystroke is
 the engine.  The page cache is warmed by one untimed pass first; every timed
 engine is fresh, so each ranking is computed.  The slowest keys are noted on stderr.
 
-One JSON object per result: ``browse-keystroke`` (every key), ``browse-engine`` and
-``browse-startup`` (the time until the workspace overview is on screen).
+Two people are measured, each on a fresh app over the same index:
+
+* **at once** (``browse-keystroke``, the figure since the command exists): the first key
+  is typed as soon as the workspace overview is on screen, and each query right after the
+  previous one is erased — no pause anywhere, so the app never fetches ahead;
+* **settled** (``browse-keystroke-settled``): typing starts once the app has fetched the
+  one-character queries ahead (what it does while nobody types, a second or two after
+  start-up; :mod:`readmodel.cli.browse.cache`), then goes on as above.  This is a
+  person who looks at the screen before typing.
+
+Each is also split into the keys that type (``typed_*``) and the backspaces that erase
+(``erased_*``: prefixes already shown once, which the app keeps per index generation).
+Every figure is still the time from a key to the screen showing *that* key's results.
+
+One JSON object per result: ``browse-keystroke``, ``browse-keystroke-settled``,
+``browse-engine`` and ``browse-startup`` (the time until the workspace overview is on
+screen; ``settle_ms``: until the one-character queries are fetched ahead).
 
 Usage::
 
@@ -62,22 +77,35 @@ async def _until(condition: Any, timeout: float = 30.0) -> None:
         await asyncio.sleep(0.005)
 
 
-async def _keystrokes(db: str, repeat: int) -> tuple[list[float], float]:
-    """Per-key latencies (ms) over ``QUERIES`` typed ``repeat`` times, and the startup time."""
+Sample = tuple[float, str]
+"""A key's latency (ms) and whether it typed (``typed``) or erased (``erased``)."""
+
+
+async def _keystrokes(db: str, repeat: int, settle: bool = False) -> tuple[list[Sample], float, float | None]:
+    """Per-key latencies over ``QUERIES`` typed ``repeat`` times, the startup time, and (when
+    ``settle``) the time until the app had fetched ahead, waited for before the first key."""
     engine = SessionQuery.open(db)
     app = BrowserApp(engine)
-    samples: list[float] = []
+    samples: list[Sample] = []
     started = time.perf_counter()
+    settled = None
     try:
         async with app.run_test(size=SIZE):
             await _until(lambda: app.shown_query == "")
             startup = (app.shown_at - started) * 1000
+            if settle:
+                prefetcher = getattr(app, "prefetcher", None)  # none before the app fetched ahead: a pause alike
+                if prefetcher is None:
+                    await asyncio.sleep(3.0)
+                else:
+                    await _until(prefetcher.done.is_set, timeout=120.0)
+                settled = (time.perf_counter() - started) * 1000
             for _ in range(repeat):
                 for query in QUERIES:
                     await _type(app, query, samples)
     finally:
         engine.close()
-    return samples, startup
+    return samples, startup, settled
 
 
 def _key(char: str) -> events.Key:
@@ -87,7 +115,7 @@ def _key(char: str) -> events.Key:
     return events.Key("space" if char == " " else char, char)
 
 
-async def _type(app: BrowserApp, query: str, samples: list[float]) -> None:
+async def _type(app: BrowserApp, query: str, samples: list[Sample]) -> None:
     """Type ``query`` key by key, then erase it, timing each key until its results are on screen."""
     keys = [(char, query[: index + 1]) for index, char in enumerate(query)]
     keys += [("backspace", query[:index]) for index in range(len(query) - 1, -1, -1)]
@@ -95,8 +123,16 @@ async def _type(app: BrowserApp, query: str, samples: list[float]) -> None:
         before = time.perf_counter()
         app.post_message(_key(key))
         await _until(lambda: app.shown_query == expected and app.shown_at > before)
-        samples.append((app.shown_at - before) * 1000)
-        SLOWEST.append((samples[-1], expected))
+        samples.append(((app.shown_at - before) * 1000, "erased" if key == "backspace" else "typed"))
+        SLOWEST.append((samples[-1][0], expected))
+
+
+def _figures(samples: list[Sample]) -> dict[str, Any]:
+    """The summary of every key, then of the typing keys and of the erasing ones."""
+    every = summary([ms for ms, _ in samples])
+    typed = summary([ms for ms, kind in samples if kind == "typed"], prefix="typed_")
+    erased = summary([ms for ms, kind in samples if kind == "erased"], prefix="erased_")
+    return {**every, **typed, **erased}
 
 
 def _prefixes() -> list[str]:
@@ -123,12 +159,17 @@ def main() -> None:
     # engine below is fresh, so every ranking is computed, not served from an engine's cache.
     _engine_only(args.db, 1)
     engine_samples = _engine_only(args.db, args.repeat)
-    samples, startup = asyncio.run(_keystrokes(args.db, args.repeat))
+    samples, startup, _ = asyncio.run(_keystrokes(args.db, args.repeat))
+    slowest = sorted(SLOWEST, reverse=True)[:10]
+    SLOWEST.clear()
+    settled_samples, _, settle = asyncio.run(_keystrokes(args.db, args.repeat, settle=True))
     base = {"sessions": sessions, "terminal": f"{SIZE[0]}x{SIZE[1]}", "debounce_ms": DEBOUNCE_SECONDS * 1000}
-    emit(record("browse-keystroke", **base, queries=len(QUERIES), **summary(samples)))
+    emit(record("browse-keystroke", **base, queries=len(QUERIES), **_figures(samples)))
+    emit(record("browse-keystroke-settled", **base, queries=len(QUERIES), **_figures(settled_samples)))
     emit(record("browse-engine", **base, **summary(engine_samples)))
-    emit(record("browse-startup", **base, ms=round(startup, 1)))
-    note("slowest keystrokes", keys=[[round(ms, 1), prefix] for ms, prefix in sorted(SLOWEST, reverse=True)[:10]])
+    emit(record("browse-startup", **base, ms=round(startup, 1), settle_ms=round(settle or 0.0, 1)))
+    note("slowest keystrokes (at once)", keys=[[round(ms, 1), prefix] for ms, prefix in slowest])
+    note("slowest keystrokes (settled)", keys=[[round(ms, 1), prefix] for ms, prefix in sorted(SLOWEST, reverse=True)[:10]])
 
 
 if __name__ == "__main__":

@@ -43,8 +43,7 @@ from readmodel.core.cancel import AbortSignal, is_aborted, throw_if_aborted
 from readmodel.core.config import QueryConfig, validate_config
 from readmodel.store.database import failure_reason, snapshot, sqlite_path
 from readmodel.core.errors import SessionQueryError
-from readmodel.projection.eventtrace import assemble_trace, build_event_records, event_not_found, target_index
-from readmodel.projection.eventtrace import trace_event as trace_live_event
+from readmodel.projection.eventtrace import assemble_trace, build_event_records, event_not_found, target_index, trace_event as trace_live_event
 from readmodel.projection.extraction import build_documents
 from readmodel.projection.redaction import list_reader, read_window, redact_events, redact_titles, restored_documents
 from readmodel.projection.secrets import Policy, policy_from_env, redacts_index, redacts_raw
@@ -255,6 +254,8 @@ class SessionQuery:
     # -- search ---------------------------------------------------------------
 
     def _searcher(self) -> SessionSearch:
+        if self.search_config.open_at == "never":
+            raise search_disabled()
         with self._search_lock:
             if self._search is None and isinstance(self.store, PostgresIndexStore):
                 self._search = postgres_search(self.store, live=self.live, config=self.search_config)
@@ -265,15 +266,15 @@ class SessionQuery:
 
     def search_sessions(self, request: Any, signal: AbortSignal | None = None) -> SessionSearchPage:
         """Ranked cross-session search (one hit per session, by its strongest event)."""
-        if self.search_config.open_at == "never":
-            raise search_disabled()
         return self._searcher().search_sessions(request, signal)
 
     def search_events(self, request: Any, signal: AbortSignal | None = None) -> SessionEventSearchPage:
         """Ranked search within one session; ``session`` is present even without hits."""
-        if self.search_config.open_at == "never":
-            raise search_disabled()
         return self._searcher().search_events(request, signal)
+
+    def search_generation(self, signal: AbortSignal | None = None) -> str:
+        """The search scope's generation now (:meth:`readmodel.search.engine.SessionSearch.generation`)."""
+        return self._searcher().generation(signal)
 
     def __enter__(self) -> SessionQuery:
         return self

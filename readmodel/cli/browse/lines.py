@@ -1,0 +1,71 @@
+"""Result rows as Textual visuals that cost next to nothing to lay out and paint.
+
+A row of the results list is a few lines of rich :class:`~rich.text.Text`, each
+shown on one screen line and cut with an ellipsis.  Given as plain ``Text``,
+Textual's ``OptionList`` converts each row to its own ``Content``, wraps it to
+measure its height and formats it again to paint it: at 20 two-line rows that
+was most of a keystroke's time on the UI thread (about 15 ms of 25, profiled).
+:class:`Lines` knows its height without measuring (one screen line per line),
+and paints a line by cutting the ``Text`` to the width once and keeping the
+segments per (width, style), so a keystroke's list costs a few strips.
+
+Imports: Textual and rich only (no engine): the app wraps each row's lines here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.segment import Segment
+from rich.text import Text
+from textual.strip import Strip
+from textual.style import Style
+from textual.visual import RenderOptions, Visual
+
+_CONSOLE = Console(width=1000, color_system="truecolor", markup=False, emoji=False, highlight=False)
+"""Only turns a ``Text``'s named styles into segments (no output): the app's console is not
+thread-bound, but this one keeps the lines independent of it."""
+
+
+class Lines(Visual):
+    """Fixed lines of text, one screen line each, cut with an ellipsis at the width shown."""
+
+    __slots__ = ("lines", "_plain", "_strips")
+
+    def __init__(self, lines: Sequence[Text]) -> None:
+        self.lines = tuple(lines)
+        self._plain: dict[int, list[list[Segment]]] = {}  # width -> each line's segments, cut
+        self._strips: dict[tuple[int, Any], list[Strip]] = {}  # (width, style) -> strips
+
+    def _segments(self, width: int) -> list[list[Segment]]:
+        found = self._plain.get(width)
+        if found is None:
+            found = []
+            for line in self.lines:
+                cut = line.copy()
+                cut.truncate(width, overflow="ellipsis")
+                found.append([segment for segment in cut.render(_CONSOLE, end="") if segment.text and segment.text != "\n"])  # one screen line
+            self._plain = {width: found}  # one width at a time: a resize renders again
+        return found
+
+    def render_strips(self, width: int, height: int | None, style: Style, options: RenderOptions) -> list[Strip]:
+        """The lines cut to ``width`` over ``style`` (the list's base or highlighted style)."""
+        if width <= 0:
+            return []
+        key = (width, style)
+        strips = self._strips.get(key)
+        if strips is None:
+            base = style.rich_style
+            strips = [Strip(segments).apply_style(base).extend_cell_length(width, base) for segments in self._segments(width)]
+            if len(self._strips) > 8:  # a row is shown in few styles (base, highlighted, hovered)
+                self._strips.clear()
+            self._strips[key] = strips
+        return strips if height is None else strips[:height]
+
+    def get_optimal_width(self, rules: Any, container_width: int) -> int:
+        return max((line.cell_len for line in self.lines), default=0)
+
+    def get_height(self, rules: Any, width: int) -> int:
+        return len(self.lines)
