@@ -1,0 +1,168 @@
+"""``sessionq browse`` keeps the first pages it showed per search generation and fetches the
+one-character queries ahead: a kept page is shown again without a search, and never once the
+index has changed (a session indexed after its query was kept shows up).
+
+The scenarios take the index's ``--db`` and a function that indexes the log root again, so the
+PostgreSQL tests (tests/postgresql/test_browse.py) run them on a PostgreSQL index too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from readmodel.cli.browse.app import BrowserApp
+from readmodel.cli.browse.cache import PREFETCHED, PageCache, Prefetcher
+from readmodel.cli.browse.rows import Row
+from readmodel.core.cancel import AbortController
+from readmodel.query import SessionQuery
+from tests.cli.test_browse import ALPHA, ALPHA_OLD, BETA, _session, drive, listed, type_query, until
+from tests.query.support import build_index
+
+NEW = "44444444-cccc-4ccc-8ccc-000000000004"
+
+
+class CountingSearches:
+    """The real engine, counting the cross-session searches asked of it, by query."""
+
+    def __init__(self, engine: SessionQuery) -> None:
+        self._engine = engine
+        self.searched: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+    def search_sessions(self, request: Any, signal: Any = None) -> Any:
+        self.searched.append(request["query"])
+        return self._engine.search_sessions(request, signal)
+
+
+def write_sessions(root: Path) -> None:
+    """The three sessions of tests/cli/test_browse.py (the same words, fewer turns)."""
+    _session(root, ALPHA, 3_000, "/work/alpha", [("please frobnicate the widget", "on it"), ("frobnicate once more", "done")])
+    _session(root, ALPHA_OLD, 1_000, "/work/alpha", [("an older delta session", "ok")])
+    _session(root, BETA, 2_000, "/work/beta", [("gamma rays in beta", "yes gamma")])
+
+
+async def erase(app: BrowserApp, pilot: Any) -> None:
+    for _ in app.query_one("#query").value:
+        await pilot.press("backspace")
+    await until(pilot, lambda: app.shown_query == "")
+
+
+def a_session_indexed_after_its_query_was_kept_shows_up(db: str, root: Path, reindex: Callable[[], None]) -> None:
+    """Type ``gamma`` (kept), erase, index a new session saying gamma, type ``gamma`` again."""
+    engine = CountingSearches(SessionQuery.open(db))
+    seen: list[Any] = []
+
+    async def scenario(app: BrowserApp, pilot: Any) -> None:
+        await type_query(app, pilot, "gamma")
+        seen.append(listed(app))
+        await erase(app, pilot)
+        await type_query(app, pilot, "gamma")  # the same generation: the kept page, no search
+        seen.append((listed(app), engine.searched.count("gamma")))
+        await erase(app, pilot)
+        _session(root, NEW, 4_000, "/work/gamma", [("gamma once again", "sure")])
+        reindex()
+        await type_query(app, pilot, "gamma")
+        seen.append((sorted(listed(app)), engine.searched.count("gamma")))
+
+    drive(db, scenario, engine)  # type: ignore[arg-type]
+    assert seen[0] == [("session", BETA)]
+    assert seen[1] == ([("session", BETA)], 1)
+    assert seen[2] == (sorted([("session", BETA), ("session", NEW)]), 2)
+
+
+def one_character_queries_are_fetched_ahead_while_nobody_types(db: str) -> None:
+    engine = CountingSearches(SessionQuery.open(db))
+    seen: list[Any] = []
+
+    async def scenario(app: BrowserApp, pilot: Any) -> None:
+        await until(pilot, app.prefetcher.done.is_set)
+        seen.append((len(app.cache), set(PREFETCHED) <= set(engine.searched)))
+        searches = len(engine.searched)
+        await type_query(app, pilot, "g")  # kept ahead: shown without a search of its own
+        seen.append((listed(app), len(engine.searched) - searches))
+
+    drive(db, scenario, engine)  # type: ignore[arg-type]
+    assert seen == [(len(PREFETCHED), True), ([("session", BETA)], 0)]
+
+
+@pytest.fixture()
+def corpus(tmp_path: Path) -> tuple[Path, Path]:
+    root = tmp_path / "root"
+    root.mkdir()
+    write_sessions(root)
+    return root, build_index(root, tmp_path / "index.db")
+
+
+def test_a_session_indexed_after_its_query_was_kept_shows_up(corpus: tuple[Path, Path]) -> None:
+    root, db = corpus
+    a_session_indexed_after_its_query_was_kept_shows_up(str(db), root, lambda: build_index(root, db) and None)
+
+
+def test_one_character_queries_are_fetched_ahead_while_nobody_types(corpus: tuple[Path, Path]) -> None:
+    one_character_queries_are_fetched_ahead_while_nobody_types(str(corpus[1]))
+
+
+def _rows(name: str) -> list[Row]:
+    return [Row("note", ())] * len(name)
+
+
+def test_the_cache_keeps_one_generation_and_at_most_its_size_least_recently_used_first() -> None:
+    cache = PageCache(size=2)
+    cache.put("a", "g1", _rows("a"))
+    cache.put("b", "g1", _rows("bb"))
+    assert cache.get("a", "g1") == _rows("a")  # "a" is now the most recent
+    cache.put("c", "g1", _rows("ccc"))
+    assert (cache.get("b", "g1"), cache.get("a", "g1") is not None, len(cache)) == (None, True, 2)
+    assert cache.get("a", "g2") is None  # another generation: never the old page
+    cache.put("d", "g2", _rows("d"))
+    assert (len(cache), cache.get("a", "g1"), cache.has("d", "g2")) == (1, None, True)
+
+
+class ChangingIndex:
+    """An engine whose generation changes on every read, its searches counted."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+        self.searches = 0
+
+    def search_generation(self, signal: Any = None) -> str:
+        self.reads += 1
+        return str(self.reads)
+
+    def search_sessions(self, request: Any, signal: Any = None) -> Any:
+        self.searches += 1
+        return type("Page", (), {"items": [], "next_cursor": None})()
+
+    def session_summaries(self, ids: Any) -> dict[str, Any]:
+        return {}
+
+
+def test_an_index_that_keeps_changing_is_fetched_ahead_at_most_once_per_interval() -> None:
+    prefetcher = Prefetcher(PageCache(), queries="ab", every=3600)
+    engine = ChangingIndex()
+    prefetcher.run(engine, AbortController().signal)
+    assert (engine.searches, prefetcher.done.is_set()) == (2, True)
+    prefetcher.run(engine, AbortController().signal)  # the generation moved: not again so soon
+    assert engine.searches == 2
+
+
+def test_an_aborted_prefetch_stops_at_once() -> None:
+    prefetcher = Prefetcher(PageCache(), queries="ab")
+    controller = AbortController()
+    controller.abort()
+
+    class Aborting(ChangingIndex):
+        def search_generation(self, signal: Any = None) -> str:
+            signal.throw_if_aborted()
+            return super().search_generation(signal)
+
+    engine = Aborting()
+    with pytest.raises(Exception):
+        prefetcher.run(engine, controller.signal)
+    assert (engine.searches, prefetcher.done.is_set()) == (0, False)
