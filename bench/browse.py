@@ -81,9 +81,11 @@ Sample = tuple[float, str]
 """A key's latency (ms) and whether it typed (``typed``) or erased (``erased``)."""
 
 
-async def _keystrokes(db: str, repeat: int, settle: bool = False) -> tuple[list[Sample], float, float | None]:
-    """Per-key latencies over ``QUERIES`` typed ``repeat`` times, the startup time, and (when
-    ``settle``) the time until the app had fetched ahead, waited for before the first key."""
+async def _keystrokes(db: str, repeat: int, settle: bool = False) -> tuple[list[Sample], float, float | None, float]:
+    """Per-key latencies over ``QUERIES`` typed ``repeat`` times, the startup time, (when
+    ``settle``) the time until the app had fetched ahead, waited for before the first key, and
+    the process's CPU time per key while typing (every thread: less noisy than latencies on a
+    loaded machine)."""
     engine = SessionQuery.open(db)
     app = BrowserApp(engine)
     samples: list[Sample] = []
@@ -100,12 +102,14 @@ async def _keystrokes(db: str, repeat: int, settle: bool = False) -> tuple[list[
                 else:
                     await _until(prefetcher.done.is_set, timeout=120.0)
                 settled = (time.perf_counter() - started) * 1000
+            cpu = time.process_time()
             for _ in range(repeat):
                 for query in QUERIES:
                     await _type(app, query, samples)
+            cpu_per_key = (time.process_time() - cpu) * 1000 / len(samples)
     finally:
         engine.close()
-    return samples, startup, settled
+    return samples, startup, settled, cpu_per_key
 
 
 def _key(char: str) -> events.Key:
@@ -159,13 +163,13 @@ def main() -> None:
     # engine below is fresh, so every ranking is computed, not served from an engine's cache.
     _engine_only(args.db, 1)
     engine_samples = _engine_only(args.db, args.repeat)
-    samples, startup, _ = asyncio.run(_keystrokes(args.db, args.repeat))
+    samples, startup, _, cpu = asyncio.run(_keystrokes(args.db, args.repeat))
     slowest = sorted(SLOWEST, reverse=True)[:10]
     SLOWEST.clear()
-    settled_samples, _, settle = asyncio.run(_keystrokes(args.db, args.repeat, settle=True))
+    settled_samples, _, settle, settled_cpu = asyncio.run(_keystrokes(args.db, args.repeat, settle=True))
     base = {"sessions": sessions, "terminal": f"{SIZE[0]}x{SIZE[1]}", "debounce_ms": DEBOUNCE_SECONDS * 1000}
-    emit(record("browse-keystroke", **base, queries=len(QUERIES), **_figures(samples)))
-    emit(record("browse-keystroke-settled", **base, queries=len(QUERIES), **_figures(settled_samples)))
+    emit(record("browse-keystroke", **base, queries=len(QUERIES), cpu_ms_per_key=round(cpu, 2), **_figures(samples)))
+    emit(record("browse-keystroke-settled", **base, queries=len(QUERIES), cpu_ms_per_key=round(settled_cpu, 2), **_figures(settled_samples)))
     emit(record("browse-engine", **base, **summary(engine_samples)))
     emit(record("browse-startup", **base, ms=round(startup, 1), settle_ms=round(settle or 0.0, 1)))
     note("slowest keystrokes (at once)", keys=[[round(ms, 1), prefix] for ms, prefix in slowest])

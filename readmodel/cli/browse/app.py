@@ -28,7 +28,7 @@ from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from readmodel.cli.browse.cache import PageCache, Prefetcher, cached_search_rows
-from readmodel.cli.browse.lines import Lines
+from readmodel.cli.browse.lines import Lines, LinesList
 from readmodel.cli.browse.rows import Row, Transcript, load_transcript, warm_up, workspace_rows, workspace_session_rows
 from readmodel.core.cancel import AbortController, AbortError
 from readmodel.core.errors import SessionQueryError
@@ -226,8 +226,8 @@ class BrowserApp(App[None]):
         yield QueryInput(value=self.initial_query, placeholder="type to search every session · empty: sessions by workspace", id="query")
         # The workspace overview keeps its own list, filled once: an emptied query shows it again
         # without rebuilding its rows (refilling ~100 rows costs more than a keystroke may).
-        yield OptionList(id="overview", classes="hidden")
-        yield OptionList(id="results")
+        yield LinesList(id="overview", classes="hidden")
+        yield LinesList(id="results")
         yield Static("", id="status")
         yield Footer()
 

@@ -9,6 +9,8 @@ was most of a keystroke's time on the UI thread (about 15 ms of 25, profiled).
 and paints a line by cutting the ``Text`` to the width once and keeping the
 segments per (width, style), so a keystroke's list costs a few strips.
 
+:class:`LinesList` is the ``OptionList`` that paints them from those strips.
+
 Imports: Textual and rich only (no engine): the app wraps each row's lines here.
 """
 
@@ -23,6 +25,8 @@ from rich.text import Text
 from textual.strip import Strip
 from textual.style import Style
 from textual.visual import RenderOptions, Visual
+from textual.widgets import OptionList
+from textual.widgets.option_list import Option
 
 _CONSOLE = Console(width=1000, color_system="truecolor", markup=False, emoji=False, highlight=False)
 """Only turns a ``Text``'s named styles into segments (no output): the app's console is not
@@ -32,12 +36,13 @@ thread-bound, but this one keeps the lines independent of it."""
 class Lines(Visual):
     """Fixed lines of text, one screen line each, cut with an ellipsis at the width shown."""
 
-    __slots__ = ("lines", "_plain", "_strips")
+    __slots__ = ("lines", "_plain", "_strips", "_painted")
 
     def __init__(self, lines: Sequence[Text]) -> None:
         self.lines = tuple(lines)
         self._plain: dict[int, list[list[Segment]]] = {}  # width -> each line's segments, cut
         self._strips: dict[tuple[int, Any], list[Strip]] = {}  # (width, style) -> strips
+        self._painted: dict[tuple[Any, ...], list[Strip]] = {}  # see painted()
 
     def _segments(self, width: int) -> list[list[Segment]]:
         found = self._plain.get(width)
@@ -64,8 +69,39 @@ class Lines(Visual):
             self._strips[key] = strips
         return strips if height is None else strips[:height]
 
+    def painted(self, width: int, style: Style, left: int, right: int, meta: dict[str, Any]) -> list[Strip]:
+        """The lines as a list row paints them: ``left`` and ``right`` cells of padding around the
+        text, ``width`` cells in all, over ``style``, tagged with ``meta`` (which option a click hits).
+        Kept per arguments, so a page shown again (a kept search) is painted from what it was."""
+        key = (width, style, left, right, tuple(meta.items()))
+        strips = self._painted.get(key)
+        if strips is None:
+            base = style.rich_style
+            pad = [Segment(" " * left, base)] if left > 0 else []
+            strips = [
+                Strip([*pad, *Strip(segments).apply_style(base)]).extend_cell_length(width, base).crop(0, width).apply_meta(meta)
+                for segments in self._segments(max(0, width - left - right))
+            ]
+            if len(self._painted) > 8:  # a row is shown in few styles (base, highlighted, hovered)
+                self._painted.clear()
+            self._painted[key] = strips
+        return strips
+
     def get_optimal_width(self, rules: Any, container_width: int) -> int:
         return max((line.cell_len for line in self.lines), default=0)
 
     def get_height(self, rules: Any, width: int) -> int:
         return len(self.lines)
+
+
+class LinesList(OptionList):
+    """An ``OptionList`` that paints :class:`Lines` options from the strips they keep, skipping
+    the generic path (a visual rendered, padded, extended and tagged again on every change)."""
+
+    def _get_option_render(self, option: Option, style: Style) -> list[Strip]:
+        prompt = option.prompt
+        padding = self.get_component_styles("option-list--option").padding
+        if not isinstance(prompt, Lines) or option._divider or padding.top or padding.bottom:
+            return super()._get_option_render(option, style)
+        width = self.scrollable_content_region.width - self._get_left_gutter_width()
+        return prompt.painted(width, style, padding.left, padding.right, {"option": self._option_to_index[option]})
