@@ -16,7 +16,7 @@ import pytest
 
 from readmodel.cli.browse.app import BrowserApp
 from readmodel.cli.browse.cache import PREFETCHED, PageCache, Prefetcher
-from readmodel.cli.browse.rows import Row
+from readmodel.cli.browse.rows import Found
 from readmodel.core.cancel import AbortController
 from readmodel.query import SessionQuery
 from tests.cli.test_browse import ALPHA, ALPHA_OLD, BETA, _session, drive, listed, type_query, until
@@ -108,8 +108,8 @@ def test_one_character_queries_are_fetched_ahead_while_nobody_types(corpus: tupl
     one_character_queries_are_fetched_ahead_while_nobody_types(str(corpus[1]))
 
 
-def _rows(name: str) -> list[Row]:
-    return [Row("note", ())] * len(name)
+def _rows(name: str) -> Found:
+    return Found((), {name: None})
 
 
 def test_the_cache_keeps_one_generation_and_at_most_its_size_least_recently_used_first() -> None:

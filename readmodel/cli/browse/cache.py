@@ -24,11 +24,11 @@ import time
 from collections import OrderedDict
 from typing import Any, Final
 
-from readmodel.cli.browse.rows import Row, search_rows
+from readmodel.cli.browse.rows import Found, Row, find, found_rows
 from readmodel.core.cancel import AbortSignal
 
 CACHE_SIZE: Final = 256
-"""Pages kept (about 20 rows each: a few MB at most)."""
+"""Pages kept (20 hits each with their summaries: a few MB at most)."""
 PREFETCHED: Final = "abcdefghijklmnopqrstuvwxyz0123456789"
 """The one-character queries fetched ahead, in this order (a first letter is typed as a letter or digit)."""
 PREFETCH_EVERY: Final = 30.0
@@ -37,33 +37,35 @@ indexer appending) does not keep a core busy recomputing 36 rankings whenever pe
 
 
 class PageCache:
-    """Rows shown per query, at one generation; thread-safe (workers read and fill it)."""
+    """First pages (:class:`~readmodel.cli.browse.rows.Found`) per query, at one generation;
+    thread-safe (workers read and fill it).  Rows are made from a page each time it is shown,
+    so their ages stay true however long the page is kept."""
 
     def __init__(self, size: int = CACHE_SIZE) -> None:
         self.size = size
         self._lock = threading.Lock()
         self._generation: str | None = None
-        self._pages: OrderedDict[str, list[Row]] = OrderedDict()
+        self._pages: OrderedDict[str, Found] = OrderedDict()
         self.hits = 0
 
-    def get(self, query: str, generation: str) -> list[Row] | None:
-        """The rows found for ``query`` at ``generation``, if kept."""
+    def get(self, query: str, generation: str) -> Found | None:
+        """The page found for ``query`` at ``generation``, if kept."""
         with self._lock:
             if generation != self._generation:
                 return None
-            rows = self._pages.get(query)
-            if rows is not None:
+            found = self._pages.get(query)
+            if found is not None:
                 self._pages.move_to_end(query)
                 self.hits += 1
-            return rows
+            return found
 
-    def put(self, query: str, generation: str, rows: list[Row]) -> None:
-        """Keep ``rows`` for ``query``; pages of another generation are dropped (they may be stale)."""
+    def put(self, query: str, generation: str, found: Found) -> None:
+        """Keep ``found`` for ``query``; pages of another generation are dropped (they may be stale)."""
         with self._lock:
             if generation != self._generation:
                 self._pages.clear()
                 self._generation = generation
-            self._pages[query] = rows
+            self._pages[query] = found
             self._pages.move_to_end(query)
             while len(self._pages) > self.size:
                 self._pages.popitem(last=False)
@@ -79,15 +81,15 @@ class PageCache:
 
 
 def cached_search_rows(engine: Any, cache: PageCache, query: str, signal: AbortSignal | None = None) -> list[Row]:
-    """:func:`~readmodel.cli.browse.rows.search_rows` through ``cache``: the generation is read
-    first, so a page is never kept under a generation older than the data it shows would allow
-    (at worst it is kept under an older one, and not found again)."""
+    """:func:`~readmodel.cli.browse.rows.search_rows` through ``cache``.  The generation is read
+    before searching, so a page is never kept under a generation newer than its data (at worst
+    under an older one, where it is not found again)."""
     generation = engine.search_generation(signal)
-    rows = cache.get(query, generation)
-    if rows is None:
-        rows = search_rows(engine, query, signal)
-        cache.put(query, generation, rows)
-    return rows
+    found = cache.get(query, generation)
+    if found is None:
+        found = find(engine, query, signal)
+        cache.put(query, generation, found)
+    return found_rows(found, query)
 
 
 class Prefetcher:
@@ -109,6 +111,6 @@ class Prefetcher:
                 continue
             if time.monotonic() - self._computed_at < self.every and self.done.is_set():
                 return  # the index moved since the last prefetch: the keystrokes themselves refill
-            self.cache.put(query, generation, search_rows(engine, query, signal))
+            self.cache.put(query, generation, find(engine, query, signal))
         self._computed_at = time.monotonic()
         self.done.set()

@@ -133,21 +133,40 @@ class _Bare:
     event_count: int = 0
 
 
-def search_rows(engine: Any, query: str, signal: AbortSignal | None = None, limit: int = SEARCH_LIMIT) -> list[Row]:
-    """The sessions matching ``query``, best first, each with its best match's snippet."""
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A search's first page as the engine answered it: the hits, best first, and their sessions'
+    summaries.  Rows are made from it when shown (:func:`found_rows`), so a kept page still says
+    how long ago each session was active."""
+
+    hits: tuple[Any, ...]
+    summaries: dict[str, Any]
+
+
+def find(engine: Any, query: str, signal: AbortSignal | None = None, limit: int = SEARCH_LIMIT) -> Found:
+    """The sessions matching ``query`` (people's mode, :func:`~readmodel.search.modes.people_match`)."""
     mode, text = people_match(query)
     page = engine.search_sessions({"query": text, "match": mode, "limit": limit}, signal)
     ids = [hit.header["id"] for hit in page.items]
-    summaries = engine.session_summaries(ids) if ids else {}
+    return Found(tuple(page.items), engine.session_summaries(ids) if ids else {})
+
+
+def found_rows(found: Found, query: str) -> list[Row]:
+    """The rows of ``found``, each session with its best match's snippet, ``query``'s words highlighted."""
     terms = query_terms(query)
     rows = []
-    for hit in page.items:
+    for hit in found.hits:
         header = hit.header
-        summary = summaries.get(header["id"]) or _Bare(str(header["id"]), header.get("cwd"))
+        summary = found.summaries.get(header["id"]) or _Bare(str(header["id"]), header.get("cwd"))
         rows.append(_summary_row(summary, hit.best_match.snippet, terms, hit.best_match.seq))
     if not rows:
         rows.append(_note(f"no session matches “{query}”"))
     return rows
+
+
+def search_rows(engine: Any, query: str, signal: AbortSignal | None = None, limit: int = SEARCH_LIMIT) -> list[Row]:
+    """The sessions matching ``query``, best first, each with its best match's snippet."""
+    return found_rows(find(engine, query, signal, limit), query)
 
 
 def warm_up(engine: Any) -> None:
