@@ -62,10 +62,10 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_index(root, base / "index.db")
 
 
-def drive(db: Path, scenario: Callable[[BrowserApp, Any], Awaitable[None]], engine: Any = None) -> BrowserApp:
+def drive(db: Path, scenario: Callable[[BrowserApp, Any], Awaitable[None]], engine: Any = None, debounce: float = 0.005) -> BrowserApp:
     """Run ``scenario(app, pilot)`` in a headless app over ``db``; the app is returned afterwards."""
     engine = engine or SessionQuery.open(str(db))
-    app = BrowserApp(engine, debounce=0.005)
+    app = BrowserApp(engine, debounce=debounce)
 
     async def run() -> None:
         async with app.run_test(size=(120, 40)) as pilot:
@@ -120,6 +120,24 @@ def test_results_follow_each_keystroke_and_replace_the_previous_query(db: Path) 
     assert seen[1] == ["workspace"]  # an emptied query goes back to the workspaces
     assert seen[2] == [("session", ALPHA)]
     assert seen[3] == [("note", None)]  # "no session matches"
+
+
+def test_without_a_debounce_each_key_shows_its_own_results_and_a_burst_its_last_query(db: Path) -> None:
+    """The app's default (no debounce timer): a key's search starts once the keys queued with
+    it are handled, so keys typed one by one each show their results, and a burst shows its
+    last query's."""
+    seen: list[Any] = []
+
+    async def scenario(app: BrowserApp, pilot: Any) -> None:
+        await type_query(app, pilot, "gam")
+        seen.append(listed(app))
+        await pilot.press("backspace", "backspace", "backspace", *"frobnicate")
+        await until(pilot, lambda: app.shown_query == "frobnicate")
+        await pilot.pause(0.1)
+        seen.append((app.shown_query, listed(app)))
+
+    drive(db, scenario, debounce=0.0)
+    assert seen == [[("session", BETA)], ("frobnicate", [("session", ALPHA)])]
 
 
 class SlowFirstSearch:

@@ -166,3 +166,32 @@ def test_an_aborted_prefetch_stops_at_once() -> None:
     with pytest.raises(Exception):
         prefetcher.run(engine, controller.signal)
     assert (engine.searches, prefetcher.done.is_set()) == (0, False)
+
+
+def test_a_row_is_painted_one_screen_line_per_line_cut_with_an_ellipsis_at_the_width() -> None:
+    from rich.text import Text
+    from textual.style import Style
+
+    from readmodel.cli.browse.lines import Lines
+
+    lines = Lines([Text("title " * 40, style="bold"), Text("short")])
+    strips = lines.painted(50, Style(), 1, 1, {"option": 3})
+    assert [strip.cell_length for strip in strips] == [50, 50]
+    assert strips[0].text.startswith(" title title") and strips[0].text.rstrip().endswith("…")
+    assert strips[1].text == " short" + " " * 44
+    assert all(segment.style is None or segment.style.meta == {"option": 3} for strip in strips for segment in strip)
+    assert lines.get_height(None, 10) == 2  # never wrapped, whatever the width
+
+
+def test_the_results_list_shows_each_hit_title_line_then_snippet_line(corpus: tuple[Path, Path]) -> None:
+    shown: list[str] = []
+
+    async def scenario(app: BrowserApp, pilot: Any) -> None:
+        await type_query(app, pilot, "gamma")
+        results = app.query_one("#results")
+        shown.extend(results.render_line(y).text.strip() for y in range(3))
+
+    drive(corpus[1], scenario)
+    title, snippet, after = shown
+    assert BETA[:8] in title and "/work/beta" in title
+    assert "gamma" in snippet and after == ""
