@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from readmodel.cli.browse.app import BrowserApp
-from readmodel.cli.browse.cache import PREFETCHED, PageCache, Prefetcher
-from readmodel.cli.browse.rows import Found
+from readmodel.cli.browse.cache import PREFETCHED, PageCache, Prefetcher, page_key
+from readmodel.cli.browse.rows import Found, find
 from readmodel.core.cancel import AbortController
 from readmodel.query import SessionQuery
 from tests.cli.test_browse import ALPHA, ALPHA_OLD, BETA, _session, drive, listed, type_query, until
@@ -86,9 +86,12 @@ def one_character_queries_are_fetched_ahead_while_nobody_types(db: str) -> None:
         searches = len(engine.searched)
         await type_query(app, pilot, "g")  # kept ahead: shown without a search of its own
         seen.append((listed(app), len(engine.searched) - searches))
+        await erase(app, pilot)
+        await type_query(app, pilot, "G")  # the index folds ASCII case: the page of "g" serves it
+        seen.append((listed(app), len(engine.searched) - searches))
 
     drive(db, scenario, engine)  # type: ignore[arg-type]
-    assert seen == [(len(PREFETCHED), True), ([("session", BETA)], 0)]
+    assert seen == [(len(PREFETCHED), True), ([("session", BETA)], 0), ([("session", BETA)], 0)]
 
 
 @pytest.fixture()
@@ -106,6 +109,14 @@ def test_a_session_indexed_after_its_query_was_kept_shows_up(corpus: tuple[Path,
 
 def test_one_character_queries_are_fetched_ahead_while_nobody_types(corpus: tuple[Path, Path]) -> None:
     one_character_queries_are_fetched_ahead_while_nobody_types(str(corpus[1]))
+
+
+@pytest.mark.parametrize("query", ["G", "Gamma", "FROBNICATE the", "Delta S", "Zz"])
+def test_an_ascii_query_finds_what_its_lower_case_finds_so_they_share_a_page(corpus: tuple[Path, Path], query: str) -> None:
+    """What lets :func:`page_key` fold ASCII case: the engine's answers are equal."""
+    with SessionQuery.open(str(corpus[1])) as engine:
+        assert find(engine, query) == find(engine, query.lower())
+    assert page_key(query) == page_key(query.lower()) and page_key("É") == "É"
 
 
 def _rows(name: str) -> Found:

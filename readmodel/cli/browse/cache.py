@@ -36,6 +36,13 @@ PREFETCH_EVERY: Final = 30.0
 indexer appending) does not keep a core busy recomputing 36 rankings whenever people pause."""
 
 
+def page_key(query: str) -> str:
+    """The key of ``query``'s page: ASCII letters in lower case, since the index folds their case
+    as it tokenises (``H`` finds what ``h`` finds, so the ``h`` fetched ahead serves it); any
+    other text as typed (Unicode folding rules differ from the tokeniser's at the edges)."""
+    return query.lower() if query.isascii() else query
+
+
 class PageCache:
     """First pages (:class:`~readmodel.cli.browse.rows.Found`) per query, at one generation;
     thread-safe (workers read and fill it).  Rows are made from a page each time it is shown,
@@ -50,30 +57,32 @@ class PageCache:
 
     def get(self, query: str, generation: str) -> Found | None:
         """The page found for ``query`` at ``generation``, if kept."""
+        key = page_key(query)
         with self._lock:
             if generation != self._generation:
                 return None
-            found = self._pages.get(query)
+            found = self._pages.get(key)
             if found is not None:
-                self._pages.move_to_end(query)
+                self._pages.move_to_end(key)
                 self.hits += 1
             return found
 
     def put(self, query: str, generation: str, found: Found) -> None:
         """Keep ``found`` for ``query``; pages of another generation are dropped (they may be stale)."""
+        key = page_key(query)
         with self._lock:
             if generation != self._generation:
                 self._pages.clear()
                 self._generation = generation
-            self._pages[query] = found
-            self._pages.move_to_end(query)
+            self._pages[key] = found
+            self._pages.move_to_end(key)
             while len(self._pages) > self.size:
                 self._pages.popitem(last=False)
 
     def has(self, query: str, generation: str) -> bool:
         """Whether a page of ``query`` at ``generation`` is kept (not counted as a hit)."""
         with self._lock:
-            return generation == self._generation and query in self._pages
+            return generation == self._generation and page_key(query) in self._pages
 
     def __len__(self) -> int:
         with self._lock:
