@@ -206,3 +206,26 @@ def test_the_results_list_shows_each_hit_title_line_then_snippet_line(corpus: tu
     title, snippet, after = shown
     assert BETA[:8] in title and "/work/beta" in title
     assert "gamma" in snippet and after == ""
+
+
+def test_a_list_taller_than_the_screen_scrolls_to_the_highlighted_row_and_back(corpus: tuple[Path, Path]) -> None:
+    """The results list never asks for a layout (its size is fixed), yet scrolling follows the
+    highlight when the overview (5 lines) is taller than the list (3 lines on a 10-line screen)."""
+    seen: list[Any] = []
+
+    async def scenario(app: BrowserApp, pilot: Any) -> None:
+        results = app.query_one("#results")
+        seen.append((results.scrollable_content_region.height, results.max_scroll_y))
+        await pilot.press("down", "down", "down", "down", "down")
+        await pilot.pause(0.05)
+        seen.append((results.highlighted, results.scroll_y > 0, BETA[:8] in results.render_line(results.scrollable_content_region.height - 1).text))
+        app.query_one("#query").focus()
+        await type_query(app, pilot, "gamma")  # one hit, two lines: nothing to scroll
+        await pilot.pause(0.05)
+        seen.append((results.max_scroll_y, results.scroll_y))
+
+    drive(corpus[1], scenario, size=(80, 10))
+    (height, overflow), moved, fitted = seen
+    assert height < 5 and overflow == 5 - height
+    assert moved == (4, True, True)
+    assert fitted == (0, 0)

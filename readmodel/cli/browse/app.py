@@ -190,9 +190,9 @@ class BrowserApp(App[None]):
     /* Below the list, above the footer (a second widget docked at the bottom would sit under it). */
     #status, #where { height: 1; padding: 0 1; color: $text-muted; }
     OptionList { height: 1fr; }
-    /* One screen line per row line, cut with an ellipsis: no wrapping to compute per keystroke. */
-    #overview, #results { text-wrap: nowrap; text-overflow: ellipsis; }
-    #overview.hidden, #results.hidden { display: none; }
+    /* The scroll bar always there: a page that fits the screen after one that did not (or the
+       reverse) would otherwise show or hide it, which lays out the whole screen again. */
+    #results { width: 1fr; overflow-y: scroll; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "back/quit"),
@@ -216,6 +216,7 @@ class BrowserApp(App[None]):
         self._pending: str | None = None  # typed, its search not started yet
         self._controller: AbortController | None = None
         self._overview: list[Row] | None = None
+        self._overview_options: list[Option] = []  # kept with their painted lines: shown again as they were
         self._thresholds = gc.get_threshold()
         self.cache = PageCache()
         self.prefetcher = Prefetcher(self.cache)
@@ -224,9 +225,8 @@ class BrowserApp(App[None]):
 
     def compose(self) -> ComposeResult:
         yield QueryInput(value=self.initial_query, placeholder="type to search every session · empty: sessions by workspace", id="query")
-        # The workspace overview keeps its own list, filled once: an emptied query shows it again
-        # without rebuilding its rows (refilling ~100 rows costs more than a keystroke may).
-        yield LinesList(id="overview", classes="hidden")
+        # One list for the overview and the results: showing one list and hiding another asked
+        # Textual for a layout of the whole screen on a query's first key and its last backspace.
         yield LinesList(id="results")
         yield Static("", id="status")
         yield Footer()
@@ -355,7 +355,7 @@ class BrowserApp(App[None]):
             cwd = self.workspace
             self.in_worker(lambda: workspace_session_rows(self.engine, cwd), lambda rows: self._show(query, rows), generation)  # type: ignore[arg-type]
         elif self._overview is not None:
-            self._show(query, self._overview, overview=True, refill=False)
+            self._show(query, self._overview, overview=True)
         else:
             self._status("loading workspaces …")
             self.in_worker(lambda: workspace_rows(self.engine), lambda rows: self._show(query, rows, overview=True), generation)
@@ -363,8 +363,8 @@ class BrowserApp(App[None]):
     def _status(self, text: str) -> None:
         self.query_one("#status", Static).update(text, layout=False)  # one line, always
 
-    def _show(self, query: str, rows: Sequence[Row] | BaseException, overview: bool = False, refill: bool = True) -> None:
-        """Put ``rows`` on screen: in the overview list (filled only when ``refill``) or the results list."""
+    def _show(self, query: str, rows: Sequence[Row] | BaseException, overview: bool = False) -> None:
+        """Put ``rows`` on screen; the ``overview``'s options are made once and kept."""
         if isinstance(rows, BaseException):
             self._status(f"error: {_failure(rows)}")
             rows, overview = [], False
@@ -372,35 +372,21 @@ class BrowserApp(App[None]):
             sessions = sum(row.kind == "session" for row in rows)
             self._status(f"{sessions} best sessions for “{query}”" if query.strip() else f"{sessions} sessions · Enter on a workspace lists all of it")
         self.rows = list(rows)
-        shown = self.query_one("#overview" if overview else "#results", OptionList)
+        shown = self.results_list()
+        options = [Option(Lines(row.lines), disabled=row.kind == "note") for row in self.rows] if not overview or self._overview is None else self._overview_options
         if overview and self._overview is None:
+            self._overview, self._overview_options = self.rows, options
             self.call_after_refresh(self._freeze)
-        if overview:
-            self._overview = self.rows
-        if refill:
-            shown.set_options(Option(Lines(row.lines), disabled=row.kind == "note") for row in self.rows)
+        shown.set_options(options)
         if self.rows and self.rows[0].kind != "note":
             shown.highlighted = 0
-        self._reveal(shown)
         self.mark_shown(query)
         self._controller = None  # the search (if any) is over
         self._prefetch_when_quiet()
 
-    def _reveal(self, shown: OptionList) -> None:
-        """Show ``shown`` and hide the other list (focus follows when the hidden one had it)."""
-        hidden = self.query_one("#results" if shown.id == "overview" else "#overview", OptionList)
-        if not shown.has_class("hidden"):
-            return
-        had_focus = self.focused is hidden
-        hidden.add_class("hidden")
-        shown.remove_class("hidden")
-        if had_focus:
-            shown.focus()
-
     def results_list(self) -> OptionList:
         """The list on screen (the overview or the results)."""
-        overview = self.query_one("#overview", OptionList)
-        return self.query_one("#results", OptionList) if overview.has_class("hidden") else overview
+        return self.query_one("#results", OptionList)
 
     # -- keys --------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ Imports: Textual and rich only (no engine): the app wraps each row's lines here.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Self
 
 from rich.console import Console
 from rich.segment import Segment
@@ -96,7 +96,15 @@ class Lines(Visual):
 
 class LinesList(OptionList):
     """An ``OptionList`` that paints :class:`Lines` options from the strips they keep, skipping
-    the generic path (a visual rendered, padded, extended and tagged again on every change)."""
+    the generic path (a visual rendered, padded, extended and tagged again on every change).
+
+    Its size is fixed by the app's CSS (``1fr`` both ways, the scroll bar always shown), so it
+    never asks for a layout: Textual's list asks for one of the whole screen whenever its number
+    of lines changes (its virtual size), i.e. on most keystrokes, to no effect on its size.
+    """
+
+    def refresh(self, *regions: Any, repaint: bool = True, layout: bool = False, recompose: bool = False) -> Self:
+        return super().refresh(*regions, repaint=repaint, layout=False, recompose=recompose)
 
     def _get_option_render(self, option: Option, style: Style) -> list[Strip]:
         prompt = option.prompt
