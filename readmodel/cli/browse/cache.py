@@ -3,11 +3,11 @@
 A query's first letter is the slowest keystroke: ``e`` or ``s`` matches most
 of the index and ranks tens of thousands of texts (50–70 ms at 13,673
 sessions), yet it is also the query people type most often, once per query.
-So the browser keeps the rows it showed per query (:class:`PageCache`), valid
+So the browser keeps the page it showed per query (:class:`PageCache`), valid
 while the search scope's generation
 (:meth:`readmodel.query.SessionQuery.search_generation`: stored and live
 sessions, on SQLite and PostgreSQL alike) is the one they were found at, and
-fetches the one-character queries ahead while nobody types (:func:`prefetch`).
+fetches the one-character queries ahead while nobody types (:class:`Prefetcher`).
 
 Contract: a cached page is shown only at the generation it was found at, so
 a session indexed after a query was cached shows up the next time that query
