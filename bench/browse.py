@@ -36,14 +36,13 @@ screen; ``settle_ms``: until the one-character queries are fetched ahead).
 
 Usage::
 
-    python -m bench.browse DB [--repeat 1]
+    python -m bench.browse DB [--repeat 1]      # DB: a path, or postgresql://…
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import sqlite3
 import time
 from typing import Any
 
@@ -60,11 +59,9 @@ SLOWEST: list[tuple[float, str]] = []
 
 
 def _sessions(db: str) -> int:
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        return int(conn.execute('SELECT count(*) FROM "sessions"').fetchone()[0])
-    finally:
-        conn.close()
+    """The sessions in the index (SQLite or PostgreSQL), through the engine."""
+    with SessionQuery.open(db) as engine:
+        return sum(workspace.session_count for workspace in engine.list_workspaces())
 
 
 async def _until(condition: Any, timeout: float = 30.0) -> None:
