@@ -30,6 +30,10 @@ Each is also split into the keys that type (``typed_*``) and the backspaces that
 (``erased_*``: prefixes already shown once, which the app keeps per index generation).
 Every figure is still the time from a key to the screen showing *that* key's results.
 
+With ``--paced MS``, a third typist presses a key every MS ms without waiting for results
+(``browse-keystroke-paced``): stale searches are aborted, and a key counts until the screen
+shows its results or a later key's.
+
 One JSON object per result: ``browse-keystroke``, ``browse-keystroke-settled``,
 ``browse-engine`` and ``browse-startup`` (the time until the workspace overview is on
 screen; ``settle_ms``: until the one-character queries are fetched ahead).
@@ -136,6 +140,49 @@ def _figures(samples: list[Sample]) -> dict[str, Any]:
     return {**every, **typed, **erased}
 
 
+async def _paced(db: str, interval: float) -> list[float]:
+    """A typist who does not wait for results: every key ``interval`` seconds after the previous
+    one (the queries typed and erased as above, once the overview is on screen).  A key's figure
+    is the time until the screen shows the results of that key's query *or of a later key's* —
+    what the person sees next; a key whose own results never appear (a later key's search
+    overtook it) is not a free pass.  A display is attributed to the latest key, posted before
+    it, whose query it shows (stale results are never displayed)."""
+    engine = SessionQuery.open(db)
+    app = BrowserApp(engine)
+    keys: list[tuple[float, str]] = []  # (posted at, the query after that key)
+    shown: list[tuple[float, str]] = []
+    try:
+        async with app.run_test(size=SIZE):
+            await _until(lambda: app.shown_query == "")
+
+            mark = app.mark_shown
+
+            def marked(what: str) -> None:  # every display, with the app's own time for it (no polling)
+                mark(what)
+                app.call_after_refresh(lambda: shown.append((app.shown_at, what)))
+
+            app.mark_shown = marked  # type: ignore[method-assign]
+            for query in QUERIES:
+                steps = [(char, query[: index + 1]) for index, char in enumerate(query)]
+                steps += [("backspace", query[:index]) for index in range(len(query) - 1, -1, -1)]
+                for key, expected in steps:
+                    keys.append((time.perf_counter(), expected))
+                    app.post_message(_key(key))
+                    await asyncio.sleep(interval)
+            await _until(lambda: bool(shown) and shown[-1][1] == "" and shown[-1][0] > keys[-1][0])
+    finally:
+        engine.close()
+    owner = []  # the key index each display belongs to
+    for at, what in shown:
+        candidates = [index for index, (posted, expected) in enumerate(keys) if posted < at and expected == what]
+        owner.append(max(candidates) if candidates else -1)
+    samples = []
+    for index, (posted, _) in enumerate(keys):
+        later = [at for (at, _), key in zip(shown, owner) if key >= index and at > posted]
+        samples.append((min(later) - posted) * 1000)
+    return samples
+
+
 def _prefixes() -> list[str]:
     return [query[:index] for query in QUERIES for index in range(1, len(query) + 1) if query[:index].strip()]
 
@@ -154,6 +201,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("db")
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--paced", type=float, default=0, metavar="MS", help="also a typist pressing a key every MS ms without waiting (browse-keystroke-paced)")
     args = parser.parse_args()
     sessions = _sessions(args.db)
     # The page cache is warmed once (as bench.search runs on a warm machine); each measured
@@ -169,6 +217,9 @@ def main() -> None:
     emit(record("browse-keystroke-settled", **base, queries=len(QUERIES), cpu_ms_per_key=round(settled_cpu, 2), **_figures(settled_samples)))
     emit(record("browse-engine", **base, **summary(engine_samples)))
     emit(record("browse-startup", **base, ms=round(startup, 1), settle_ms=round(settle or 0.0, 1)))
+    if args.paced > 0:
+        paced = asyncio.run(_paced(args.db, args.paced / 1000))
+        emit(record("browse-keystroke-paced", **base, interval_ms=args.paced, **summary(paced)))
     note("slowest keystrokes (at once)", keys=[[round(ms, 1), prefix] for ms, prefix in slowest])
     note("slowest keystrokes (settled)", keys=[[round(ms, 1), prefix] for ms, prefix in sorted(SLOWEST, reverse=True)[:10]])
 
