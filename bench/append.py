@@ -18,12 +18,14 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from bench.common import (
@@ -59,20 +61,48 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measure(megabytes: float, appends: int, corpus_dir: Path, workdir: Path, pause: float = 0.01, idle: float = 0.0) -> dict[str, Any]:
+def _sqlite_searcher(db: str) -> Callable[[], SessionSearch | None]:
+    """Search over the SQLite index ``db`` once its file exists (``None`` before)."""
+    search = sqlite_search(db)
+    return lambda: search if os.path.exists(db) else None
+
+
+def measure(
+    megabytes: float,
+    appends: int,
+    corpus_dir: Path,
+    workdir: Path,
+    pause: float = 0.01,
+    idle: float = 0.0,
+    *,
+    db: str | None = None,
+    searcher: Callable[[str], Callable[[], SessionSearch | None]] = _sqlite_searcher,
+    backend: str = "sqlite",
+) -> dict[str, Any]:
+    """Append → searchable on a copy of the ``megabytes`` log, through a daemon indexing into ``db``
+    (default: a SQLite file in ``workdir``); ``searcher(db)`` gives a function returning the search
+    clients use, or ``None`` while the index cannot be opened yet (bench.pg_ops: PostgreSQL)."""
     info = ensure_single(corpus_dir / f"single-{megabytes:g}", megabytes)
-    root = workdir / f"root-{megabytes:g}"
+    root = workdir / f"root-{megabytes:g}-{backend}"
     if root.exists():
         shutil.rmtree(root)
     shutil.copytree(info["root"], root)
-    db = workdir / f"index-{megabytes:g}.db"
+    db = db or str(workdir / f"index-{megabytes:g}.db")
     header = info["header"]
     started = time.perf_counter()
-    daemon = start_daemon(root, db)
-    search = sqlite_search(str(db))
+    daemon = start_daemon(root, db, log=workdir / f"daemon-{megabytes:g}-{backend}.log")
+    opened = searcher(db)
+    search: SessionSearch | None = None
+
+    def ready() -> bool:
+        nonlocal search
+        search = search or opened()
+        return search is not None and _indexed(search, header["id"])
+
     try:
-        if not wait_until(lambda: db.exists() and _indexed(search, header["id"]), 3600, 0.05):
+        if not wait_until(ready, 3600, 0.05):
             raise RuntimeError("the daemon did not index the log")
+        assert search is not None
         initial = time.perf_counter() - started
         note("initial pass done", mb=megabytes, seconds=round(initial, 1))
         writer = LogWriter.in_root(root, header)
@@ -102,10 +132,12 @@ def measure(megabytes: float, appends: int, corpus_dir: Path, workdir: Path, pau
             time.sleep(idle)
             idle_cpu = _cpu_seconds(daemon.pid) - before
     finally:
-        search.close()
+        if search is not None:
+            search.close()
         daemon_info = stop_daemon(daemon)
     return record(
         "append-latency",
+        backend=backend,
         target_mb=megabytes,
         log_mb=round(info["bytes"] / MB, 1),
         log_events=info["events"],
@@ -128,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="sessionq-append-") as tmp:
         for megabytes in args.mb or [1.0, 100.0]:
             emit(measure(megabytes, args.appends, args.dir, Path(tmp), idle=args.idle))
-            shutil.rmtree(Path(tmp) / f"root-{megabytes:g}", ignore_errors=True)
+            shutil.rmtree(Path(tmp) / f"root-{megabytes:g}-sqlite", ignore_errors=True)
     return 0
 
 

@@ -173,12 +173,12 @@ def proc_cpu_s(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def start_daemon(root: str | os.PathLike[str], db: str | os.PathLike[str], *extra: str) -> Any:
+def start_daemon(root: str | os.PathLike[str], db: str | os.PathLike[str], *extra: str, log: str | os.PathLike[str] | None = None) -> Any:
     """``sessionq index`` (the real daemon, inotify) on ``root`` in a process of its own;
-    its stderr goes to ``DB.daemon.log``."""
+    its stderr goes to ``log`` (default ``DB.daemon.log``)."""
     import subprocess
 
-    log = open(os.fspath(db) + ".daemon.log", "wb")  # noqa: SIM115 - closed by stop_daemon
+    log = open(os.fspath(db) + ".daemon.log" if log is None else log, "wb")  # noqa: SIM115 - closed by stop_daemon
     daemon = subprocess.Popen(
         [sys.executable, "-m", "indexer.cli", "index", "--root", os.fspath(root), "--db", os.fspath(db), "--log-level", "warning", "--no-progress", *extra],
         cwd=REPO,

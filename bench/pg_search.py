@@ -12,7 +12,7 @@ relation sizes.
 
 Usage::
 
-    python -m bench.pg_search DB [--repeat 2] [--url postgresql://…]
+    python -m bench.pg_search DB [--repeat 2] [--url postgresql://…] [--per-document]
 
 Without ``--url`` a throwaway cluster is started (and stopped afterwards).
 """
@@ -36,7 +36,7 @@ from readmodel.search.sqlite import sqlite_search
 from readmodel.store.pgreader import PostgresIndexStore
 
 
-def run(db: str, url: str | None, repeat: int) -> dict[str, Any]:
+def run(db: str, url: str | None, repeat: int, per_document: bool = False) -> dict[str, Any]:
     from tests.pgcopy import copy_index
     from tests.postgres import start_cluster
 
@@ -48,18 +48,21 @@ def run(db: str, url: str | None, repeat: int) -> dict[str, Any]:
         started = time.perf_counter()
         copy_index(db, url)
         copy_seconds = time.perf_counter() - started
-        return _measure(db, url, repeat, copy_seconds)
+        return _measure(db, url, repeat, copy_seconds, per_document)
     finally:
         if server is not None:
             server.stop()
 
 
-def _measure(db: str, url: str, repeat: int, copy_seconds: float) -> dict[str, Any]:
+def _measure(db: str, url: str, repeat: int, copy_seconds: float, per_document: bool = False) -> dict[str, Any]:
     sessions, events = _counts(db)
     workspace, workspace_sessions = _largest_workspace(db)
     big, big_events = _largest_session(db)
     store = PostgresIndexStore.open(url)
     backends = {"sqlite": sqlite_search(db), "postgresql": postgres_search(store)}
+    if per_document:  # the ranking before texts first (migration 0020), as a third backend
+        backends["pg_per_document"] = postgres_search(store)
+        backends["pg_per_document"].backend.texts_first = False
     for search in backends.values():
         search.open()
     scoped = [{"kind": "cwd", "values": [workspace]}]
@@ -88,8 +91,10 @@ def _measure(db: str, url: str, repeat: int, copy_seconds: float) -> dict[str, A
                         shown = msgspec.to_builtins(page)
                         shown.pop("nextCursor", None)
                         pages[name] = shown
-                    if pages["sqlite"] != pages["postgresql"] and f"{mode}/{scope}/{query}" not in disagreements:
-                        disagreements.append(f"{mode}/{scope}/{query}")
+                    for name in pages:
+                        tag = f"{mode}/{scope}/{query}" + ("" if name == "postgresql" else f" ({name})")
+                        if name != "sqlite" and pages[name] != pages["sqlite"] and tag not in disagreements:
+                            disagreements.append(tag)
     for search in backends.values():
         search.close()
     store.close()
@@ -138,8 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("db", help="a SQLite index built by the real indexer")
     parser.add_argument("--url", help="an empty PostgreSQL database to copy into (default: a throwaway cluster)")
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--per-document", action="store_true", help="also time the per-document ranking (before texts first)")
     args = parser.parse_args(argv)
-    emit(run(args.db, args.url, args.repeat))
+    emit(run(args.db, args.url, args.repeat, args.per_document))
     return 0
 
 

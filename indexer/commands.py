@@ -233,7 +233,13 @@ def _postgres_writer(db: str, source: str, *, upgrade: bool, once: bool) -> tupl
         try:
             lock.acquire()
             try:
-                return open_postgres(db, allow_upgrade=upgrade, source=source), lock
+                engine = open_postgres(db, allow_upgrade=upgrade, source=source)
+                try:
+                    lock.settle()  # running: db upgrade refuses from now on
+                except BaseException:
+                    engine.dispose()
+                    raise
+                return engine, lock
             except BaseException:
                 lock.release()
                 raise

@@ -45,9 +45,11 @@ def session_columns(header: dict[str, Any]) -> tuple[bytearray, Any, bytearray, 
 
 
 class FtsSink(Protocol):
-    """Where a projector's FTS5 rows go (:class:`~indexer.projection.DeferredFts` or a recording)."""
+    """Where a projector's search rows go (:class:`~indexer.projection.DeferredFts`)."""
 
-    def add(self, cur: Any, rows: list[tuple[int, str]]) -> None: ...
+    orphans: set[int]
+
+    def add(self, cur: Any, rows: list[tuple[int, str]], texts: Any = ()) -> None: ...
 
 
 class LogOutcome(msgspec.Struct, array_like=True):
@@ -96,7 +98,7 @@ def ingest_log(
     if resume is not None and stored_synthetic_from is not None:
         # Synthetic tail rows of an earlier settled view: the writer moved on.
         unshadow_from(cur, sid, stored_synthetic_from)
-        delete_session_rows(cur, sid, stored_synthetic_from, synthetic_only=True)
+        delete_session_rows(cur, sid, stored_synthetic_from, synthetic_only=True, fts=fts)
     projector = SessionProjector(cur, sid, first_seq, fts=fts, surface_keys=surface_keys, redact_documents=redact_documents)
     if resume is not None:
         projector.continue_last_block()

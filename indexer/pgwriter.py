@@ -23,13 +23,13 @@ it from the stored offsets.
 
 :class:`SourceLock` is one daemon per (database, source): a session-level
 ``pg_try_advisory_lock(K, hash(source))`` held on its own connection for the
-daemon's life; the server releases it when the connection dies, and the
-writer takes it again before a pass after a reconnect.
+daemon's life, with the index lock shared (``db upgrade`` refuses while any
+is held); the server releases them when the connection dies, and the writer
+takes them again before a pass after a reconnect.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 from collections.abc import Iterator, Sequence
@@ -45,26 +45,22 @@ from sqlalchemy import Engine
 from readmodel.projection.grams import document_gram_keys, scheme_fingerprint
 from readmodel.search import serverterms
 from readmodel.search.tokens import Tokenizer
-from readmodel.store.schema import metadata
+from readmodel.store.postgres import INDEX_LOCK_KEY, LOCK_CLASS, STARTING_LOCK_KEY, idle_connection_alive, source_key
+from readmodel.store.schema import SCHEMA_REVISION, metadata
 from readmodel.store.urls import connect_message, mask_url, parse
 
 from .layout import LayoutProblem
 
 log = logging.getLogger("sessionq.indexer")
 
-LOCK_CLASS: Final = 0x5351_5849
-"""First key of the per-source advisory lock ("SQXI"); the second is :func:`source_key`."""
-
 _RESERVE_SIDS: Final = (
     'UPDATE "index_meta" SET "next_sid" = GREATEST(COALESCE("next_sid", 1), (SELECT COALESCE(max("sid"), 0) + 1 FROM "sessions")) + %s '
     'RETURNING "next_sid"'
 )
 GRAM_CHUNK: Final = 1_000
-
-
-def source_key(source: str) -> int:
-    """The advisory lock's second key for ``source``: a signed 32-bit hash of its name."""
-    return int.from_bytes(hashlib.blake2b(source.encode(), digest_size=4).digest(), "little", signed=True)
+_INSERT_DOCUMENT: Final = (
+    'INSERT INTO "documents" ("docid", "sid", "seq", "type", "time", "surface", "length", "text") VALUES (?, ?, ?, ?, ?, ?, ?, ?)'
+)
 
 
 # -- the dialect -------------------------------------------------------------------------------
@@ -76,6 +72,8 @@ _OR_REPLACE: Final = re.compile(r'^INSERT OR REPLACE INTO "(\w+)" \(([^)]*)\)')
 def translate(sql: str) -> str:
     """SQLite's statement ``sql`` as PostgreSQL runs it (placeholders ``%s``; see the module docstring)."""
     out = sql.replace("%", "%%").replace(" IS NOT ?", " IS DISTINCT FROM ?").replace("?", "%s")
+    if out.startswith('UPDATE "document_rows"'):  # SQLite's storage of documents (schema 0018): a table here
+        out = 'UPDATE "documents"' + out[len('UPDATE "document_rows"') :]
     if out.startswith("BEGIN"):
         return "BEGIN ISOLATION LEVEL READ COMMITTED"
     if out.startswith("INSERT OR IGNORE INTO"):
@@ -129,10 +127,22 @@ class PgCursor:
         inside it, no COPY); an error is raised when the block ends."""
         return self.conn.pipeline()
 
-    # -- search rows (indexer.projection dispatches here instead of FTS5) ---------------------
+    # -- documents and search rows (indexer.projection dispatches here instead of SQLite's) ----
 
-    def write_search_rows(self, rows: Sequence[tuple[int, str, str]]) -> None:
-        """Terms, postings and gram keys of documents just inserted (``(docid, text, grams)`` rows)."""
+    def insert_documents(self, docs: Sequence[Sequence[Any]], fts: Any) -> None:
+        """Documents (``documents`` rows with their text hash appended) into ``documents`` and
+        ``document_hashes``; their search rows to ``fts`` (``None``: written now)."""
+        with self.pipeline():
+            self.executemany(_INSERT_DOCUMENT, [doc[:8] for doc in docs])
+            self.executemany('INSERT INTO "document_hashes" ("docid", "hash") VALUES (?, ?)', [(doc[0], doc[8]) for doc in docs])
+        rows = [(doc[0], doc[7]) for doc in docs]
+        if fts is not None:
+            fts.add(self, rows)
+        else:
+            self.write_search_rows(rows)
+
+    def write_search_rows(self, rows: Sequence[tuple[int, str]]) -> None:
+        """Terms, postings and gram keys of documents just inserted (``(docid, text)`` rows)."""
         if not rows:
             return
         if self._tokenizer is None:
@@ -167,7 +177,7 @@ class PostgresWriter:
         try:
             conn = raw.driver_connection
             if conn.info.transaction_status != TransactionStatus.IDLE:
-                conn.rollback()  # left open by the pool's ping: autocommit can only change when idle
+                conn.rollback()  # left open (the dialect's first-connect queries): autocommit can only change when idle
             conn.autocommit = True  # the reconciler issues BEGIN / COMMIT itself
             conn.adapters.register_dumper(bool, _BoolAsInteger)
             cur = PgCursor(conn)
@@ -249,12 +259,18 @@ class LockHeld(RuntimeError):
 
 
 class SourceLock:
-    """One daemon per (database, source): ``pg_try_advisory_lock(LOCK_CLASS, source_key(source))``.
+    """One daemon per (database, source): ``pg_try_advisory_lock(LOCK_CLASS, source_key(source))``,
+    then the index lock ``INDEX_LOCK_KEY`` shared (a schema upgrade takes it exclusively).
 
-    Held on a dedicated connection until :meth:`release`.  :meth:`ensure`
-    (before every pass) takes it again on a new connection when the server
-    dropped the old one (a restart): if another daemon of the source took it
-    meanwhile, :class:`LockHeld`.
+    All are held on a dedicated connection until :meth:`release`.
+    :meth:`acquire` takes the source lock with the starting mark
+    (``STARTING_LOCK_KEY`` shared: an upgrade meanwhile does not count this
+    indexer as running); once the schema is checked (or created or
+    upgraded), :meth:`settle` takes the index lock, waiting for a running
+    upgrade to commit, drops the mark and checks the schema revision again.
+    :meth:`ensure` (before every pass) takes them again on a new connection
+    when the server dropped the old one (a restart): if another daemon of the
+    source took it meanwhile, :class:`LockHeld`.
     """
 
     def __init__(self, db: str, source: str) -> None:
@@ -263,9 +279,11 @@ class SourceLock:
         self._conn: psycopg.Connection[Any] | None = None
 
     def acquire(self) -> None:
-        """Take the lock or raise :class:`LockHeld`; an unreachable server raises ``psycopg.OperationalError``."""
+        """Take the source lock (and the starting mark) or raise :class:`LockHeld`; an unreachable
+        server raises ``psycopg.OperationalError``."""
         conn = psycopg.connect(_conninfo(self.db), autocommit=True, connect_timeout=10)
         try:
+            conn.execute("SELECT pg_advisory_lock_shared(%s)", (STARTING_LOCK_KEY,))  # never taken exclusively
             taken = conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (LOCK_CLASS, source_key(self.source))).fetchone()
         except BaseException:
             conn.close()
@@ -284,17 +302,31 @@ class SourceLock:
             )
         self._conn = conn
 
+    def settle(self) -> None:
+        """Running from now on: the index lock shared (at once, or after a running schema upgrade
+        commits), the starting mark dropped, and the schema still the one this sessionq writes
+        (:class:`LockHeld` otherwise: an upgrade committed after this indexer checked it)."""
+        conn = self._conn
+        assert conn is not None
+        if not conn.execute("SELECT pg_try_advisory_lock_shared(%s)", (INDEX_LOCK_KEY,)).fetchone()[0]:
+            log.info("waiting for a schema upgrade of the index to finish", extra={"fields": {"source": self.source}})
+            conn.execute("SELECT pg_advisory_lock_shared(%s)", (INDEX_LOCK_KEY,))
+        conn.execute("SELECT pg_advisory_unlock_shared(%s)", (STARTING_LOCK_KEY,))
+        row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+        if row is None or row[0] != SCHEMA_REVISION:
+            raise LockHeld(
+                f"{mask_url(self.db)} was upgraded to schema {row[0] if row else '(none)'} meanwhile; "
+                f"this sessionq writes {SCHEMA_REVISION}: restart it with the matching sessionq"
+            )
+
     def ensure(self) -> None:
-        """The lock is held (taken again after its connection died)."""
-        if self._conn is not None and not self._conn.closed and not self._conn.broken:
-            try:
-                self._conn.execute("SELECT 1")
-                return
-            except psycopg.OperationalError:
-                pass
+        """The locks are held (taken again after their connection died)."""
+        if self._conn is not None and idle_connection_alive(self._conn):  # no round trip while sound
+            return
         self.release()
         log.info("taking the source lock again after a lost connection", extra={"fields": {"source": self.source}})
         self.acquire()
+        self.settle()  # disconnected, this indexer held no lock: an upgrade may have run meanwhile
 
     def release(self) -> None:
         if self._conn is not None:

@@ -17,8 +17,9 @@ Why the result is the same index:
   (surface keys of nodes it flushed earlier) are answered from the
   projectors' own map (``surface_keys``), and a recording answers any other
   read with "no row", which is what the database would say;
-* the writer replays the writes in their recorded order, feeds FTS5 rows to
-  its own :class:`~indexer.projection.DeferredFts` at the points the projector
+* the writer replays the writes in their recorded order, stores the documents
+  (finding their texts in the index) and feeds their search rows to its own
+  :class:`~indexer.projection.DeferredFts` at the points the projector
   handed them over, and sets generation and time itself — a prepared session
   lands in whichever transaction is open when its turn comes;
 * a log the reader rejects comes back as its failure (status, code, message),
@@ -55,6 +56,7 @@ import msgspec
 from .failures import as_query_error
 from .ingest import LogOutcome, ingest_log, session_columns
 from .layout import Compression
+from .projection import insert_documents
 from .records import LogFormatError
 from readmodel.store.blocks import active_dictionary, use_dictionary
 
@@ -153,9 +155,10 @@ class RecordingCursor:
     """Stands in for the writer's cursor while a new session is ingested elsewhere.
 
     ``calls`` holds ``(sql, parameters, many)`` in call order; an entry whose
-    ``sql`` is ``None`` carries FTS5 rows handed to the transaction's buffer
-    (see :class:`FtsRecording`).  Reads return no rows: valid only for a
-    session that has no rows in the index.
+    ``sql`` is ``None`` carries documents (:func:`indexer.projection.insert_documents`,
+    which the writer runs again when it replays them: it finds their texts in the
+    index and hands their search rows to its own buffer).  Reads return no rows:
+    valid only for a session that has no rows in the index.
     """
 
     __slots__ = ("calls",)
@@ -173,17 +176,9 @@ class RecordingCursor:
         self.calls.append((sql, rows if type(rows) is list else list(rows), True))
         return self
 
-
-class FtsRecording:
-    """The FTS5 buffer of a recording: keeps each hand-over in the call order."""
-
-    __slots__ = ("cursor",)
-
-    def __init__(self, cursor: RecordingCursor) -> None:
-        self.cursor = cursor
-
-    def add(self, cur: Any, rows: list[tuple[int, str]]) -> None:
-        self.cursor.executemany(None, rows)  # type: ignore[arg-type]
+    def insert_documents(self, docs: Any, fts: Any) -> None:
+        """Record documents in the call order (see :func:`indexer.projection.insert_documents`)."""
+        self.executemany(None, docs)
 
 
 class StreamingCursor(RecordingCursor):
@@ -223,7 +218,7 @@ class StreamingCursor(RecordingCursor):
 
 
 def replay(cur: Any, calls: Sequence[tuple[str | None, Any, bool]], fts: Any) -> None:
-    """Execute a recording on the writer's cursor (FTS5 rows go to ``fts``).
+    """Execute a recording on the writer's cursor (documents' search rows go to ``fts``).
 
     A recording holds writes only: a cursor with a ``pipeline()`` (a server's,
     :mod:`indexer.pgwriter`) sends each run of them in one round trip; an error
@@ -232,8 +227,8 @@ def replay(cur: Any, calls: Sequence[tuple[str | None, Any, bool]], fts: Any) ->
     pipeline = getattr(cur, "pipeline", None)
     for search_rows, run in groupby(calls, key=_is_search_rows):
         if search_rows:
-            for _sql, rows, _many in run:
-                fts.add(cur, rows)
+            for _sql, docs, _many in run:
+                insert_documents(cur, docs, fts)
             continue
         with pipeline() if pipeline is not None else nullcontext():
             for sql, args, many in run:
@@ -343,7 +338,7 @@ def _prepare_one(task: PrepTask, compression: Compression, root: str) -> Prepare
     try:
         outcome = ingest_log(
             cursor, task.sid, task.path, compression, root, task.header, None, task.settled,
-            fts=FtsRecording(cursor), surface_keys={}, redact_documents=task.redact,
+            fts=None, surface_keys={}, redact_documents=task.redact,
         )  # fmt: skip
     except BAD_LOG_ERRORS as exc:
         return Prepared(task.path, task.sid, failure=failure_of(exc, task.header["id"]))
@@ -394,7 +389,7 @@ def stream_session(
             with collector_paused():
                 outcome = ingest_log(
                     cursor, task.sid, task.path, Compression(compression), root, task.header, None, task.settled,
-                    fts=FtsRecording(cursor), surface_keys={}, redact_documents=task.redact,
+                    fts=None, surface_keys={}, redact_documents=task.redact,
                 )  # fmt: skip
             cursor.send()
         except BAD_LOG_ERRORS as exc:

@@ -41,11 +41,11 @@ from readmodel.store.blocks import (
     unpack_run_types,
 )
 from readmodel.projection.extraction import TEXT_EVENT_TYPES, extract_event_text
-from readmodel.projection.grams import document_tokens
 from readmodel.projection.secrets import redact
 from readmodel.projection.texthash import text_hash
 from readmodel.core.jsvalues import MAX_SAFE_INTEGER
-from readmodel.store import gramindex
+from readmodel.store import gramindex, texts
+from readmodel.store.texts import TextStore
 from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, docid
 from readmodel.projection.surface import SURFACE_EVENT_TYPES, tool_result_fingerprint
 
@@ -55,7 +55,8 @@ FLUSH_EVENTS: Final = 4096
 _CURRENT: Final = SURFACE_CODES["current"]
 _SHADOWED: Final = SURFACE_CODES["shadowed"]
 _LOG_ONLY: Final = SURFACE_CODES["log-only"]
-_INSERT_HASH: Final = 'INSERT INTO "document_hashes" ("docid", "hash") VALUES (?, ?)'
+# SQLite's storage of documents (a server's cursor writes its documents table: indexer.pgwriter.translate).
+_SET_SURFACE: Final = 'UPDATE "document_rows" SET "surface" = ? WHERE "docid" = ?'
 _SANITIZE: Final = str.maketrans({"\x00": "\ufffd", "\ufdd0": "\ufffd", "\ufdd1": "\ufffd"})
 
 # msgspec encoders keep no per-call state (thread-safe since msgspec 0.16): one is shared.
@@ -99,35 +100,64 @@ FTS_BUFFER_CHARS: Final = 8_000_000
 """Text the FTS5 buffer holds before it writes early (memory stays bounded by it)."""
 
 
-FtsRow = tuple[int, str, str]
-"""``(docid, text, grams)``: a document's FTS5 row and its substring-index words."""
+FtsRow = tuple[int, str]
+"""``(docid, text)``: a document's ``documents_fts`` row (a server backend's search rows)."""
+TextRow = tuple[int, str]
+"""``(text id, text)``: a text row created in the open transaction, whose grams ``document_grams`` needs."""
+
+_texts: Final = TextStore()
+_INSERT_ROWS: Final = 'INSERT INTO "document_rows" ("docid", "sid", "seq", "type", "time", "surface", "text_id") VALUES (?, ?, ?, ?, ?, ?, ?)'
 
 
-def fts_rows_of(docs: Iterable[Sequence[Any]]) -> list[FtsRow]:
-    """The FTS5 rows of ``documents`` rows (docid first, text last), grams computed here.
+def insert_documents(cur: Any, docs: Sequence[Sequence[Any]], fts: Any) -> None:
+    """Store documents — ``documents`` rows with the text's hash appended (9 values) — and hand
+    their search rows to ``fts`` (a :class:`DeferredFts`; ``None``: index them now).
 
-    Called where the documents are shaped — in a preparation worker for a
-    prepared session — so the writer only inserts the words.
+    SQLite stores each distinct text once (:mod:`readmodel.store.texts`) and a new text's
+    grams with it.  A cursor with an ``insert_documents`` method stores them itself: a
+    recording (:mod:`indexer.preparation`, replayed here by the writer) or another backend
+    (:mod:`indexer.pgwriter`).
     """
-    return [(doc[0], doc[-1], document_tokens(doc[-1])) for doc in docs]
+    own = getattr(cur, "insert_documents", None)
+    if own is not None:
+        own(docs, fts)
+        return
+    ids, created = _texts.store(cur, [(doc[7], doc[8]) for doc in docs])
+    cur.executemany(_INSERT_ROWS, [(*doc[:6], text_id) for doc, text_id in zip(docs, ids)])
+    rows = [(doc[0], doc[7]) for doc in docs]
+    if fts is not None:
+        fts.add(cur, rows, created)
+    else:
+        write_search_rows(cur, rows, created)
 
 
-def write_fts_rows(cur: sqlite3.Cursor, rows: list[FtsRow]) -> None:
-    """Insert documents' rows into ``documents_fts`` and ``document_grams`` (same docids).
+def write_search_rows(cur: Any, rows: list[FtsRow], texts: list[TextRow]) -> None:
+    """Insert documents' rows into ``documents_fts`` and new texts' grams into ``document_grams``.
 
     A cursor of another backend that keeps search rows of its own (its
-    ``write_search_rows``, :mod:`indexer.pgwriter`) takes them instead.
+    ``write_search_rows``, :mod:`indexer.pgwriter`) takes the documents' rows instead.
     """
     server = getattr(cur, "write_search_rows", None)
     if server is not None:
         server(rows)
         return
-    cur.executemany('INSERT INTO "documents_fts" ("rowid", "text") VALUES (?, ?)', [row[:2] for row in rows])
-    gramindex.insert(cur, [(row[0], row[2]) for row in rows])
+    cur.executemany('INSERT INTO "documents_fts" ("rowid", "text") VALUES (?, ?)', rows)
+    gramindex.insert(cur, texts)
 
 
-def _size(rows: Iterable[FtsRow]) -> int:
-    # Text only: a document's gram words are bounded by a constant times its text, and
+def _release(cur: Any, held: list[int], fts: Any) -> None:
+    """Texts whose documents were just deleted: noted in ``fts`` (dropped before COMMIT if
+    no document names them then), or without a buffer dropped now."""
+    if fts is not None:
+        fts.orphans.update(held)
+        return
+    gone = texts.orphans(cur, held)
+    gramindex.delete(cur, gone)
+    texts.delete(cur, [text_id for text_id, _ in gone])
+
+
+def _size(rows: Iterable[tuple[int, str]]) -> int:
+    # Text only: a text's gram words are bounded by a constant times its text, and
     # counting them too would write (and merge) FTS5 segments several times as often.
     return sum(len(row[1]) for row in rows)
 
@@ -142,62 +172,87 @@ class DeferredFts:
     inserting them with :meth:`write` just before ``COMMIT`` builds one segment
     per transaction.
 
-    Memory stays bounded by :data:`FTS_BUFFER_CHARS` of text (and the grams' words
-    of that text, a bounded multiple of it): :meth:`relieve`
+    It also holds the texts that lost documents in the transaction
+    (``orphans``, SQLite): :meth:`write` drops those no document names any
+    more, with their grams (taken out of the buffer when they were never
+    written).  Checked then, not when the documents went: a ``ROLLBACK TO``
+    in between may have restored them.
+
+    Memory stays bounded by :data:`FTS_BUFFER_CHARS` of text (the grams' words
+    are computed when written): :meth:`relieve`
     (called between sessions, outside any savepoint) writes an oversized
     buffer, and :meth:`add` writes the current session's own rows early when
     one session alone outgrows it — inside the session's savepoint, so a
     ``ROLLBACK TO`` undoes them together with the session's other rows.
 
-    Contract: rows are :data:`FtsRow` of documents already inserted into
-    ``documents`` in the same transaction; :meth:`mark` is taken right after a
+    Contract: rows are :data:`FtsRow` of documents and :data:`TextRow` of texts
+    already inserted in the same transaction; :meth:`mark` is taken right after a
     session's ``SAVEPOINT`` and :meth:`rollback` must accompany every
     ``ROLLBACK TO`` of it, so the buffer never indexes a document the rollback
     removed.
     """
 
-    __slots__ = ("rows", "chars", "base")
+    __slots__ = ("rows", "texts", "chars", "base", "text_base", "orphans")
 
     def __init__(self) -> None:
         self.rows: list[FtsRow] = []
+        self.texts: list[TextRow] = []
         self.chars = 0
         self.base = 0  # rows before this index belong to sessions whose savepoints are released
+        self.text_base = 0
+        self.orphans: set[int] = set()
 
-    def mark(self) -> int:
+    def mark(self) -> tuple[int, int]:
         """A position to :meth:`rollback` to (taken with a session's savepoint)."""
-        self.base = len(self.rows)
-        return self.base
+        self.base, self.text_base = len(self.rows), len(self.texts)
+        return self.base, self.text_base
 
-    def rollback(self, mark: int) -> None:
+    def rollback(self, mark: tuple[int, int]) -> None:
         """Forget the rows added since ``mark`` (rows written early were undone by the rollback)."""
-        del self.rows[mark:]
-        self.chars = _size(self.rows)
-        self.base = min(self.base, mark)
+        del self.rows[mark[0] :]
+        del self.texts[mark[1] :]
+        self.chars = _size(self.rows) + _size(self.texts)
+        self.base = min(self.base, mark[0])
+        self.text_base = min(self.text_base, mark[1])
 
-    def add(self, cur: sqlite3.Cursor, rows: list[FtsRow]) -> None:
+    def add(self, cur: Any, rows: list[FtsRow], texts: Sequence[TextRow] = ()) -> None:
         """Buffer rows of the current session, writing that session's rows early when too large."""
         self.rows.extend(rows)
-        self.chars += _size(rows)
-        if self.chars > FTS_BUFFER_CHARS and len(self.rows) > self.base:
-            own = self.rows[self.base :]
+        self.texts.extend(texts)
+        self.chars += _size(rows) + _size(texts)
+        if self.chars > FTS_BUFFER_CHARS and (len(self.rows) > self.base or len(self.texts) > self.text_base):
+            own, own_texts = self.rows[self.base :], self.texts[self.text_base :]
             del self.rows[self.base :]
-            self.chars -= _size(own)
+            del self.texts[self.text_base :]
+            self.chars -= _size(own) + _size(own_texts)
             own.sort()
-            write_fts_rows(cur, own)
+            write_search_rows(cur, own, own_texts)
 
-    def relieve(self, cur: sqlite3.Cursor) -> None:
+    def relieve(self, cur: Any) -> None:
         """Between sessions (no savepoint open): write the buffer now if it outgrew its bound."""
         if self.chars > FTS_BUFFER_CHARS:
             self.write(cur)
 
-    def write(self, cur: sqlite3.Cursor) -> None:
-        """Index the buffered rows (in docid order, which FTS5 appends fastest) and empty the buffer."""
-        if self.rows:
+    def write(self, cur: Any) -> None:
+        """Drop the orphaned texts, then index the buffered rows (in rowid order, which FTS5
+        appends fastest) and empty the buffer."""
+        if self.orphans:
+            gone = texts.orphans(cur, self.orphans)
+            if gone:
+                ids = {text_id for text_id, _ in gone}
+                pending = {text_id for text_id, _ in self.texts}
+                self.texts = [row for row in self.texts if row[0] not in ids]
+                gramindex.delete(cur, [row for row in gone if row[0] not in pending])
+                texts.delete(cur, sorted(ids))
+            self.orphans = set()
+        if self.rows or self.texts:
             self.rows.sort()
-            write_fts_rows(cur, self.rows)
-            self.rows = []
+            self.texts.sort()
+            write_search_rows(cur, self.rows, self.texts)
+            self.rows, self.texts = [], []
         self.chars = 0
         self.base = 0
+        self.text_base = 0
 
 
 class SessionProjector:
@@ -495,23 +550,16 @@ class SessionProjector:
         if self.links:
             cur.executemany('INSERT OR IGNORE INTO "event_links" ("sid", "source_seq", "seq", "span") VALUES (?, ?, ?, ?)', self.links)
         if self.docs:
-            cur.executemany(
-                'INSERT INTO "documents" ("docid", "sid", "seq", "type", "time", "surface", "length", "text") VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-                self.docs,
-            )
-            cur.executemany(_INSERT_HASH, [(doc[0], text_hash(doc[-1])) for doc in self.docs])
-            fts_rows = fts_rows_of(self.docs)
-            if self.fts is not None:
-                self.fts.add(cur, fts_rows)
-            else:
-                write_fts_rows(cur, fts_rows)
+            for doc in self.docs:  # hashed here: in a preparation worker for a new session
+                doc.append(text_hash(doc[7]))
+            insert_documents(cur, self.docs, self.fts)
         if self.pending_shadow:
             cur.executemany(
                 'UPDATE "events" SET "surface" = ?, "replaced_by" = ? WHERE "sid" = ? AND "seq" = ?',
                 [(_SHADOWED, by, self.sid, node) for node, by in self.pending_shadow],
             )
             cur.executemany(
-                'UPDATE "documents" SET "surface" = ? WHERE "docid" = ?',
+                _SET_SURFACE,
                 [(_SHADOWED, docid(self.sid, node)) for node, _ in self.pending_shadow],
             )
         self.rows, self.row_index, self.links, self.docs, self.doc_index, self.pending_shadow = [], {}, [], [], {}, []
@@ -596,21 +644,28 @@ def link_spans(sources: Sequence[Any]) -> list[tuple[Any, int]]:
     return spans
 
 
-def delete_session_rows(cur: sqlite3.Cursor, sid: int, from_seq: int = 0, synthetic_only: bool = False) -> None:
-    """Remove a session's events from ``from_seq`` on (all of them by default)."""
+def delete_session_rows(cur: sqlite3.Cursor, sid: int, from_seq: int = 0, synthetic_only: bool = False, fts: Any = None) -> None:
+    """Remove a session's events from ``from_seq`` on (all of them by default).
+
+    ``fts`` is the transaction's :class:`DeferredFts` when it has one: texts the deleted
+    documents held are dropped when it is written (see :func:`_release`).
+    """
     low, high = docid(sid, from_seq), docid(sid, 0xFFFFFFFF)
-    server = getattr(cur, "delete_search_rows", None)  # another backend's search rows (see write_fts_rows)
+    server = getattr(cur, "delete_search_rows", None)  # another backend's search rows (see write_search_rows)
     if server is not None:
         server(low, high)
+        cur.execute('DELETE FROM "document_hashes" WHERE "docid" BETWEEN ? AND ?', (low, high))
+        cur.execute('DELETE FROM "documents" WHERE "docid" BETWEEN ? AND ?', (low, high))
     else:
         cur.execute(
             'INSERT INTO "documents_fts" ("documents_fts", "rowid", "text") '
             'SELECT \'delete\', "docid", "text" FROM "documents" WHERE "docid" BETWEEN ? AND ?',
             (low, high),
         )
-        gramindex.delete_range(cur, low, high)
-    cur.execute('DELETE FROM "document_hashes" WHERE "docid" BETWEEN ? AND ?', (low, high))
-    cur.execute('DELETE FROM "documents" WHERE "docid" BETWEEN ? AND ?', (low, high))
+        held = texts.held_by(cur, (low, high))
+        cur.execute('DELETE FROM "document_rows" WHERE "docid" BETWEEN ? AND ?', (low, high))
+        if held:
+            _release(cur, held, fts)
     cur.execute('DELETE FROM "events" WHERE "sid" = ? AND "seq" >= ?', (sid, from_seq))
     if from_seq > 0:
         _truncate_run(cur, sid, from_seq)
@@ -665,4 +720,4 @@ def unshadow_from(cur: sqlite3.Cursor, sid: int, from_seq: int) -> None:
     if not seqs:
         return
     cur.executemany('UPDATE "events" SET "surface" = ?, "replaced_by" = NULL WHERE "sid" = ? AND "seq" = ?', [(_CURRENT, sid, s) for s in seqs])
-    cur.executemany('UPDATE "documents" SET "surface" = ? WHERE "docid" = ?', [(_CURRENT, docid(sid, s)) for s in seqs])
+    cur.executemany(_SET_SURFACE, [(_CURRENT, docid(sid, s)) for s in seqs])

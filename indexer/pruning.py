@@ -4,8 +4,11 @@ A host that stops indexing keeps its sessions in a shared index: history
 outlives the agent's own clean-up, and no other daemon deletes what another
 source wrote.  Pruning is the deliberate way to remove them: every session of
 the source with its events, documents and FTS rows, its layout problems and
-its ``sources`` row, in one ``BEGIN IMMEDIATE`` transaction that bumps the
-global generation — all or nothing.  The caller holds the source's lock, so
+its ``sources`` row, in one transaction (``BEGIN IMMEDIATE`` on SQLite) that
+bumps the global generation — all or nothing.  On PostgreSQL, whose
+generation is the sum of the sources' counters and ``global_generation``
+(:data:`readmodel.store.sources.SERVER_GENERATION_SQL`), the removed row's
+counter moves into ``global_generation`` with the bump.  The caller holds the source's lock, so
 the source's daemon is not running meanwhile.
 """
 
@@ -45,10 +48,15 @@ def prune_source(engine: Engine, source: str) -> int:
                 delete_session_rows(cur, sid)
             cur.execute('DELETE FROM "sessions" WHERE "source" = ?', (source,))
             cur.execute('DELETE FROM "layout_problems" WHERE "source" = ?', (source,))
-            cur.execute('DELETE FROM "sources" WHERE "source" = ?', (source,))
-            if sids and isinstance(writer, SqliteWriter):
-                # A server index has no global generation: the source's counter goes with its row.
-                cur.execute('UPDATE "index_meta" SET "global_generation" = "global_generation" + 1')
+            counter = cur.execute('DELETE FROM "sources" WHERE "source" = ? RETURNING "generation"', (source,)).fetchone()
+            if isinstance(writer, SqliteWriter):
+                if sids:
+                    cur.execute('UPDATE "index_meta" SET "global_generation" = "global_generation" + 1')
+            elif sids or (counter and counter[0]):
+                # A server index's generation is the sum of the sources' counters plus this one
+                # (readmodel.store.status): the removed counter moves here, plus one for the prune,
+                # so the sum never goes back and a source indexed again never repeats a vector.
+                cur.execute('UPDATE "index_meta" SET "global_generation" = "global_generation" + ?', ((counter[0] if counter else 0) + (1 if sids else 0),))
             writer.commit(cur)
         except BaseException:
             if writer.in_transaction(cur):

@@ -364,7 +364,7 @@ class Reconciler:
                 generation = self.writer.open_batch(cur, self.source)
                 for path in gone:
                     sid = stored[path][0]
-                    delete_session_rows(cur, sid)
+                    delete_session_rows(cur, sid, fts=self._fts)
                     cur.execute('DELETE FROM "sessions" WHERE "sid" = ?', (sid,))
                     report.deleted += 1
                     changed = True
@@ -513,7 +513,7 @@ class Reconciler:
             if resume is not None and resume.header != header:
                 resume = None
         if row is not None and sid is None:
-            delete_session_rows(cur, row[0])
+            delete_session_rows(cur, row[0], fts=self._fts)
             cur.execute('DELETE FROM "sessions" WHERE "sid" = ?', (row[0],))
         if sid is None and (problem := refuse_owned_elsewhere(cur, item.path, header["id"], self.source, now)) is not None:
             log.warning("%s", problem.message)
@@ -557,14 +557,14 @@ class Reconciler:
                         resume = None
                 if resume is None:
                     if not fresh:
-                        delete_session_rows(cur, sid)
+                        delete_session_rows(cur, sid, fts=self._fts)
                     written = self._decode(cur, sid, item, None, settled, None, generation, now, header_stored=fresh)
                     report.reloaded += 1
         except (*BAD_LOG_ERRORS, *self.writer.data_errors, _PreparedFailure) as exc:
             # Whatever goes wrong with one log stays with that log.
             cur.execute(f'ROLLBACK TO "{savepoint}"')
             self._fts.rollback(fts_mark)
-            delete_session_rows(cur, sid)
+            delete_session_rows(cur, sid, fts=self._fts)
             status, code, message = exc.failure if isinstance(exc, _PreparedFailure) else failure_of(exc, header["id"])
             _update_failed(cur, sid, item, generation, now, status, code, message)
             report.failed += 1

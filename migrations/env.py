@@ -9,14 +9,8 @@ from __future__ import annotations
 from alembic import context
 
 import readmodel.store.postgres  # noqa: F401  - PostgreSQL DDL: integer columns as BIGINT
-from readmodel.store.schema import FTS_PREFIXES, KNOWN_TABLES, SERVER_TABLES, metadata
-
-
-def _include_object(obj, name, type_, reflected, compare_to):  # type: ignore[no-untyped-def]
-    # FTS5 virtual tables and their shadow tables are managed by explicit DDL.
-    if type_ == "table" and name and (name.startswith(FTS_PREFIXES) or name in SERVER_TABLES):
-        return False
-    return not (type_ == "table" and reflected and name not in KNOWN_TABLES)
+from readmodel.store.schema import metadata
+from readmodel.store.schemacheck import include_object
 
 
 def run_migrations_online() -> None:
@@ -27,7 +21,7 @@ def run_migrations_online() -> None:
         connection=connection,
         target_metadata=metadata,
         render_as_batch=True,
-        include_object=_include_object,
+        include_object=include_object,
         compare_type=False,
     )
     with context.begin_transaction():

@@ -47,17 +47,12 @@ from readmodel.projection.eventtrace import assemble_trace, build_event_records,
 from readmodel.projection.extraction import build_documents
 from readmodel.projection.redaction import list_reader, read_window, redact_events, redact_titles, restored_documents
 from readmodel.projection.secrets import Policy, policy_from_env, redacts_index, redacts_raw
-from readmodel.projection.filters import (
-    event_predicate,
-    materialize_event_filters,
-    materialize_session_filters,
-    session_predicate,
-)
+from readmodel.projection.filters import event_predicate, materialize_event_filters, materialize_session_filters, session_predicate
 from readmodel.projection.frozen import snapshot_event
 from readmodel.core.jsvalues import is_integer, is_number, js_string
 from readmodel.projection.lineage import clone_json, session_not_found
 from readmodel.projection.lineage import trace_session as trace_lineage
-from readmodel.live import LiveSnapshot, LiveSource, assert_headers_compatible, snapshot_live
+from readmodel.live import LiveSnapshot, LiveSource, assert_headers_compatible, refuse_live_search_on_server, snapshot_live
 from readmodel.projection.replay import validate_replay
 from readmodel.core.requests import (
     SessionEventReadRequest,
@@ -254,8 +249,6 @@ class SessionQuery:
     # -- search ---------------------------------------------------------------
 
     def _searcher(self) -> SessionSearch:
-        if self.search_config.open_at == "never":
-            raise search_disabled()
         with self._search_lock:
             if self._search is None and isinstance(self.store, PostgresIndexStore):
                 self._search = postgres_search(self.store, live=self.live, config=self.search_config)
@@ -266,15 +259,21 @@ class SessionQuery:
 
     def search_sessions(self, request: Any, signal: AbortSignal | None = None) -> SessionSearchPage:
         """Ranked cross-session search (one hit per session, by its strongest event)."""
-        return self._searcher().search_sessions(request, signal)
+        return self._ready_searcher().search_sessions(request, signal)
 
     def search_events(self, request: Any, signal: AbortSignal | None = None) -> SessionEventSearchPage:
         """Ranked search within one session; ``session`` is present even without hits."""
-        return self._searcher().search_events(request, signal)
+        return self._ready_searcher().search_events(request, signal)
+
+    def _ready_searcher(self) -> SessionSearch:
+        if self.search_config.open_at == "never":
+            raise search_disabled()
+        refuse_live_search_on_server(self.live if isinstance(self.store, PostgresIndexStore) else None)  # SQLite's overlay only, so far
+        return self._searcher()
 
     def search_generation(self, signal: AbortSignal | None = None) -> str:
         """The search scope's generation now (:meth:`readmodel.search.engine.SessionSearch.generation`)."""
-        return self._searcher().generation(signal)
+        return self._ready_searcher().generation(signal)
 
     def __enter__(self) -> SessionQuery:
         return self

@@ -20,11 +20,14 @@ FTS5 is compared through queries: for each probe term, the matching documents
 as ``(session id, seq)`` with their bm25 rank (rounded), which also proves the
 FTS statistics agree.
 
-The substring gram index (``document_grams``, contentless) is compared whole:
-each document's words as FTS5 lists them (``fts5vocab`` instances, deletions
-applied), and checked against the words its stored text gives
-(:func:`readmodel.projection.grams.document_tokens`) — a stale or missing word
-is a ``consistency`` problem.
+Distinct texts (``texts``, schema 0018) have ids in creation order: each
+document's text hash and grams are compared by document instead, and the
+texts are checked (one row per distinct text, each named by a document, hash
+and length its text's).  The substring gram index (``document_grams``,
+contentless, one row per text) is compared whole: each text's words as FTS5
+lists them (``fts5vocab`` instances, deletions applied), checked against the
+words its stored text gives (:func:`readmodel.projection.grams.document_tokens`)
+— a stale or missing word is a ``consistency`` problem.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from typing import Any
 
 from readmodel.projection.grams import document_tokens
 from readmodel.projection.texthash import text_hash
+from readmodel.store.schema import TEXT_EXPRESSION
 from readmodel.store.blocks import decompress_block, register_dictionary, unpack_run_times, unpack_run_types
 from tests import indexdb
 
@@ -157,32 +161,42 @@ def index_state(db_path: str, probes: Iterable[str] = DEFAULT_PROBES) -> dict[st
 
 
 def _gram_words(conn: sqlite3.Connection, key: Any, problems: list[str]) -> dict[tuple[str, int], tuple[str, ...]]:
-    """Each document's words in ``document_grams``; a word its stored text does not give is a problem."""
+    """Each document's words in ``document_grams`` (its text's row, schema 0018); a word its
+    stored text does not give, or grams of a text no longer stored, is a problem."""
     conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.\"gram_instances\" USING fts5vocab(main, \"document_grams\", 'instance')")
     words: dict[int, set[str]] = {}
     for term, rowid in conn.execute('SELECT "term", "doc" FROM temp."gram_instances"'):
         words.setdefault(rowid, set()).add(term)
-    for rowid, text in conn.execute('SELECT "docid", "text" FROM "documents"'):
+    stored = dict(conn.execute(f'SELECT t."id", {TEXT_EXPRESSION} FROM "texts" t'))
+    for text_id, text in stored.items():
         expected = set(document_tokens(text).split())
-        found = words.get(rowid, set())
+        found = words.get(text_id, set())
         if found != expected:
-            problems.append(f"document {rowid}: grams {len(found - expected)} stale, {len(expected - found)} missing")
-    known = {row[0] for row in conn.execute('SELECT "docid" FROM "documents"')}
-    problems += [f"grams of a deleted document {rowid}" for rowid in sorted(set(words) - known)]
-    return {(key(rowid >> 32), rowid & 0xFFFFFFFF): tuple(sorted(terms)) for rowid, terms in sorted(words.items())}
+            problems.append(f"text {text_id}: grams {len(found - expected)} stale, {len(expected - found)} missing")
+    problems += [f"grams of a deleted text {rowid}" for rowid in sorted(set(words) - set(stored))]
+    by_document = conn.execute('SELECT "docid", "text_id" FROM "document_rows" ORDER BY "docid"').fetchall()
+    return {(key(docid >> 32), docid & 0xFFFFFFFF): tuple(sorted(words.get(text_id, ()))) for docid, text_id in by_document if words.get(text_id)}
 
 
 def _text_hashes(conn: sqlite3.Connection, key: Any, problems: list[str]) -> dict[tuple[str, int], int]:
-    """Each document's row in ``document_hashes``; a hash its stored text does not give, a missing
-    row or a row of a deleted document is a problem."""
-    stored = dict(conn.execute('SELECT "docid", "hash" FROM "document_hashes"'))
-    known = set()
-    for rowid, text in conn.execute('SELECT "docid", "text" FROM "documents"'):
-        known.add(rowid)
-        if stored.get(rowid) != text_hash(text):
-            problems.append(f"document {rowid}: text hash {stored.get(rowid)} is not its text's")
-    problems += [f"text hash of a deleted document {rowid}" for rowid in sorted(set(stored) - known)]
-    return {(key(rowid >> 32), rowid & 0xFFFFFFFF): value for rowid, value in sorted(stored.items())}
+    """Each document's text hash (its ``texts`` row's, schema 0018), id-independent.
+
+    A text row whose hash or length is not its text's, two rows of one text, a text no
+    document names or a document naming no text is a problem.
+    """
+    rows = conn.execute(f'SELECT t."id", t."hash", t."length", {TEXT_EXPRESSION} FROM "texts" t').fetchall()
+    seen: dict[str, int] = {}
+    for text_id, value, length, text in rows:
+        if value != text_hash(text) or length != len(text):
+            problems.append(f"text {text_id}: hash {value} or length {length} is not its text's")
+        if text in seen:
+            problems.append(f"texts {seen[text]} and {text_id} hold the same text")
+        seen[text] = text_id
+    hashes = {row[0]: row[1] for row in rows}
+    named = dict(conn.execute('SELECT "docid", "text_id" FROM "document_rows"'))
+    problems += [f"document {docid} names no stored text" for docid, text_id in sorted(named.items()) if text_id not in hashes]
+    problems += [f"text {text_id} held by no document" for text_id in sorted(set(hashes) - set(named.values()))]
+    return {(key(docid >> 32), docid & 0xFFFFFFFF): hashes.get(text_id) for docid, text_id in sorted(named.items())}
 
 
 def diff_states(left: dict[str, Any], right: dict[str, Any], limit: int = 20) -> list[str]:

@@ -24,6 +24,8 @@ from readmodel.store.schema import metadata
 from tests import indexdb
 
 COPY_CHUNK = 5_000
+# Server tables SQLite holds otherwise (schema 0018: each document's text hash is its text's).
+_SQLITE_SOURCES = {"document_hashes": 'SELECT d."docid", t."hash" FROM "document_rows" d JOIN "texts" t ON t."id" = d."text_id"'}
 
 
 def copy_index(sqlite_db: str, url: str, *, revision: str | None = None) -> str:
@@ -51,7 +53,7 @@ def copy_index(sqlite_db: str, url: str, *, revision: str | None = None) -> str:
             for table in metadata.sorted_tables:
                 columns = [column.name for column in table.columns]
                 names = ", ".join(f'"{name}"' for name in columns)
-                rows = source.execute(f'SELECT {names} FROM "{table.name}"')
+                rows = source.execute(_SQLITE_SOURCES.get(table.name, f'SELECT {names} FROM "{table.name}"'))
                 with cur.copy(f'COPY "{table.name}" ({names}) FROM STDIN') as copy:
                     while chunk := rows.fetchmany(COPY_CHUNK):
                         for row in chunk:

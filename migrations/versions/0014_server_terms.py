@@ -34,7 +34,7 @@ def upgrade() -> None:
         op.execute(statement)
     cursor = bind.connection.driver_connection.cursor()
     try:
-        serverterms.backfill(cursor)
+        serverterms.backfill(cursor, texts=False)  # the per-text tables come with 0020
     finally:
         cursor.close()
 

@@ -52,7 +52,8 @@ def read_generation(engine: Any) -> int | None:
     if store is None:
         return None
     with store.read() as txn:
-        return int(txn.generation()[1])
+        number = getattr(txn, "generation_number", None)  # a server index: its vector as one growing number
+        return number() if number is not None else int(txn.generation()[1])
 
 
 def frame(generation: int | None) -> bytes:

@@ -1,12 +1,13 @@
 """Substring candidates from the gram index (SQLite): the body of the substring seam.
 
 :func:`candidates` implements
-:func:`readmodel.search.substring.index_candidates`: the documents holding
+:func:`readmodel.search.substring.index_candidates`: the texts holding
 every chosen gram of the query (:func:`readmodel.projection.grams.query_grams`)
-in ``document_grams`` (:mod:`readmodel.store.gramindex`), as one FTS5
-``MATCH`` of the grams' words (implicit AND) that SQLite streams.  Every
-document the query matches holds all of the query's grams, so the answer is
-a superset of the matches, and the caller verifies each candidate.
+in ``document_grams`` (:mod:`readmodel.store.gramindex`, one row per distinct
+text), as one FTS5 ``MATCH`` of the grams' words (implicit AND) that SQLite
+streams.  Every text the query matches holds all of the query's grams, so the
+answer is a superset of the matching texts, and the caller verifies each
+candidate.
 
 A long document (over :data:`~readmodel.projection.grams.LONG_CHARS` code
 points: long tool outputs, which hold nearly every bigram) is taken by its
@@ -94,9 +95,12 @@ def match_expression(query: str) -> str | None:
 
 
 def candidates(conn: sqlite3.Connection, query: str, doc_range: tuple[int, int] | None) -> tuple[str, list[Any]] | None:
-    """The seam's answer: ``(sql, params)`` selecting a superset of the matching docids, or ``None``.
+    """The seam's answer: ``(sql, params)`` selecting a superset of the matching text ids, or ``None``.
 
-    ``doc_range`` bounds the rowids inside FTS5 (a range scan of each posting list).
+    ``doc_range`` is not used: the table is keyed by text (schema 0018), and a text
+    is one row whatever the number of documents holding it, so the candidates of
+    the broadest query are at most the index's distinct texts; the caller keeps
+    those some document in scope holds.
     """
     expression = match_expression(query)
     if expression is None:
@@ -106,6 +110,4 @@ def candidates(conn: sqlite3.Connection, query: str, doc_range: tuple[int, int] 
             return None
     except sqlite3.OperationalError:  # an index without index_meta.grams (not at this schema)
         return None
-    if doc_range is None:
-        return _SQL, [expression]
-    return _SQL + ' AND "rowid" BETWEEN ? AND ?', [expression, doc_range[0], doc_range[1]]
+    return _SQL, [expression]

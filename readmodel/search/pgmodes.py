@@ -14,7 +14,7 @@ are selected with the filters applied, then ranked in Python by
     matches when it holds an instance of every phrase; its strength is the
     number of spans ``highlight()`` marks for the whole expression: every
     phrase's instances in position order, an instance starting at or before
-    the open span's last token extending it (:func:`merged_spans`).
+    the open span's last token extending it (:func:`readmodel.search.pgtexts.merged_spans`).
 ``substring``
     The candidates hold every chosen gram of the query in
     ``document_gram_keys`` (GIN, ``@>``), with long documents taken by their
@@ -34,7 +34,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from readmodel.projection.grams import LONG_MARK_KEY, gram_key, query_grams, query_trigrams, scheme_fingerprint
+from readmodel.projection.grams import LONG_MARK_KEY, gram_key, normalise_query, query_grams, query_trigrams, scheme_fingerprint
+from readmodel.search import pgtexts
+from readmodel.search.pgtexts import words_strength
 from readmodel.search.backend import Row
 from readmodel.search.gramsearch import MAX_TRIGRAMS, choose_grams
 from readmodel.search.modes import BOILERPLATE_SESSIONS, Match, Ranking, split_parts, words_expression
@@ -72,18 +74,6 @@ def phrases_of(query: str, prefix: bool, tokenize: Any) -> tuple[list[list[bytes
     return phrases, expression.endswith("*"), terms
 
 
-def merged_spans(instances: list[tuple[int, int]]) -> int:
-    """``highlight()``'s spans of ``(start, end)`` phrase instances (token positions, inclusive)."""
-    spans, end = 0, -1
-    for start, last in sorted(instances):
-        if start > end:
-            spans += 1
-            end = last
-        elif last > end:
-            end = last
-    return spans
-
-
 def query(snap: Any, request: Any, sessions: Where | None, events: Where, sid: int | None, offset: int, key: tuple[str, ...]) -> list[Row]:
     """A page of a ``words`` or ``substring`` search (``sid``: within that session; ``key``: its ranking's cache key)."""
     tokenizer = snap.backend.tokenizer()
@@ -95,8 +85,47 @@ def query(snap: Any, request: Any, sessions: Where | None, events: Where, sid: i
         marker = None
     else:
         expression, marker = None, compiled_substring(request.query).mark_first
-    rows = snap.backend.ranked(key, lambda want: _ranking(snap, request, sessions, events, sid), offset, request.limit + 1)
-    return snap.fill(rows, expression, marker)
+    if snap.backend.texts_first:
+        rows = snap.backend.ranked(key, lambda want: _texts_ranking(snap, request, sessions, events, sid, want), offset, request.limit + 1)
+    else:
+        rows = snap.backend.ranked(key, lambda want: _ranking(snap, request, sessions, events, sid), offset, request.limit + 1)
+    return snap.fill(rows, expression, marker, literal=request.match == "substring" and compiled_substring(request.query).literal is not None)
+
+
+def _texts_ranking(snap: Any, request: Any, sessions: Where | None, events: Where, sid: int | None, need: int) -> list[tuple[Any, ...]]:
+    """The first ``need`` rows of the ranking, texts first (:mod:`readmodel.search.pgtexts`)."""
+    cur = snap.cur
+    scope = snap.scope(sessions, events, sid)
+    if request.match == "words":
+        phrases, last_prefix, _ = phrases_of(request.query, request.prefix, snap.backend.tokenizer().tokens)
+        if not phrases:
+            return []
+        prefix, expansions, exact = _expanded(cur, phrases, last_prefix)
+        if prefix is not None and not expansions[prefix]:
+            return []
+        texts = pgtexts.words_texts(cur, phrases, prefix, expansions, exact, scope)
+    else:
+        substring = compiled_substring(request.query)
+        grams = _current_grams(cur, request.query)
+        keys = list(dict.fromkeys(gram_key(gram) for gram in choose_grams(grams))) if grams else None
+        texts = pgtexts.substring_texts(cur, keys, scope)
+        if keys is not None and _gram_is_query(request.query):
+            return pgtexts.ranked(cur, texts, scope, need, judge=True, seq_orders_sessions=True)
+        counter = pgtexts.substring_counter(cur, substring.literal, substring.count, pgtexts.ascii_pattern(request.query))
+        return pgtexts.ranked(cur, texts, scope, need, judge=True, seq_orders_sessions=True, counter=counter)
+    return pgtexts.ranked(cur, texts, scope, need, judge=True, seq_orders_sessions=True)
+
+
+def _expanded(cur: Any, phrases: list[list[bytes]], last_prefix: bool) -> tuple[bytes | None, dict[bytes, list[bytes]], set[bytes]]:
+    """``(prefix token or None, its expansions, the terms read exactly)`` of a words query's phrases."""
+    exact = {term for phrase in phrases for term in phrase}
+    expansions: dict[bytes, list[bytes]] = {}
+    prefix = phrases[-1][-1] if last_prefix else None
+    if prefix is not None:
+        expansions[prefix] = _prefixed(cur, prefix)
+        if sum(phrase.count(prefix) for phrase in phrases) == 1:
+            exact.discard(prefix)  # only ever read as a prefix
+    return prefix, expansions, exact
 
 
 def _ranking(snap: Any, request: Any, sessions: Where | None, events: Where, sid: int | None) -> list[tuple[Any, ...]]:
@@ -146,15 +175,9 @@ def _select(cur: Any, source: str, source_params: list[Any], where: tuple[Any, .
 
 def _words(cur: Any, phrases: list[list[bytes]], last_prefix: bool, where: tuple[Any, ...]) -> list[Match]:
     """Every document holding an instance of every phrase, with its merged span count."""
-    exact = {term for phrase in phrases for term in phrase}
-    expansions: dict[bytes, list[bytes]] = {}
-    prefix = phrases[-1][-1] if last_prefix else None
-    if prefix is not None:
-        expansions[prefix] = _prefixed(cur, prefix)
-        if sum(phrase.count(prefix) for phrase in phrases) == 1:
-            exact.discard(prefix)  # only ever read as a prefix
-        if not expansions[prefix]:
-            return []
+    prefix, expansions, exact = _expanded(cur, phrases, last_prefix)
+    if prefix is not None and not expansions[prefix]:
+        return []
     keys = {term_hash(term): term for term in exact}
     for term in expansions.get(prefix, []) if prefix is not None else []:
         keys[term_hash(term)] = term
@@ -182,31 +205,10 @@ def _words(cur: Any, phrases: list[list[bytes]], last_prefix: bool, where: tuple
         positions.setdefault(docid, {})[keys[key]] = found
     found_matches = []
     for row in candidates:
-        strength = _words_strength(phrases, prefix, expansions, positions.get(row[2], {}))
+        strength = words_strength(phrases, prefix, expansions, positions.get(row[2], {}))
         if strength:
             found_matches.append(_match(row, strength))
     return found_matches
-
-
-def _words_strength(phrases: list[list[bytes]], prefix: bytes | None, expansions: dict[bytes, list[bytes]], positions: dict[bytes, list[int]]) -> int:
-    """The merged spans of every phrase's instances; 0 when a phrase has none."""
-    instances: list[tuple[int, int]] = []
-    for number, phrase in enumerate(phrases):
-        sets = []
-        for offset, term in enumerate(phrase):
-            if prefix is not None and number == len(phrases) - 1 and offset == len(phrase) - 1:
-                held: set[int] = set()
-                for expanded in expansions[prefix]:
-                    held.update(positions.get(expanded, ()))
-            else:
-                held = set(positions.get(term, ()))
-            sets.append(held)
-        size = len(phrase)
-        starts = [start for start in sorted(sets[0]) if all(start + i in sets[i] for i in range(1, size))]
-        if not starts:
-            return 0
-        instances += [(start, start + size - 1) for start in starts]
-    return merged_spans(instances)
 
 
 def _prefixed(cur: Any, prefix: bytes) -> list[bytes]:
@@ -232,21 +234,9 @@ def _successor(key: bytes) -> bytes | None:
 
 def _substring(cur: Any, text: str, substring: Any, where: tuple[Any, ...]) -> list[Match]:
     """Every document the substring pattern finds, among the gram index's candidates."""
-    cur.execute('SELECT "grams" FROM "index_meta"')
-    row = cur.fetchone()
-    grams = query_grams(text) if row is not None and row[0] == scheme_fingerprint() else []
-    gram_condition, gram_params = "", []
-    if grams:
-        bigrams = [gram_key(gram) for gram in choose_grams(grams)]
-        trigrams = [gram_key(gram) for gram in choose_grams(query_trigrams(text), MAX_TRIGRAMS)]
-        if trigrams:
-            gram_condition = ' AND ((g."grams" @> %s::bigint[] AND NOT g."grams" @> %s::bigint[]) OR g."grams" @> %s::bigint[])'
-            gram_params = [bigrams, [LONG_MARK_KEY], trigrams]
-        else:
-            gram_condition = ' AND g."grams" @> %s::bigint[]'
-            gram_params = [bigrams]
-    source = f'(SELECT g."docid" FROM "document_gram_keys" g WHERE true{gram_condition}) c' if grams else '"documents" c'
-    rows = _select(cur, source, gram_params, where)
+    grams = _gram_condition(cur, text, 'g."grams"')
+    source = f'(SELECT g."docid" FROM "document_gram_keys" g WHERE {grams[0]}) c' if grams is not None else '"documents" c'
+    rows = _select(cur, source, grams[1] if grams is not None else [], where)
     # Each distinct text is read and counted once (boilerplate repeats across sessions), by its
     # stored hash as the SQLite ranking does (readmodel.search.sqlranking).
     cur.execute(
@@ -265,6 +255,36 @@ def _substring(cur: Any, text: str, substring: Any, where: tuple[Any, ...]) -> l
         if strength:
             found.append(_match(row, strength))
     return found
+
+
+def _gram_is_query(query: str) -> bool:
+    """Whether the query is its one gram and never overlaps itself (one non-ASCII code point, or
+    two different code points without whitespace): then a text's count of that gram
+    (``text_grams.n``, in the text folded as the pattern folds) is exactly its occurrences."""
+    folded = normalise_query(query)
+    return " " not in folded and ((len(folded) == 1 and folded > "\x7f") or (len(folded) == 2 and folded[0] != folded[1]))
+
+
+def _current_grams(cur: Any, text: str) -> list[str]:
+    """The substring query's grams (:func:`query_grams`) when the index's grams are of the running
+    scheme (else none: every document or text is a candidate)."""
+    cur.execute('SELECT "grams" FROM "index_meta"')
+    row = cur.fetchone()
+    return query_grams(text) if row is not None and row[0] == scheme_fingerprint() else []
+
+
+def _gram_condition(cur: Any, text: str, column: str) -> tuple[str, list[Any]] | None:
+    """The gram index's condition over ``column`` (a ``bigint[]`` of gram keys) for a substring
+    query, with its arguments; ``None``: every document is a candidate (no index for the running
+    scheme, or no gram to choose)."""
+    grams = _current_grams(cur, text)
+    if not grams:
+        return None
+    bigrams = [gram_key(gram) for gram in choose_grams(grams)]
+    trigrams = [gram_key(gram) for gram in choose_grams(query_trigrams(text), MAX_TRIGRAMS)]
+    if trigrams:
+        return f"(({column} @> %s::bigint[] AND NOT {column} @> %s::bigint[]) OR {column} @> %s::bigint[])", [bigrams, [LONG_MARK_KEY], trigrams]
+    return f"{column} @> %s::bigint[]", [bigrams]
 
 
 def _add_holders(cur: Any, ranking: Ranking) -> None:

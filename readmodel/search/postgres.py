@@ -48,6 +48,8 @@ import msgspec
 
 from readmodel.core.errors import SessionQueryError
 from readmodel.core.vocabulary import Header
+from readmodel.search import pgtexts
+from readmodel.search.pgtexts import CANDIDATE_COLUMNS
 from readmodel.search.backend import Row
 from readmodel.search.config import SearchConfig
 from readmodel.search.cursors import CursorCodec
@@ -69,12 +71,7 @@ BATCH: Final = 512
 _NO_TIME: Final = -(2**63)
 _CAST: Final = re.compile(r"CAST\((\w+) AS INTEGER\)")
 
-CANDIDATE_COLUMNS: Final = """s."id" AS session_id, s."sid" AS sid, s."created_at" AS created_at, s."cwd" AS cwd,
-         s."parent_session" AS parent_session, 0 AS live, 1 AS persisted, d."docid" AS docid, d."seq" AS seq,
-         d."type" AS type, d."time" AS time,
-         CASE d."surface" WHEN 1 THEN 'current' WHEN 2 THEN 'shadowed' ELSE 'log-only' END AS surface,
-         d."length" AS document_length"""
-"""The candidate columns the filters name (as the SQLite backend's candidates)."""
+
 
 
 def pg_predicates(where: Where) -> tuple[str, list[Any]]:
@@ -151,6 +148,9 @@ class PostgresSearchBackend:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._ranked: OrderedDict[tuple[str, ...], tuple[list[tuple[Any, ...]], bool]] = OrderedDict()
+        self.texts_first = True
+        """Rank over distinct texts in the server (:mod:`readmodel.search.pgtexts`); false: the
+        per-document path (the property tests' oracle)."""
 
     def ranked(self, key: tuple[str, ...], fetch: Callable[[int], list[tuple[Any, ...]]], offset: int, need: int) -> list[Row]:
         """Rows ``offset .. offset + need`` of a ranking, cut from a small cache when it holds them.
@@ -292,8 +292,20 @@ class _Snapshot:
         terms = bounded_terms(self.backend.tokenizer().tokens(query))
         if not terms:
             return []
-        rows = self.backend.ranked(key, lambda want: self._phrase_ranking(terms, sessions, events, sid, want), offset, need)
+        if self.backend.texts_first and len(terms) > 1:
+            # A longer phrase's spans come from positions: counted once per distinct text.  One
+            # term's count is its tf, which postings_top streams in order: nothing to gain there.
+            scope = self.scope(sessions, events, sid)
+            rank = lambda want: pgtexts.ranked(self.cur, pgtexts.phrase_texts(self.cur, terms, scope), scope, want, judge=False, seq_orders_sessions=False)  # noqa: E731
+        else:
+            rank = lambda want: self._phrase_ranking(terms, sessions, events, sid, want)  # noqa: E731
+        rows = self.backend.ranked(key, rank, offset, need)
         return self.fill(rows, match_expression(query))
+
+    def scope(self, sessions: Where | None, events: Where, sid: int | None) -> pgtexts.Scope:
+        """Where a texts-first ranking looks: ``sid``'s docid range (``None``: every session) and the filters."""
+        conditions, params = self.filters(sessions, events)
+        return pgtexts.Scope(None if sid is None else (sid << 32, (sid << 32) | 0xFFFFFFFF), conditions, params)
 
     def _phrase_ranking(self, terms: list[bytes], sessions: Where | None, events: Where, sid: int | None, need: int) -> list[tuple[Any, ...]]:
         """The first ``need`` ranked candidates of the phrase ``terms`` (pruned: see the module docstring)."""
@@ -358,40 +370,56 @@ class _Snapshot:
                 params += args
         return " AND ".join(parts), params
 
-    def fill(self, rows: list[Row], expression: str | None, marker: Any = None) -> list[Row]:
-        """Headers and marked texts of one page's rows (``marker(text)`` instead of ``highlight()`` of ``expression``)."""
+    def fill(self, rows: list[Row], expression: str | None, marker: Any = None, literal: bool = False) -> list[Row]:
+        """Headers and marked texts of one page's rows (``marker(text)`` instead of ``highlight()`` of ``expression``).
+
+        ``literal``: ``marker`` marks the first occurrence of a literal (a substring query
+        without whitespace), which a prefix holding it whole marks as the whole text does
+        (an earlier occurrence, as long, would lie in the prefix too), so prefixes are tried
+        first as for ``highlight()``."""
         if not rows:
             return rows
         self.cur.execute('SELECT "sid", "header_json" FROM "sessions" WHERE "sid" = ANY(%s)', ([row.header_json for row in rows],))
         headers = dict(self.cur.fetchall())
         for row in rows:
             row.header_json = bytes(headers[row.header_json])
-        if marker is not None:
-            texts = self._texts([row.docid for row in rows], None)
-            for row in rows:
-                row.marked_text = marker(texts.get(row.docid, ("", 0))[0])
-            return rows
+        # Equal texts mark equally: each distinct text of the page is read and marked once.
+        self.cur.execute('SELECT "docid", "hash" FROM "document_hashes" WHERE "docid" = ANY(%s)', ([row.docid for row in rows],))
+        hashes = dict(self.cur.fetchall())
+        holders: dict[Any, list[Row]] = {}
+        for row in rows:
+            holders.setdefault(hashes.get(row.docid, ("document", row.docid)), []).append(row)
+        marked = self._marked([group[0].docid for group in holders.values()], expression, marker, literal)
+        for group in holders.values():
+            for row in group:
+                row.marked_text = marked.get(group[0].docid, "")
+        return rows
+
+    def _marked(self, docids: list[int], expression: str | None, marker: Any, literal: bool) -> dict[int, str]:
+        """``docid → marked text`` (see :meth:`fill`)."""
+        if marker is not None and not literal:
+            return {docid: marker(text) for docid, (text, _) in self._texts(docids, None).items()}
         # As Highlighter.snippet_source, reading only the prefixes it tries: a long tool
         # output's prefix costs PostgreSQL a partial decompression, not the whole value.
         highlighter = self.backend.highlighter()
+        mark = marker if marker is not None else (lambda text: highlighter.marked(text, expression or ""))
         width = self.backend.config.snippet_chars
         first = PREFIX_CHARS + 4 * width
-        pending = {row.docid: row for row in rows}
+        pending = set(docids)
+        found: dict[int, str] = {}
         for size in (first, 16 * first, None):
-            texts = self._texts(list(pending), size)
-            for docid, (text, length) in texts.items():
-                row = pending[docid]
+            for docid, (text, length) in self._texts(list(pending), size).items():
                 if size is None or length <= size:
-                    row.marked_text = highlighter.marked(text, expression or "")
-                    del pending[docid]
+                    found[docid] = mark(text)
+                    pending.discard(docid)
                     continue
-                marked = highlighter.marked(text, expression or "")
+                marked = mark(text)
                 if marked and prefix_decides_snippet(marked, width):
-                    row.marked_text = marked
-                    del pending[docid]
+                    found[docid] = marked
+                    pending.discard(docid)
             if not pending:
                 break
-        return rows
+        return found
 
     def _texts(self, docids: list[int], size: int | None) -> dict[int, tuple[str, int]]:
         """``docid → (text or its first size code points, length)`` of stored documents."""

@@ -235,7 +235,7 @@ class SqliteSearchBackend:
         self._length_verdicts: tuple[str, dict[int, bool]] = ("", {})
         self._ineligible: tuple[str, bool] = ("", True)  # (generation, whether a stored session is not searchable)
         self._sql_ranking = True  # words/substring ranked by SQLite when it can (sqlranking); false: always in Python
-        self._hashes = False  # whether the index has document_hashes (set with the connection)
+        self._texts = False  # whether the index stores distinct texts, schema 0018 (set with the connection)
 
     # -- connection -----------------------------------------------------------
 
@@ -254,7 +254,7 @@ class SqliteSearchBackend:
                 for ddl in (*_TEMP_DDL, *_TERMS_DDL):
                     conn.execute(ddl)
                 self._accelerated = ftsaux.install(conn)
-                self._hashes = sqlranking.install(conn)
+                self._texts = sqlranking.install(conn)
                 # Unquoted names: a missing column is an error, never SQLite's string-literal fallback.
                 identity, secret = conn.execute("SELECT identity, cursor_secret FROM index_meta").fetchone()
                 codec = CursorCodec(identity, secret)
@@ -750,15 +750,19 @@ def _empty_index() -> sqlite3.Connection:
     from sqlalchemy import create_engine
     from sqlalchemy.schema import CreateIndex, CreateTable
 
-    from readmodel.store.schema import FTS_DDL, metadata
+    from readmodel.store.schema import DOCUMENTS_VIEW_DDL, FTS_DDL
+    from readmodel.store.schemacheck import sqlite_metadata
+    from readmodel.store.texts import TRIGGERS_DDL
 
     conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    doctext.install(conn)  # the documents view's functions
     dialect = create_engine("sqlite://").dialect
-    for table in metadata.sorted_tables:
+    for table in sqlite_metadata().sorted_tables:  # an SQLite index's own layout (documents a view)
         conn.execute(str(CreateTable(table).compile(dialect=dialect)))
         for index in table.indexes:
             conn.execute(str(CreateIndex(index).compile(dialect=dialect)))
-    conn.execute(FTS_DDL)
+    for ddl in (DOCUMENTS_VIEW_DDL, *TRIGGERS_DDL, FTS_DDL):
+        conn.execute(ddl)
     conn.execute(
         'INSERT INTO "index_meta" ("singleton", "identity", "global_generation", "created_at", "cursor_secret") VALUES (1, ?, 0, 0, ?)',
         (uuid.uuid4().hex, secrets.token_bytes(32)),

@@ -12,9 +12,9 @@ Boilerplate needs the number of distinct sessions holding a text.  Matching
 depends on the text alone, so an unscoped search already sees every copy of
 every matching text; a scoped search (filters, or one session) looks the few
 texts seen in fewer than :data:`BOILERPLATE_SESSIONS` sessions up in the whole
-corpus by their hash (``document_hashes``, migration 0013; equal hashes stand
-for equal texts, as in :mod:`readmodel.search.sqlranking`), reading at most
-that many sessions per text.
+corpus by their text id (``texts``, schema 0018: one id per distinct text; a
+live text, not stored, by its hash), reading at most that many sessions per
+text.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from readmodel.search import sqlranking
 from readmodel.search.predicates import Where
 from readmodel.search.requests import EventsRequest, SessionsRequest, bounded_terms
 from readmodel.search.snippets import END_MARK, START_MARK, prefix_decides_snippet, snippet_source_decides
-from readmodel.search.substring import compiled_substring, index_candidates
+from readmodel.search.substring import compiled_substring, index_candidates, prepared_texts
 
 _SNIPPET_PREFIX_CHARS: Final = 2048  # as readmodel.search.sqlite's first snippet window
 
@@ -57,24 +57,29 @@ _ELIGIBLE: Final = """
   SELECT s."sid" AS sid, s."id" AS session_id, s."created_at" AS created_at, s."cwd" AS cwd, s."parent_session" AS parent_session,
          0 AS live, 1 AS persisted
   FROM "sessions" s WHERE s."status" = 'ok' AND NOT EXISTS (SELECT 1 FROM temp."live_sessions" l WHERE l."id" = s."id")"""
-# A document's columns event filters name (as in _PERSISTED).
+# A document's columns event filters name (as in _PERSISTED), and its text.
 _EVENT_COLUMNS: Final = """
-  SELECT d."docid" AS docid, d."seq" AS seq, d."type" AS type, d."time" AS time,
+  SELECT d."docid" AS docid, d."text_id" AS text_id, d."seq" AS seq, d."type" AS type, d."time" AS time,
          CASE d."surface" WHEN 1 THEN 'current' WHEN 2 THEN 'shadowed' ELSE 'log-only' END AS surface
-  FROM "documents" d"""
-# For each wanted docid, up to N ids of stored sessions holding its text (found through its hash in
-# document_hashes), joined by U+001F; one statement for every text a scoped search looks up.
+  FROM "document_rows" d"""
+# For each wanted docid, up to N ids of stored sessions holding its text (the documents under its
+# text id), joined by U+001F; one statement for every text a scoped search looks up.
 _HOLDERS: Final = """
   SELECT w."value", (
     SELECT group_concat("id", char(31)) FROM (
-      SELECT DISTINCT s."id" AS "id" FROM "document_hashes" o JOIN "sessions" s ON s."sid" = o."docid" >> 32
-      WHERE o."hash" = h."hash" AND s."status" = 'ok' LIMIT ?))
-  FROM json_each(?) w JOIN "document_hashes" h ON h."docid" = w."value"
+      SELECT DISTINCT s."id" AS "id" FROM "document_rows" o JOIN "sessions" s ON s."sid" = o."docid" >> 32
+      WHERE o."text_id" = h."text_id" AND s."status" = 'ok' LIMIT ?))
+  FROM json_each(?) w JOIN "document_rows" h ON h."docid" = w."value"
 """
+# A live text's stored holders: through its hash (equal hashes stand for equal texts here).
 _STORED_HOLDERS: Final = """
-  SELECT DISTINCT s."id" FROM "document_hashes" o JOIN "sessions" s ON s."sid" = o."docid" >> 32
-  WHERE o."hash" = ? AND s."status" = 'ok' LIMIT ?"""
-_LENGTH_HOLDERS: Final = 'SELECT count(*) FROM (SELECT DISTINCT "docid" >> 32 FROM "documents" WHERE "length" = ? LIMIT ?)'
+  SELECT DISTINCT s."id" FROM "texts" t JOIN "document_rows" o ON o."text_id" = t."id" JOIN "sessions" s ON s."sid" = o."docid" >> 32
+  WHERE t."hash" = ? AND s."status" = 'ok' LIMIT ?"""
+_LENGTH_HOLDERS: Final = (
+    'SELECT count(*) FROM (SELECT DISTINCT o."docid" >> 32 FROM "texts" t JOIN "document_rows" o ON o."text_id" = t."id" '
+    'WHERE t."length" = ? LIMIT ?)'
+)
+_STORED_TEXT: Final = 'SELECT r."text_id", t."text_z" FROM "document_rows" r JOIN "texts" t ON t."id" = r."text_id" WHERE r."docid" = ?'
 _LIVE_HOLDERS: Final = 'SELECT DISTINCT "session_id" FROM temp."live_docs" WHERE "length" = ? AND "text" = ? LIMIT ?'
 
 
@@ -93,6 +98,7 @@ class _Mode:
             bounded_terms(terms)
         else:
             self.substring = compiled_substring(query)
+            self.marked: dict[int, str] = {}  # marked stored texts by text id (mark)
 
     @property
     def substring_query(self) -> str | None:
@@ -120,43 +126,52 @@ class _Mode:
         conditions, args = range_sql, range_args
         candidates = index_candidates(conn, self.query, doc_range)
         if candidates is not None:
-            conditions += f' AND d."docid" IN ({candidates[0]})'
+            conditions += f' AND d."docid" IN (SELECT "docid" FROM "document_rows" WHERE "text_id" IN ({candidates[0]}))'
             args = [*args, *candidates[1]]
         return _PERSISTED.format(text='d."text"', strength="NULL", source='"documents" d', range=_SESSION_RANGE, conditions=conditions), args
 
     def matching(self, backend: Any, conn: sqlite3.Connection, doc_range: tuple[int, int] | None, sessions: Where, events: Where) -> tuple[str, list[Any]]:
-        """``(docid, strength)`` of the stored matches in scope, for the fast path
-        (:class:`readmodel.search.sqlranking.Matches`): a words match's spans, a substring
-        candidate's strength NULL (counted per distinct text).
+        """``(text_id, strength)`` of the stored matches in scope, for the fast path
+        (:class:`readmodel.search.sqlranking.Matches`): a words match's spans (a row per
+        matching document), a substring candidate text's strength NULL (counted per text; a
+        row per candidate text that a document in scope holds).
 
         Only what the scope needs is joined: the eligible sessions (status ok, not live,
         the session filters) as a set of sids when any session could be ineligible, the
         documents' columns only for event filters.
         """
-        range_sql = ' AND "docid" BETWEEN ? AND ?' if doc_range is not None else ""
-        range_args = list(doc_range) if doc_range is not None else []
-        if self.mode == "words":
-            sql = 'SELECT "rowid" AS "docid", sessionq_spans("documents_fts") AS "strength" FROM "documents_fts" WHERE "documents_fts" MATCH ?'
-            sql, args = sql + range_sql.replace('"docid"', '"rowid"'), [self.expression, *range_args]
-        else:
-            candidates = index_candidates(conn, self.query, doc_range)
-            source, args = candidates if candidates is not None else ('SELECT "docid" FROM "documents"', [])
-            # The seam's SELECT has one column, whatever its name: a CTE names it.
-            sql, args = f'WITH "c"("docid") AS ({source}) SELECT "docid", NULL AS "strength" FROM "c" WHERE 1' + range_sql, [*args, *range_args]
+        eligible, eligible_args = "", []
         if sessions.fragments or _ineligible(backend, conn):
-            sql += f' AND "docid" >> 32 IN (SELECT "sid" FROM ({_ELIGIBLE}) WHERE {sessions.sql() or "1"})'
-            args += sessions.params
-        if events.fragments:
-            sql = f"SELECT m.\"docid\", m.\"strength\" FROM ({sql}) m JOIN ({_EVENT_COLUMNS}) e ON e.\"docid\" = m.\"docid\" WHERE {events.sql()}"
-            args += events.params
-        return sql, args
+            eligible, eligible_args = f' AND "docid" >> 32 IN (SELECT "sid" FROM ({_ELIGIBLE}) WHERE {sessions.sql() or "1"})', sessions.params
+        if self.mode == "words":
+            range_sql = ' AND "rowid" BETWEEN ? AND ?' if doc_range is not None else ""
+            sql = 'SELECT "rowid" AS "docid", sessionq_spans("documents_fts") AS "strength" FROM "documents_fts" WHERE "documents_fts" MATCH ?' + range_sql
+            args = [self.expression, *(doc_range or ())]
+            sql, args = sql + eligible.replace('"docid"', '"rowid"'), args + eligible_args
+            if events.fragments:
+                sql = f"SELECT e.\"text_id\", m.\"strength\" FROM ({sql}) m JOIN ({_EVENT_COLUMNS}) e ON e.\"docid\" = m.\"docid\" WHERE {events.sql()}"
+                return sql, args + events.params
+            return f'SELECT r."text_id", m."strength" FROM ({sql}) m JOIN "document_rows" r ON r."docid" = m."docid"', args
+        # Substring: the candidate texts (the gram index's, else every text) that a document in
+        # scope holds — an index seek per text on document_rows_text (docid bounds included).
+        candidates = index_candidates(conn, self.query, doc_range)
+        source, args = candidates if candidates is not None else ('SELECT "id" FROM "texts"', [])
+        scope = ' AND e."docid" BETWEEN ? AND ?' if doc_range is not None else ""
+        scope += eligible.replace(' AND "docid"', ' AND e."docid"')
+        scope += f" AND ({events.sql()})" if events.fragments else ""
+        # The seam's SELECT has one column, whatever its name: a CTE names it.
+        sql = (
+            f'WITH "c"("id") AS ({source}) SELECT c."id" AS "text_id", NULL AS "strength" FROM "c" '
+            f'WHERE EXISTS (SELECT 1 FROM ({_EVENT_COLUMNS}) e WHERE e."text_id" = c."id"{scope})'
+        )
+        return sql, [*args, *(doc_range or ()), *eligible_args, *events.params]
 
     def holding(self, doc_range: tuple[int, int] | None) -> tuple[str, list[Any]]:
-        """The stored rows whose text hash is in a JSON array bound first (then ``doc_range``'s
-        bounds), as :meth:`persisted`'s columns, not matched again: a text's documents all match
-        or none does (:class:`readmodel.search.sqlranking.Matches`)."""
+        """The stored rows holding one of the texts whose ids a JSON array bound first lists (then
+        ``doc_range``'s bounds), as :meth:`persisted`'s columns, not matched again: a text's
+        documents all match or none does (:class:`readmodel.search.sqlranking.Matches`)."""
         range_sql = ' AND d."docid" BETWEEN ? AND ?' if doc_range is not None else ""
-        conditions = ' AND d."docid" IN (SELECT "docid" FROM "document_hashes" WHERE "hash" IN (SELECT "value" FROM json_each(?)))'
+        conditions = ' AND d."docid" IN (SELECT "docid" FROM "document_rows" WHERE "text_id" IN (SELECT "value" FROM json_each(?)))'
         sql = _PERSISTED.format(text="NULL", strength="NULL", source='"documents" d', range=_SESSION_RANGE, conditions=conditions + range_sql)
         return sql, list(doc_range) if doc_range is not None else []
 
@@ -188,9 +203,17 @@ class _Mode:
         return self.substring.count(text)
 
     def mark(self, conn: sqlite3.Connection, docid: int) -> str:
-        """A substring match's document with its first occurrence (the snippet's) marked."""
+        """A substring match's document with its first occurrence (the snippet's) marked.
+
+        A stored text is marked once per query however many of the page's rows hold it,
+        from its prepared form (:data:`readmodel.search.substring.prepared_texts`)."""
         if docid >= 0:
-            found = conn.execute('SELECT "text" FROM "documents" WHERE "docid" = ?', (docid,)).fetchone()
+            found = conn.execute(_STORED_TEXT, (docid,)).fetchone()
+            if found is None:
+                return ""
+            if found[0] not in self.marked:
+                self.marked[found[0]] = self.substring.mark_prepared(prepared_texts.get(conn, found[0], found[1]))
+            return self.marked[found[0]]
         else:
             found = conn.execute('SELECT "text" FROM temp."live_docs" WHERE "rowid" = ?', (-docid,)).fetchone()
         return self.substring.mark_first(found[0]) if found else ""

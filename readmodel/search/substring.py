@@ -43,22 +43,23 @@ THE SEAM (what a candidate index implements)
 
 Returns ``None`` (no index in this database, an index older than the data,
 or a query it cannot narrow), or ``(sql, params)``: one SQL ``SELECT`` whose
-single column is docids, run on ``conn`` as ``d."docid" IN (<sql>)`` with
-``params`` bound.  The docids must be a **superset** of the persisted
-documents (``main.documents``, status-ok sessions or not) in ``doc_range``
-whose text matches; false positives cost only verification, a false negative
-loses a hit (the property tests compare against ``None``'s slow path).
-Docids outside ``doc_range`` are allowed (the caller intersects).  The live
-overlay (``temp.live_docs``) is never the provider's concern: live documents
-are always verified one by one.
+single column is **text ids** (``texts.id``, schema 0018: each distinct
+document text is one row), run on ``conn`` with ``params`` bound.  The ids
+must be a **superset** of the stored texts whose text matches (held by
+documents in ``doc_range`` or not); false positives cost only verification,
+a false negative loses a hit (the property tests compare against ``None``'s
+slow path).  The caller keeps the texts some document in scope holds
+(``doc_range``, the session and event filters), so a provider may ignore
+``doc_range``.  The live overlay (``temp.live_docs``) is never the
+provider's concern: live documents are always verified one by one.
 
 A SQL answer rather than a Python list lets SQLite stream a large candidate
 set (a common two-character query) without materialising it in Python; a
-provider that computes docids in Python returns
+provider that computes text ids in Python returns
 ``('SELECT value FROM json_each(?)', [json_array_text])``.
 
 The gram index (:mod:`readmodel.search.gramsearch`) answers it: the
-documents holding the query's character grams in ``document_grams``, or
+texts holding the query's character grams in ``document_grams``, or
 ``None`` when that table is not built for the running gram scheme or the
 query is one ASCII character.
 """
@@ -67,6 +68,8 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import threading
+from collections import OrderedDict
 from functools import lru_cache
 from typing import Any, Final
 
@@ -77,7 +80,7 @@ from readmodel.search.snippets import END_MARK, START_MARK
 
 
 def index_candidates(conn: sqlite3.Connection, query: str, doc_range: tuple[int, int] | None) -> tuple[str, list[Any]] | None:
-    """Candidate docids for a ``substring`` query, as the seam above defines; ``None``: scan."""
+    """Candidate text ids for a ``substring`` query, as the seam above defines; ``None``: scan."""
     return gramsearch.candidates(conn, query, doc_range)
 
 
@@ -116,6 +119,9 @@ class Substring:
         # One literal ASCII part: the lowered pattern's non-overlapping matches, leftmost first,
         # are exactly str.count's (a search that skips ahead, with no match objects).
         self.literal = query.lower() if query.isascii() and " " not in query else None
+        self.literal_bytes = self.literal.encode() if self.literal is not None else None
+        self.wide = self.literal is not None and ("k" in self.literal or "s" in self.literal)
+        self.fast_bytes = re.compile(self.fast.pattern.encode()) if self.fast is not None else None
 
     def _for(self, text: str) -> tuple[re.Pattern[str], str]:
         if self.fast is not None and text.isascii():
@@ -138,6 +144,28 @@ class Substring:
             return self.count(data.decode("utf-8", "surrogatepass"))
         return _ascii_folded(data, "k" in self.literal or "s" in self.literal).count(self.literal.encode())
 
+    def count_prepared(self, text: PreparedText) -> int:
+        """:meth:`count` of a text prepared once for every query (:class:`PreparedText`)."""
+        if self.literal_bytes is not None:
+            subject = _ascii_folded(text.data, True) if self.wide and text.wide else text.lowered
+            return subject.count(self.literal_bytes)
+        if self.fast_bytes is not None and text.ascii:
+            return len(self.fast_bytes.findall(text.lowered))
+        return self.count(text.data.decode("utf-8", "surrogatepass"))
+
+    def mark_prepared(self, text: PreparedText) -> str:
+        """:meth:`mark_first` of a prepared text (an ASCII literal found on its lowered bytes)."""
+        plain = text.data.decode("utf-8", "surrogatepass")
+        if self.literal_bytes is None:
+            return self.mark_first(plain)
+        subject = _ascii_folded(text.data, True) if self.wide and text.wide else text.lowered
+        index = subject.find(self.literal_bytes)
+        if index < 0:
+            return plain
+        start = index if text.ascii else len(text.data[:index].decode("utf-8", "surrogatepass"))
+        end = start + len(self.literal_bytes)  # each code point of a fold class matches one
+        return plain[:start] + START_MARK + plain[start:end] + END_MARK + plain[end:]
+
     def mark_first(self, text: str) -> str:
         """``text`` with its first occurrence between the highlight markers.
 
@@ -157,6 +185,65 @@ class Substring:
                 return text
             start, end = found.span()
         return text[:start] + START_MARK + text[start:end] + END_MARK + text[end:]
+
+
+class PreparedText:
+    """A stored text as every substring query counts it: its UTF-8, lowered (ASCII letters only),
+    whether it is ASCII and whether it holds a non-ASCII member of an ASCII letter's fold class."""
+
+    __slots__ = ("data", "lowered", "ascii", "wide")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.lowered = data.lower()
+        self.ascii = data.isascii()
+        self.wide = not self.ascii and any(code in data for code, _ in _WIDE_FOLDS)
+
+
+class PreparedTexts:
+    """Stored texts already prepared, by text id (thread-safe, bounded, least recently used dropped).
+
+    Schema 0018 stores each distinct text once, and a common substring (``re``, ``te``) is
+    counted in nearly all of them at every query: decoding and lowering them again each
+    time cost more than the counting.  An entry is used only while the stored (packed) form
+    read from the index is byte for byte the one it was prepared from, so a text id reused
+    for another text after its text was dropped is never answered with the old one.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.size = 0
+        self.entries: OrderedDict[int, tuple[Any, PreparedText]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, conn: sqlite3.Connection, text_id: int, stored: Any) -> PreparedText:
+        """The prepared text of ``texts`` row ``text_id`` whose ``text_z`` is ``stored``."""
+        with self.lock:
+            entry = self.entries.get(text_id)
+            if entry is not None and entry[0] == stored:
+                self.entries.move_to_end(text_id)
+                return entry[1]
+        if isinstance(stored, str):
+            data = stored.encode("utf-8", "surrogatepass")
+        else:  # through the connection's sessionq_text: it loads a dictionary this process lacks
+            data = bytes(conn.execute("SELECT sessionq_text(?)", (stored,)).fetchone()[0])
+            stored = bytes(stored)
+        prepared = PreparedText(data)
+        with self.lock:
+            old = self.entries.pop(text_id, None)
+            if old is not None:
+                self.size -= 2 * len(old[1].data)
+            self.entries[text_id] = (stored, prepared)
+            self.size += 2 * len(data)
+            while self.size > self.capacity and self.entries:
+                self.size -= 2 * len(self.entries.popitem(last=False)[1][1].data)
+        return prepared
+
+
+PREPARED_BYTES: Final = 64 * 1024 * 1024
+"""Bytes of prepared texts (UTF-8 and lowered) a process keeps (:data:`prepared_texts`)."""
+
+prepared_texts: Final = PreparedTexts(PREPARED_BYTES)
 
 
 _WIDE_FOLDS: Final = (("\u212a".encode(), b"k"), ("\u017f".encode(), b"s"))

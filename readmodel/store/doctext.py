@@ -1,11 +1,12 @@
-"""Documents' text stored compressed in SQLite (schema 0016): ``document_rows.text_z``.
+"""Documents' text stored compressed in SQLite (schema 0016; once per distinct text since 0018: ``texts.text_z``).
 
 A document's text is most of what the index stores beyond the raw blocks, and
 it compresses like them: each text is one zstd frame compressed with the
 index's block dictionary (:mod:`readmodel.store.blocks`; the frame header
 names it), kept only when smaller than the text's UTF-8 (short texts stay
 plain ``TEXT``).  Readers never see the packing: ``documents`` is a view
-over ``document_rows`` whose ``text`` column is :data:`TEXT_EXPRESSION` —
+over ``document_rows`` and ``texts`` whose ``text`` column is
+:data:`readmodel.store.schema.TEXT_EXPRESSION` —
 plain texts as they are, packed ones ``sessionq_text(text_z)`` cast to
 text — so every query, and FTS5's external-content reads (highlights,
 snippets, ``'rebuild'``), read plain text.  The function returns the UTF-8
@@ -31,17 +32,16 @@ import zlib
 from collections import OrderedDict
 from typing import Any, Final
 
+from readmodel.projection.texthash import text_hash
 from readmodel.store.blocks import MissingDictionary, compress_payload, decompress_payload, register_dictionary
 
 FUNCTION: Final = "sessionq_text"
 """The SQL function the ``documents`` view decodes ``text_z`` with."""
+HASH_FUNCTION: Final = "sessionq_hash"
+"""The SQL function of a text's :func:`~readmodel.projection.texthash.text_hash` (the view's INSERT trigger)."""
 PACK_FUNCTION: Final = "sessionq_pack"
 """The SQL function the view's write triggers store a text with (:func:`pack_text`)."""
 
-TEXT_EXPRESSION: Final = (
-    'CASE typeof("text_z") WHEN \'blob\' THEN CAST(sessionq_text("text_z") AS TEXT) ELSE "text_z" END'
-)
-"""The ``documents`` view's ``text`` (schema 0016): a plain text as stored, a packed one decoded."""
 
 MIN_PACKED_BYTES: Final = 64
 """Texts shorter than this (UTF-8 bytes) are stored plain: a frame's header and the
@@ -150,5 +150,7 @@ def install(conn: sqlite3.Connection) -> None:
             return _decompress(stored)
 
     conn.create_function(FUNCTION, 1, text, deterministic=True)
+    # The documents view's INSERT trigger finds a text's row by its hash (schema 0018).
+    conn.create_function(HASH_FUNCTION, 1, lambda value: text_hash(value) if isinstance(value, str) else None, deterministic=True)
     # Not deterministic: the active dictionary may change between two writes of one text.
     conn.create_function(PACK_FUNCTION, 1, lambda value: pack_text(value) if isinstance(value, str) else value)

@@ -1,19 +1,21 @@
-"""The substring candidate index in SQLite: ``document_grams``.
+"""The substring candidate index in SQLite: ``document_grams``, one row per distinct text.
 
 A contentless FTS5 table (``content=''``, ``detail=none``, ``columnsize=0``)
-whose row ``docid`` holds the document's grams
+whose row ``id`` holds the grams of the text ``texts.id`` (schema 0018;
+before it, of the document ``docid``)
 (:func:`readmodel.projection.grams.document_tokens`: each gram's integer key
 in hex, one ASCII word per gram).  FTS5 keeps one delta-coded posting list
-per gram and intersects them with skips, so "documents holding all of these
+per gram and intersects them with skips, so "texts holding all of these
 grams" is one ``MATCH``; with ``detail=none`` it stores no positions, and
 without content it stores no second copy of the text.
 
-It is written in the same transactions as ``documents`` and ``documents_fts``,
-row for row: the indexer inserts a document's grams wherever it inserts the
-document's FTS5 row, and removes them wherever it removes that row.  A
-contentless table forgets what it was given, so a removal supplies the grams
-again, recomputed from the stored (redacted) text — the scheme is a pure
-function of the text, so they are the same words.
+It is written in the same transactions as ``texts`` (:mod:`readmodel.store.texts`):
+the indexer inserts a text's grams when it creates the text's row (the first
+document holding it) and removes them when it drops the row (the last
+document holding it is gone).  A contentless table forgets what it was
+given, so a removal supplies the grams again, recomputed from the stored
+(redacted) text — the scheme is a pure function of the text, so they are
+the same words.
 
 ``index_meta.grams`` records the :func:`~readmodel.projection.grams.scheme_fingerprint`
 the table was built with; ``NULL`` or another fingerprint means the table
@@ -32,7 +34,7 @@ from typing import Any, Final
 
 from readmodel.projection.grams import document_tokens, scheme_fingerprint
 
-__all__ = ["DDL", "TABLE", "delete_range", "insert", "is_current", "rebuild", "scheme_fingerprint", "statistics", "stored_fingerprint"]
+__all__ = ["DDL", "TABLE", "delete", "insert", "is_current", "rebuild", "scheme_fingerprint", "statistics", "stored_fingerprint"]
 
 TABLE: Final = "document_grams"
 DDL: Final = f"CREATE VIRTUAL TABLE {TABLE} USING fts5(grams, content='', detail=none, columnsize=0, tokenize='ascii')"
@@ -41,23 +43,18 @@ SHADOW_TABLES: Final = (f"{TABLE}_data", f"{TABLE}_idx", f"{TABLE}_config")
 _INSERT: Final = f'INSERT INTO "{TABLE}" ("rowid", "grams") VALUES (?, ?)'
 _DELETE: Final = f'INSERT INTO "{TABLE}" ("{TABLE}", "rowid", "grams") VALUES (\'delete\', ?, ?)'
 REBUILD_CHUNK: Final = 2_000
-"""Documents read, gram-ed and inserted per step of a rebuild (bounded memory)."""
+"""Texts read, gram-ed and inserted per step of a rebuild (bounded memory)."""
+_TEXTS: Final = 'SELECT t."id", CASE typeof(t."text_z") WHEN \'blob\' THEN CAST(sessionq_text(t."text_z") AS TEXT) ELSE t."text_z" END FROM "texts" t'
 
 
 def insert(cur: Any, rows: list[tuple[int, str]]) -> None:
-    """Index ``(docid, tokens)`` rows (tokens from :func:`document_tokens`), in docid order."""
-    cur.executemany(_INSERT, rows)
+    """Index ``(text id, text)`` rows (their words from :func:`document_tokens`), in id order."""
+    cur.executemany(_INSERT, [(text_id, document_tokens(text)) for text_id, text in rows])
 
 
-def delete_range(cur: Any, low: int, high: int) -> None:
-    """Remove the grams of the stored documents with ``low <= docid <= high``.
-
-    Call before the documents themselves are deleted: their text is what
-    the grams are recomputed from.
-    """
-    rows = cur.execute('SELECT "docid", "text" FROM "documents" WHERE "docid" BETWEEN ? AND ?', (low, high)).fetchall()
-    if rows:
-        cur.executemany(_DELETE, [(doc, document_tokens(text)) for doc, text in rows])
+def delete(cur: Any, rows: list[tuple[int, str]]) -> None:
+    """Remove the grams of ``(text id, text)`` rows indexed earlier (the texts as stored)."""
+    cur.executemany(_DELETE, [(text_id, document_tokens(text)) for text_id, text in rows])
 
 
 def stored_fingerprint(cur: Any) -> str | None:
@@ -72,24 +69,25 @@ def is_current(cur: Any) -> bool:
 
 
 def rebuild(cur: Any, progress: Callable[[int, int], None] | None = None) -> int:
-    """Empty ``document_grams`` and index every stored document again; record the fingerprint.
+    """Empty ``document_grams`` and index every stored text again; record the fingerprint.
 
     Runs inside the caller's transaction; ``progress(done, total)`` is told
-    the documents done after every chunk.  Returns the number of documents.
+    the texts done after every chunk.  Returns the number of texts.
     """
     cur.execute(f"INSERT INTO \"{TABLE}\" (\"{TABLE}\") VALUES ('delete-all')")
-    total = cur.execute('SELECT count(*) FROM "documents"').fetchone()[0]
+    # Before schema 0018 (a migration building the table: 0009) a row per document.
+    per_text = cur.execute("SELECT 1 FROM sqlite_master WHERE name = 'texts'").fetchone() is not None
+    source, key = (_TEXTS, 't."id"') if per_text else ('SELECT "docid", "text" FROM "documents"', '"docid"')
+    total = cur.execute('SELECT count(*) FROM "texts"' if per_text else 'SELECT count(*) FROM "documents"').fetchone()[0]
     done = 0
     last = -1
     if progress is not None:
         progress(0, total)
     while True:
-        rows = cur.execute(
-            'SELECT "docid", "text" FROM "documents" WHERE "docid" > ? ORDER BY "docid" LIMIT ?', (last, REBUILD_CHUNK)
-        ).fetchall()
+        rows = cur.execute(f"{source} WHERE {key} > ? ORDER BY {key} LIMIT ?", (last, REBUILD_CHUNK)).fetchall()
         if not rows:
             break
-        insert(cur, [(doc, document_tokens(text)) for doc, text in rows])
+        insert(cur, rows)
         last = rows[-1][0]
         done += len(rows)
         if progress is not None:

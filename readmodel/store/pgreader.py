@@ -25,8 +25,10 @@ counter as the snapshot sees it (docs/postgres.md).  Writers of different
 sources bump different rows, so no single row serialises them, and a cursor
 or cache keyed by the vector is stale as soon as any source commits.
 
-Connections come from a small SQLAlchemy pool with ``pre_ping``: a server
-restart costs the next read a reconnect, not an error.
+Connections come from a small SQLAlchemy pool that checks a connection when
+it is checked out, without a round trip while it is sound
+(:func:`readmodel.store.postgres.checked_on_checkout`): a server restart costs
+the next read a reconnect, not an error.
 """
 
 from __future__ import annotations
@@ -44,8 +46,9 @@ from readmodel.core.errors import SessionQueryError
 from readmodel.core.vocabulary import Event, Header
 from readmodel.store.blocks import MissingDictionary, decode_events, decompress_block, register_dictionary, unpack_run_times, unpack_run_types
 from readmodel.store.interface import EventRow, StoredSession, SummaryRow, SummaryWhere
-from readmodel.store.postgres import CONNECT_TIMEOUT_SECONDS, PostgresError, open_existing
+from readmodel.store.postgres import CONNECT_TIMEOUT_SECONDS, PostgresError, checked_on_checkout, open_existing
 from readmodel.store.schema import MAX_LINK_SPAN, SCHEMA_REVISION
+from readmodel.store.sources import SERVER_GENERATION_SQL
 # One decoder of raw lines and one summary filter for both backends.
 from readmodel.store.sqlite import _decode_line, _summary_where
 from readmodel.store.urls import MalformedUrl, mask_url, parse
@@ -67,8 +70,8 @@ _SUMMARY_SELECT: Final = (
     's.last_activity, s.generation FROM "sessions" s'
 )
 _GENERATION: Final = (
-    'SELECT m."identity", coalesce((SELECT string_agg(g."source" || \':\' || g."generation", \',\' ORDER BY g."source" COLLATE "C") '
-    'FROM "sources" g), \'\') FROM "index_meta" m'
+    'SELECT m."identity", m."global_generation" || \'/\' || coalesce((SELECT string_agg(g."source" || \':\' || g."generation", \',\' '
+    'ORDER BY g."source" COLLATE "C") FROM "sources" g), \'\') FROM "index_meta" m'
 )
 _RUNS_BETWEEN: Final = (
     'SELECT "first_seq", "count" FROM "event_runs" WHERE "sid" = %(sid)s AND "first_seq" BETWEEN '
@@ -96,10 +99,18 @@ class PostgresIndexReader:
     # -- listing -------------------------------------------------------------
 
     def generation(self) -> tuple[Any, ...]:
-        """``(identity, generation vector)``: each source's counter, ``source:generation`` joined by commas."""
+        """``(identity, generation vector)``: the prunes' counter, ``/``, then each source's counter,
+        ``source:generation`` joined by commas (a source pruned and indexed again never repeats a vector)."""
         row = self._one(_GENERATION)
         assert row is not None
         return tuple(row)
+
+    def generation_number(self) -> int:
+        """The snapshot's generation as one number (:data:`readmodel.store.sources.SERVER_GENERATION_SQL`):
+        it grows with every commit that changes the index (what the page's event feed announces)."""
+        row = self._one(SERVER_GENERATION_SQL)
+        assert row is not None
+        return int(row[0])
 
     def list_headers(self) -> list[Header]:
         blobs = [row[0] for row in self._all(f'SELECT "header_json" FROM "sessions" ORDER BY {_LISTING_ORDER}')]
@@ -300,8 +311,8 @@ class PostgresIndexStore:
             message = f"{mask_url(db)} is at schema revision {revision or '(none)'}, this sessionq reads {SCHEMA_REVISION}; run `sessionq db upgrade --db URL`"
             raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", message)
         try:
-            engine = create_engine(
-                parse(db), pool_size=POOL_SIZE, max_overflow=8, pool_pre_ping=True, connect_args={"connect_timeout": CONNECT_TIMEOUT_SECONDS}
+            engine = checked_on_checkout(
+                create_engine(parse(db), pool_size=POOL_SIZE, max_overflow=8, connect_args={"connect_timeout": CONNECT_TIMEOUT_SECONDS})
             )
         except MalformedUrl as exc:
             raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", str(exc)) from None

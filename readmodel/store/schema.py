@@ -36,25 +36,28 @@ The index is a projection of the logs, rebuilt from them at will.  Its tables:
 ``documents`` + ``documents_fts``
     Semantic documents (the text each event contributes) and an external-content
     FTS5 index (``unicode61``) over them; surface updates touch only the
-    plain table.  In SQLite (schema 0016) ``documents`` is a view over
-    ``document_rows``, which stores each text compressed with the block
-    dictionary in ``text_z`` (:mod:`readmodel.store.doctext`); the view's
+    plain table.  In SQLite ``documents`` is a view over ``document_rows``
+    and ``texts`` (schemas 0016 and 0018): ``texts`` stores each *distinct*
+    text once (:mod:`readmodel.store.texts`), compressed with the block
+    dictionary in ``text_z`` (:mod:`readmodel.store.doctext`), with its hash
+    and length, and a document row names it by ``text_id``; the view's
     ``text`` decodes it with the SQL function ``sessionq_text`` that every
-    sessionq connection registers.  Writers write ``documents`` itself
-    (``INSTEAD OF`` triggers pack the text with ``sessionq_pack``), so the
-    indexer's statements are the same for PostgreSQL, where it is a table.
-    ``document_rows_length`` finds the documents of a length (boilerplate
-    candidates of the search modes); copies of a text are found by its hash.
+    sessionq connection registers.  The indexer writes SQLite's storage
+    itself (:func:`indexer.projection.insert_documents`); ``INSTEAD OF``
+    triggers take other writes of the view.  ``document_rows_text`` lists the
+    documents holding a text: the sessions holding it (the search modes'
+    boilerplate verdict) and whether any document still does.
 ``document_hashes``
-    Each document's stable 64-bit text hash
+    PostgreSQL only since schema 0018: each document's stable 64-bit text hash
     (:func:`readmodel.projection.texthash.text_hash`), written with the
     document; indexed by hash, it counts the sessions holding a text, which
     ranks the words and substring search modes without reading texts.
 ``document_grams``
     The substring candidate index (:mod:`readmodel.store.gramindex`): a
-    contentless ``detail=none`` FTS5 table of each document's character grams,
-    written with the documents' FTS5 rows; ``index_meta.grams`` says which
-    gram scheme built it.
+    contentless ``detail=none`` FTS5 table of each distinct text's character
+    grams (rowid ``texts.id``), written when a text's first document arrives
+    and removed with its last; ``index_meta.grams`` says which gram scheme
+    built it.
 ``layout_problems``
     Artifacts the layout rules excluded, reported by ``status``, each with the
     source whose daemon found it.
@@ -92,7 +95,7 @@ from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, SURFACE_NAMES,
 APPLICATION_ID: Final = 0x53515849  # "SQXI"
 """``PRAGMA application_id`` of a sessionq index; any other non-zero id is foreign."""
 
-SCHEMA_REVISION: Final = "0017"
+SCHEMA_REVISION: Final = "0020"
 """The Alembic head revision this code reads and writes."""
 
 
@@ -233,7 +236,22 @@ documents = Table(
 
 sqlite_storage = MetaData()
 """SQLite's storage of what :data:`metadata` models differently: ``documents`` is a view over
-``document_rows`` there (:data:`DOCUMENTS_VIEW_DDL`, migration 0016)."""
+``document_rows`` and ``texts`` there (:data:`DOCUMENTS_VIEW_DDL`, migrations 0016 and 0018)."""
+
+texts = Table(
+    "texts",
+    sqlite_storage,
+    # Each distinct document text once (migration 0018, readmodel.store.texts): equal texts share
+    # one row, different texts never do (a hash collision gets a row of its own).
+    Column("id", Integer, primary_key=True),
+    Column("hash", Integer, nullable=False),  # readmodel.projection.texthash.text_hash of the text
+    Column("length", Integer, nullable=False),  # code points
+    Column("text_z", LargeBinary, nullable=False),  # readmodel.store.doctext.pack_text of the text
+)
+# The writer finds a text's row by its hash (then compares the texts).
+Index("texts_hash", texts.c.hash)
+# The search modes' Python ranking counts the sessions holding texts of a length.
+Index("texts_length", texts.c.length)
 
 document_rows = Table(
     "document_rows",
@@ -244,18 +262,22 @@ document_rows = Table(
     Column("type", Text, nullable=False),
     Column("time", Integer),
     Column("surface", Integer, nullable=False),
-    Column("length", Integer, nullable=False),
-    Column("text_z", LargeBinary, nullable=False),  # readmodel.store.doctext.pack_text of the text
+    Column("text_id", Integer, nullable=False),  # texts.id (migration 0018)
 )
-# The boilerplate verdict of the search modes counts the sessions holding documents of a length.
-Index("document_rows_length", document_rows.c.length)
+# The documents holding a text, in docid order (the rowid ends every index entry): the sessions
+# holding it (the boilerplate verdict), a class of texts' documents, whether a text is still held.
+Index("document_rows_text", document_rows.c.text_id)
+
+TEXT_EXPRESSION: Final = 'CASE typeof(t."text_z") WHEN \'blob\' THEN CAST(sessionq_text(t."text_z") AS TEXT) ELSE t."text_z" END'
+"""A ``texts`` row's text (alias ``t``): a plain text as stored, a packed one decoded (readmodel.store.doctext)."""
 
 DOCUMENTS_VIEW_DDL: Final = (
-    'CREATE VIEW "documents" AS SELECT "docid", "sid", "seq", "type", "time", "surface", "length", '
-    'CASE typeof("text_z") WHEN \'blob\' THEN CAST(sessionq_text("text_z") AS TEXT) ELSE "text_z" END AS "text" '
-    'FROM "document_rows"'
+    'CREATE VIEW "documents" AS SELECT d."docid" AS "docid", d."sid" AS "sid", d."seq" AS "seq", d."type" AS "type", '
+    'd."time" AS "time", d."surface" AS "surface", t."length" AS "length", '
+    f'{TEXT_EXPRESSION} AS "text" FROM "document_rows" d LEFT JOIN "texts" t ON t."id" = d."text_id"'
 )
-"""SQLite's ``documents``: the columns of :data:`documents`, the text decoded (readmodel.store.doctext)."""
+"""SQLite's ``documents``: the columns of :data:`documents`, the text decoded.  A ``LEFT JOIN`` on
+the key lets SQLite skip ``texts`` in a query that reads no text and no length."""
 
 document_hashes = Table(
     "document_hashes",
@@ -263,9 +285,13 @@ document_hashes = Table(
     Column("docid", Integer, primary_key=True),
     Column("hash", Integer, nullable=False),
 )
-# The boilerplate verdict of the words and substring search modes (migration 0013): the
-# sessions holding a text are the docids under its hash (docid >> 32 is the session's sid).
+# PostgreSQL only since schema 0018 (SQLite keeps each text's hash in ``texts``): the boilerplate
+# verdict of the words and substring search modes, the sessions holding a text being the docids
+# under its hash (docid >> 32 is the session's sid).
 Index("document_hashes_hash", document_hashes.c.hash)
+
+SERVER_MODELS: Final = frozenset({"document_hashes"})
+"""Tables of :data:`metadata` that only a server index holds (SQLite: ``texts`` instead)."""
 
 layout_problems = Table(
     "layout_problems",
@@ -310,6 +336,7 @@ KNOWN_TABLES: Final = frozenset(
         "event_links",
         "documents",
         "document_rows",
+        "texts",
         "document_hashes",
         "layout_problems",
         "sources",
@@ -325,11 +352,19 @@ KNOWN_TABLES: Final = frozenset(
         "terms",
         "postings",
         "document_gram_keys",
+        "search_texts",
+        "text_postings",
+        "text_grams",
+        "text_documents",
+        "text_prefixes",
     }
 )
 
-SERVER_TABLES: Final = ("terms", "postings", "document_gram_keys")
-"""PostgreSQL-only tables (migration 0014, :mod:`readmodel.search.serverterms`): explicit DDL, not models."""
+SERVER_TABLES: Final = ("terms", "postings", "document_gram_keys", "search_texts", "text_postings", "text_grams", "text_documents", "text_prefixes")
+"""PostgreSQL-only tables (migrations 0014 and 0020, :mod:`readmodel.search.serverterms`): explicit DDL, not models."""
+
+SERVER_INDEXES: Final = ("document_hashes_walk",)
+"""PostgreSQL-only indexes on model tables (migration 0020): explicit DDL, not models."""
 
 FTS_PREFIXES: Final = ("documents_fts", "document_grams")
 """Names of the FTS5 tables and their shadow tables start with one of these (explicit DDL, not models)."""

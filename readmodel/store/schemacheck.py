@@ -23,7 +23,7 @@ from typing import Any, Final, NamedTuple
 from sqlalchemy import Connection, MetaData
 
 from readmodel.store.revisions import current_revision, head_revision
-from readmodel.store.schema import APPLICATION_ID, FTS_PREFIXES, KNOWN_TABLES, SERVER_TABLES, documents, metadata, sqlite_storage
+from readmodel.store.schema import APPLICATION_ID, FTS_PREFIXES, KNOWN_TABLES, SERVER_INDEXES, SERVER_MODELS, SERVER_TABLES, documents, metadata, sqlite_storage
 
 VIEWS: Final = {"documents": documents}
 """SQLite's views, by name, each with the model whose columns it must have (schema 0016)."""
@@ -31,10 +31,11 @@ VIEWS: Final = {"documents": documents}
 
 @functools.cache
 def sqlite_metadata() -> MetaData:
-    """The tables an SQLite index holds: :data:`metadata` with each view's model replaced by its storage."""
+    """The tables an SQLite index holds: :data:`metadata` with each view's model replaced by its
+    storage, without the server-only models."""
     tables = MetaData()
     for table in metadata.sorted_tables:
-        if table.name not in VIEWS:
+        if table.name not in VIEWS and table.name not in SERVER_MODELS:
             table.to_metadata(tables)
     for table in sqlite_storage.sorted_tables:
         table.to_metadata(tables)
@@ -54,7 +55,7 @@ def _expected() -> tuple[dict[str, frozenset[str]], dict[str, str]]:
     """Each expected table's columns (empty: presence only) and each expected index's table."""
     models = {**sqlite_metadata().tables, **VIEWS}
     columns = {name: frozenset(column.name for column in table.columns) for name, table in models.items()}
-    for name in KNOWN_TABLES - set(columns) - set(SERVER_TABLES):  # SQLite: the server tables are absent by design
+    for name in KNOWN_TABLES - set(columns) - set(SERVER_TABLES) - SERVER_MODELS:  # SQLite: the server tables are absent by design
         columns[name] = frozenset()
     indexes = {str(index.name): table.name for table in sqlite_metadata().tables.values() for index in table.indexes}
     return columns, indexes
@@ -124,9 +125,11 @@ def repair_hint(db: str) -> str:
 
 
 def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
-    # Same filter as migrations/env.py: FTS5 tables are explicit DDL, and
-    # reflected tables unknown to sessionq are not ours to compare.
+    # migrations/env.py's filter too: FTS5 tables and PostgreSQL's search objects are explicit
+    # DDL, and reflected tables unknown to sessionq are not ours to compare.
     if type_ == "table" and name and (name.startswith(FTS_PREFIXES) or name in SERVER_TABLES):
+        return False
+    if type_ == "index" and name in SERVER_INDEXES:
         return False
     return not (type_ == "table" and reflected and name not in KNOWN_TABLES)
 

@@ -12,8 +12,9 @@ PostgreSQL advisory lock key), so it must be a safe file-name component.
 
 The ``sources`` table holds one row per source that ever indexed into the
 index: its root, when it last reconciled, and its own generation counter
-(bumped in the same transaction as the global one; PostgreSQL readers will
-bind cursors to these rows instead of one hot global row).
+(bumped by each of its batches that changed something; on SQLite with the
+global one, on PostgreSQL alone: readers there bind cursors to these rows, and
+:data:`SERVER_GENERATION_SQL` sums them, instead of one hot global row).
 
 Sessions of indexes built before schema 0012 were labelled at upgrade time
 with the source the upgrading command named (``sessionq index --upgrade
@@ -27,6 +28,18 @@ import re
 import socket
 from collections.abc import Sequence
 from typing import Any, Final
+
+SERVER_GENERATION_SQL: Final = (
+    'SELECT m."global_generation" + coalesce((SELECT sum(g."generation") FROM "sources" g), 0), '
+    '(SELECT max(g."last_reconcile_at") FROM "sources" g) FROM "index_meta" m'
+)
+"""A server index's generation number and latest reconcile (PostgreSQL; :func:`readmodel.store.status._server_generation`).
+
+No global row is written per batch on a server index: each batch bumps its own
+source's counter, and ``prune`` moves a removed source's counter (plus one)
+into ``index_meta.global_generation``.  The sum counts every changing commit
+and prune, as SQLite's global counter does, and never goes back.  Snapshots see
+nested sets of commits, so two snapshots that differ differ in this number."""
 
 SOURCE_PATTERN: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 _UNSAFE: Final = re.compile(r"[^A-Za-z0-9._-]+")

@@ -277,7 +277,9 @@ class SqliteIndexReader:
         try:
             return decode(data)
         except MissingDictionary as missing:
-            row = self._cur.execute('SELECT "data" FROM "block_dictionaries" WHERE "id" = ?', (missing.dict_id,)).fetchone()
+            # A cursor of its own: callers decode while iterating ``self._cur``'s rows, and a
+            # statement run on that cursor would silently end their loop after this block.
+            row = self._cur.connection.execute('SELECT "data" FROM "block_dictionaries" WHERE "id" = ?', (missing.dict_id,)).fetchone()
             if row is None:
                 raise
             register_dictionary(missing.dict_id, row[0])

@@ -12,17 +12,22 @@ daemon writes.  The JSON shape (camelCase, optional keys omitted)::
      "layoutProblems": [{"kind", "path", "message", "observedAt"}],
      "schemaProblems": [{"problem", "fatal"}], "repair"?,
      "redaction"?: {"policy", "fingerprint", "stored", "pending"},
-     "substringIndex"?: {"scheme", "stored", "pending", "documents", "bytes"?},
+     "substringIndex"?: {"scheme", "stored", "pending", "documents", "texts"?, "bytes"?},
      "rawBlocks"?: {"bytes", "dictionary", "rebuildShrinks"},
      "sources"?: [{"source", "root"?, "sessions", "events", "sessionsInError",
-                   "identityProblems", "layoutProblems", "lastReconcileAt"?, "lagMs"?, "writerPid"?}]}
+                   "identityProblems", "layoutProblems", "generation"?, "lastReconcileAt"?, "lagMs"?,
+                   "writerPid"?}]}
 
 ``sources`` (a sessionq extension; absent before schema 0012) reports each
 indexer source (:mod:`readmodel.store.sources`) that indexed into the index
 or still has sessions in it: its counts, when its daemon last reconciled and
 the pid of its running daemon; ``identityProblems`` counts the transcripts
 whose session id another source already holds (listed in ``layoutProblems``
-with kind ``identity``).  From schema 0012 on, entries of
+with kind ``identity``); ``generation`` is the source's own counter (bumped by
+each of its batches that changed something).  On a PostgreSQL index the
+top-level ``generation`` is the sum of those counters plus the prunes'
+(:func:`_server_generation`: no global row is written per batch there) and
+``lastReconcileAt`` the latest source's.  From schema 0012 on, entries of
 ``sessionsInError`` and ``layoutProblems`` carry their ``source``.
 
 ``redaction`` (a sessionq extension; absent before schema 0007) compares the
@@ -36,7 +41,8 @@ the gram index substring search narrows its candidates with
 (:mod:`readmodel.store.gramindex`): the gram scheme this sessionq uses, the
 one the index was built with, ``pending`` when they differ (the indexer's next
 full pass rebuilds it; substring search verifies every document meanwhile),
-the documents it covers and its size on disk.
+the documents it covers, the distinct texts it indexes (``texts``, schema
+0018 on: one row of grams per distinct text) and its size on disk.
 
 ``rawBlocks`` (a sessionq extension; schema 0011 on) gives the stored size of
 the raw event blocks and the id of the zstd dictionary they are compressed
@@ -217,13 +223,16 @@ def _report(conn: Connection, db: str, now: float | None) -> dict[str, Any]:
     if meta[3] is not None:
         out["compression"] = meta[3]
     out["createdAt"] = _ms(meta[4])
-    out["generation"] = meta[1]
+    generation, last = meta[1], meta[5]
+    if conn.dialect.name != "sqlite":
+        generation, last = _server_generation(conn, generation, last)
+    out["generation"] = generation
     pid = writer_pid(db)
     if pid is not None:
         out["writerPid"] = pid
-    if meta[5] is not None:
-        out["lastReconcileAt"] = _ms(meta[5])
-        out["lagMs"] = max(0, _ms((time.time() if now is None else now) - meta[5]) or 0)
+    if last is not None:
+        out["lastReconcileAt"] = _ms(last)
+        out["lagMs"] = max(0, _ms((time.time() if now is None else now) - last) or 0)
     # Per-session counters are maintained by the reconciler, so these stay
     # cheap on large indexes (no scan of the events table).
     counts = conn.exec_driver_sql(
@@ -254,6 +263,20 @@ def _report(conn: Connection, db: str, now: float | None) -> dict[str, Any]:
     return out
 
 
+def _server_generation(conn: Connection, base: int, last: float | None) -> tuple[int, float | None]:
+    """A server index's generation and last reconcile, without a global hot row
+    (:data:`readmodel.store.sources.SERVER_GENERATION_SQL`): the sum of the sources'
+    counters and the prunes', and the latest source's reconcile."""
+    if not _has_table(conn, "sources"):
+        return base, last
+    from readmodel.store.sources import SERVER_GENERATION_SQL
+
+    total, latest = conn.exec_driver_sql(SERVER_GENERATION_SQL).one()
+    if latest is not None and (last is None or latest > last):
+        last = latest
+    return int(total), last
+
+
 def _add_substring_index(conn: Connection, out: dict[str, Any]) -> None:
     """The ``substringIndex`` entry, when the index has one (schema 0009 on)."""
     if "grams" not in _meta_columns(conn):
@@ -263,6 +286,8 @@ def _add_substring_index(conn: Connection, out: dict[str, Any]) -> None:
     stats = gramindex.statistics(conn.connection.driver_connection.cursor())
     entry: dict[str, Any] = {"scheme": stats["scheme"], "stored": stats["stored"], "pending": stats["stored"] != stats["scheme"]}
     entry["documents"] = 0 if entry["pending"] else out["documents"]
+    if conn.exec_driver_sql("SELECT 1 FROM sqlite_master WHERE name = 'texts'").first() is not None:
+        entry["texts"] = 0 if entry["pending"] else int(conn.exec_driver_sql('SELECT count(*) FROM "texts"').scalar() or 0)
     if stats["bytes"] is not None:
         entry["bytes"] = stats["bytes"]
     out["substringIndex"] = entry
@@ -308,17 +333,19 @@ def _sources(conn: Connection, db: str, now: float) -> list[dict[str, Any]]:
         entry = problems.setdefault(source, [0, 0])
         entry[0] += number
         entry[1] += number if kind == "identity" else 0
-    registered = {row[0]: row[1:] for row in conn.exec_driver_sql('SELECT "source", "root", "last_reconcile_at" FROM "sources"')}
+    registered = {row[0]: row[1:] for row in conn.exec_driver_sql('SELECT "source", "root", "last_reconcile_at", "generation" FROM "sources"')}
     pids = source_writer_pids(db)
     entries = []
     for source in sorted({*counts, *registered, *problems}, key=lambda name: (name is None, name or "")):
         sessions, events, in_error = counts.get(source, (0, 0, 0))
-        root, last = registered.get(source, (None, None))
+        root, last, generation = registered.get(source, (None, None, None))
         entry: dict[str, Any] = {"source": source}
         if root is not None:
             entry["root"] = root
         layout, identity = problems.get(source, [0, 0])
         entry.update(sessions=int(sessions), events=int(events), sessionsInError=int(in_error), identityProblems=identity, layoutProblems=layout)
+        if generation is not None:
+            entry["generation"] = int(generation)
         if last is not None:
             entry["lastReconcileAt"] = _ms(last)
             entry["lagMs"] = max(0, _ms(now - last) or 0)
@@ -444,7 +471,8 @@ def format_status(status: dict[str, Any]) -> str:
         if grams["pending"]:
             lines.append(f"substrings  index pending (the indexer's next full pass builds it{size}); substring search scans meanwhile")
         else:
-            lines.append(f"substrings  {grams['documents']:,} documents indexed ({grams['scheme']}{size})")
+            texts = f" as {grams['texts']:,} distinct texts" if "texts" in grams else ""
+            lines.append(f"substrings  {grams['documents']:,} documents indexed{texts} ({grams['scheme']}{size})")
     if "rawBlocks" in status:
         raw = status["rawBlocks"]
         if raw["dictionary"] is not None:
@@ -462,6 +490,7 @@ def format_status(status: dict[str, Any]) -> str:
         for entry in status["sources"]:
             running = f", indexer pid {entry['writerPid']}" if "writerPid" in entry else ""
             reconciled = f"reconciled {_when(entry['lastReconcileAt'])}" if "lastReconcileAt" in entry else "never reconciled"
+            reconciled += f", generation {entry['generation']}" if "generation" in entry else ""
             lines.append(
                 f"  {entry['source']}  {entry['sessions']:,} sessions, {entry['sessionsInError']} in error, "
                 f"{entry['identityProblems']} identity problems; {reconciled}{running}" + (f"\n    root: {entry['root']}" if "root" in entry else "")

@@ -141,6 +141,26 @@ def test_readers_on_many_threads_load_the_dictionary_once_each(tmp_path: Path, s
     assert results == [True] * 4
 
 
+def test_a_fresh_readers_first_read_spanning_blocks_loads_the_dictionary_and_returns_every_block(tmp_path: Path, small_roots_train: None) -> None:
+    """Loading the dictionary mid-read must not end the loop over the remaining blocks."""
+    require_corpus()
+    build(ZSTD_ROOT, tmp_path / "index.db")
+    expected = raw_events(tmp_path / "index.db")
+    conn = sqlite3.connect(f"file:{tmp_path / 'index.db'}?mode=ro", uri=True)
+    try:
+        sid, session_id, count = conn.execute(
+            'SELECT "sid", "id", "event_count" FROM "sessions" WHERE "sid" IN '
+            '(SELECT "sid" FROM "event_blocks" GROUP BY "sid" HAVING count(*) > 1) ORDER BY "sid" LIMIT 1'
+        ).fetchone()
+        assert len(expected[session_id]) == count > 1
+        forget_dictionaries()
+        assert SqliteIndexReader(conn.cursor()).raw_range(sid, 0, count - 1) == expected[session_id]
+        forget_dictionaries()
+        assert SqliteIndexReader(conn.cursor()).raw_all(sid) == expected[session_id]
+    finally:
+        conn.close()
+
+
 def test_a_plain_jsonl_root_trains_from_its_text_too(tmp_path: Path, small_roots_train: None) -> None:
     from tests.corpus import RAW_ROOT
 

@@ -20,6 +20,7 @@ from readmodel.store import blocks, doctext
 from readmodel.store.database import create_index_engine
 from readmodel.store.revisions import alembic_config
 from readmodel.store.rowkeys import id_sort_key
+from readmodel.store.schema import TEXT_EXPRESSION
 from readmodel.store.schemacheck import schema_drift
 from tests import indexdb
 from tests.corpus import ZSTD_ROOT, require_corpus
@@ -28,10 +29,10 @@ from tests.indexstate import diff_states, index_state
 
 
 def _packing(db: Path) -> tuple[int, int, int]:
-    """(packed documents, plain documents, packed bytes) of ``document_rows``."""
+    """(packed texts, plain texts, packed bytes) of ``texts`` (schema 0018: each distinct text once)."""
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        rows = conn.execute('SELECT typeof("text_z"), count(*), sum(length("text_z")) FROM "document_rows" GROUP BY 1').fetchall()
+        rows = conn.execute('SELECT typeof("text_z"), count(*), sum(length("text_z")) FROM "texts" GROUP BY 1').fetchall()
     finally:
         conn.close()
     found = {kind: (count, size) for kind, count, size in rows}
@@ -44,12 +45,12 @@ def test_texts_are_packed_with_the_block_dictionary_and_read_back_exactly(tmp_pa
     packed, plain, size = _packing(tmp_path / "index.db")
     conn = indexdb.connect(tmp_path / "index.db")
     (dict_id,) = conn.execute('SELECT "id" FROM "block_dictionaries"').fetchone()
-    frames = {blocks.frame_dictionary(bytes(row[0])) for row in conn.execute('SELECT "text_z" FROM "document_rows" WHERE typeof("text_z") = \'blob\'')}
-    texts = conn.execute('SELECT sum(length(CAST("text" AS BLOB))) FROM "documents" WHERE "docid" IN (SELECT "docid" FROM "document_rows" WHERE typeof("text_z") = \'blob\')').fetchone()[0]
+    frames = {blocks.frame_dictionary(bytes(row[0])) for row in conn.execute('SELECT "text_z" FROM "texts" WHERE typeof("text_z") = \'blob\'')}
+    texts = conn.execute(f'SELECT sum(length(CAST({TEXT_EXPRESSION} AS BLOB))) FROM "texts" t WHERE typeof(t."text_z") = \'blob\'').fetchone()[0]
     assert packed > 100 and plain > 0 and frames == {dict_id}
     assert size < texts / 2  # the dictionary at least halves the texts it packs
     # Each packed text decodes to exactly what the projection gave it.
-    for text, stored in conn.execute('SELECT d."text", r."text_z" FROM "documents" d JOIN "document_rows" r USING ("docid")'):
+    for text, stored in conn.execute('SELECT d."text", t."text_z" FROM "documents" d JOIN "document_rows" r USING ("docid") JOIN "texts" t ON t."id" = r."text_id"'):
         assert doctext.unpack_text(stored) == text
         assert doctext.pack_text(text) == stored or isinstance(stored, bytes)
 
@@ -120,7 +121,7 @@ def test_a_long_text_reads_back_exactly_through_the_cache(tmp_path: Path) -> Non
     packed = doctext.pack_text(text)
     assert isinstance(packed, bytearray) and len(packed) >= doctext.CACHED_MIN_BYTES
     conn.execute('INSERT INTO "r" VALUES (?)', (packed,))
-    sql = f'SELECT {doctext.TEXT_EXPRESSION} FROM "r"'
+    sql = f'SELECT {TEXT_EXPRESSION} FROM "r" t'
     assert conn.execute(sql).fetchone()[0] == text
     assert conn.execute(sql).fetchone()[0] == text  # the second read is the cached one
 

@@ -99,7 +99,7 @@ def _session(conn: sqlite3.Connection, fts: projection.DeferredFts, sid: int, wo
     for seq, word in enumerate(words):
         rows = [((sid << 32) | seq, f"{word} s{sid}")]
         cur.executemany('INSERT INTO "documents" ("docid", "text") VALUES (?, ?)', rows)
-        fts.add(cur, projection.fts_rows_of(rows))
+        fts.add(cur, rows, rows)  # a scratch index: each document is its own text (text id = docid)
     if fail:
         cur.execute(f'ROLLBACK TO "s{sid}"')
         fts.rollback(mark)

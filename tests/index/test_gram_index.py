@@ -12,7 +12,7 @@ from indexer.reconcile import Reconciler
 from readmodel.projection.grams import document_tokens, scheme_fingerprint
 from readmodel.store.database import create_index_engine, open_writer
 from readmodel.store.revisions import alembic_config, current_revision
-from readmodel.store.schema import SCHEMA_REVISION
+from readmodel.store.schema import SCHEMA_REVISION, TEXT_EXPRESSION
 from readmodel.store.status import format_status, read_status
 from tests.indexstate import diff_states, index_state
 from tests.logfactory import header, simple_turn, write_log
@@ -82,8 +82,8 @@ def test_grams_come_from_the_redacted_text(tmp_path: Path) -> None:
     stored: dict[int, set[str]] = {}
     for term, doc in conn.execute("SELECT term, doc FROM temp.g"):
         stored.setdefault(doc, set()).add(term)
-    texts = dict(conn.execute('SELECT "docid", "text" FROM "documents"').fetchall())
-    assert stored == {doc: set(document_tokens(text).split()) for doc, text in texts.items()}
+    texts = dict(conn.execute(f'SELECT t."id", {TEXT_EXPRESSION} FROM "texts" t').fetchall())  # the grams' rows (schema 0018)
+    assert stored == {text_id: set(document_tokens(text).split()) for text_id, text in texts.items()}
     for planted in SECRETS:
         # The secret's own words are in no document's grams: its text was never gram-ed.
         secret_words = set(document_tokens(planted.middle).split()) - set().union(*stored.values())

@@ -37,7 +37,7 @@ def test_an_older_index_is_refused_until_upgraded_and_keeps_its_rows(tmp_path: P
         open_writer(str(db))
     engine = open_writer(str(db), allow_upgrade=True)
     with engine.connect() as conn:
-        assert current_revision(conn) == SCHEMA_REVISION == "0017"
+        assert current_revision(conn) == SCHEMA_REVISION == "0020"
     Reconciler(engine, root, Compression.ZSTD, settle_seconds=0).reconcile()
     engine.dispose()
     conn = indexdb.connect(db)
@@ -118,9 +118,10 @@ def test_migration_0010_fills_last_activity_as_the_indexer_writes_it(tmp_path: P
 
 
 def _document_hashes(db: Path) -> dict[int, int]:
+    """Each document's text hash (schema 0018 on: its distinct text's, in ``texts``)."""
     conn = indexdb.connect(db)
     try:
-        return dict(conn.execute('SELECT "docid", "hash" FROM "document_hashes"').fetchall())
+        return dict(conn.execute('SELECT d."docid", t."hash" FROM "document_rows" d JOIN "texts" t ON t."id" = d."text_id"').fetchall())
     finally:
         conn.close()
 
@@ -181,3 +182,41 @@ def test_migration_0017_rebuilds_documents_fts_with_prefix_indexes_and_the_same_
     engine = open_writer(str(db), allow_upgrade=True)
     engine.dispose()
     assert "prefix='1 2'" in ddl() and answers() == expected
+
+
+def test_migration_0018_stores_each_distinct_text_once_and_upgrades_to_what_a_cold_build_gives(tmp_path: Path) -> None:
+    """An index at 0017 (a text per document, ``document_hashes``, grams per document) upgrades
+    to one ``texts`` row per distinct text, grams per text, the same documents and search
+    content as a cold build — and downgrades back to the 0017 layout with the same documents."""
+    from tests.indexstate import diff_states, index_state
+    from tests.logfactory import user
+
+    root = tmp_path / "root"
+    for index in range(4):
+        turns = [[*simple_turn(), user(9, "shared boilerplate repeated in every session " * 4), user(10, f"own text {index} 数据库")]]
+        write_log(root, header(f"s{index}", created_at=index), turns)
+    db, cold = tmp_path / "index.db", tmp_path / "cold.db"
+    for target in (db, cold):
+        engine = open_writer(str(target))
+        Reconciler(engine, root, Compression.ZSTD, settle_seconds=0).reconcile()
+        engine.dispose()
+    documents = indexdb.connect(db).execute('SELECT * FROM "documents" ORDER BY "docid"').fetchall()
+    with create_index_engine(str(db)).begin() as conn:
+        command.downgrade(alembic_config(conn), "0017")
+    old = indexdb.connect(db)
+    assert {row[0] for row in old.execute("SELECT name FROM sqlite_master WHERE name IN ('texts', 'document_hashes')")} == {"document_hashes"}
+    assert old.execute('SELECT * FROM "documents" ORDER BY "docid"').fetchall() == documents
+    old.execute("CREATE VIRTUAL TABLE temp.g USING fts5vocab(main, document_grams, 'instance')")
+    assert {row[0] for row in old.execute("SELECT DISTINCT doc FROM temp.g")} == {row[0] for row in documents}  # grams per document
+    old.close()
+
+    engine = open_writer(str(db), allow_upgrade=True)
+    engine.dispose()
+    upgraded = indexdb.connect(db)
+    assert upgraded.execute('SELECT * FROM "documents" ORDER BY "docid"').fetchall() == documents
+    distinct = {row[-1] for row in documents}
+    assert upgraded.execute('SELECT count(*) FROM "texts"').fetchone()[0] == len(distinct) < len(documents)
+    upgraded.close()
+    state = index_state(str(db))
+    assert state["consistency"] == [] and state["grams"]
+    assert diff_states(state, index_state(str(cold))) == []

@@ -232,11 +232,12 @@ def test_a_recording_reads_no_rows_and_keeps_call_order() -> None:
     assert cursor.execute('SELECT "surface_key" FROM "events" WHERE "sid" = ?', (1,)).fetchone() is None
     cursor.execute('INSERT INTO "t" VALUES (?)', (1,))
     cursor.executemany('INSERT INTO "t" VALUES (?)', iter([(2,), (3,)]))
-    preparation.FtsRecording(cursor).add(None, [(5, "text")])
+    docs = [[5, 0, 5, "user/message", 1, 1, 4, "text", 7]]
+    cursor.insert_documents(docs, None)  # documents: stored by the writer when it replays them
     assert cursor.calls == [
         ('INSERT INTO "t" VALUES (?)', (1,), False),
         ('INSERT INTO "t" VALUES (?)', [(2,), (3,)], True),
-        (None, [(5, "text")], True),
+        (None, docs, True),
     ]
 
 

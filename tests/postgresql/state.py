@@ -103,6 +103,7 @@ def pg_state(url: str, sqlite_columns: dict[str, list[str]]) -> dict[str, Any]:
         problems += [f"text hash of a deleted document {docid}" for docid in sorted(set(stored) - set(texts))]
         hashes = {(key(docid >> 32), docid & 0xFFFFFFFF): value for docid, value in sorted(stored.items())}
         search = _pg_search(cur, key, set(texts), problems)
+        problems += _per_text_problems(cur, texts, stored)
     return {
         "sessions": sessions,
         "events": events,
@@ -138,6 +139,55 @@ def _pg_search(cur: Any, key: Any, docids: set[int], problems: list[str]) -> dic
     return {"postings": dict(sorted(postings.items())), "gram_keys": dict(sorted(grams.items()))}
 
 
+def _per_text_problems(cur: Any, texts: dict[int, str], stored: dict[int, int]) -> list[str]:
+    """Where migration 0020's per-text rows disagree with the documents: each document's
+    ``text_documents`` row (hash and time; none for a deleted one), and each stored text's
+    ``search_texts`` row, ``text_postings`` (its terms and positions), ``text_prefixes`` and ``text_grams``
+    (:func:`readmodel.search.serverterms.gram_counts`).  A text no document holds any more may
+    keep its rows (they are never deleted) and is not a problem."""
+    from readmodel.search import serverterms
+    from readmodel.search.substring import _ascii_folded
+    from readmodel.search.tokens import Tokenizer, postings
+
+    problems = []
+    cur.execute('SELECT "docid", "time" FROM "documents"')
+    times = dict(cur.fetchall())
+    cur.execute('SELECT "docid", "hash", "time" FROM "text_documents"')
+    rows = {docid: (value, time) for docid, value, time in cur.fetchall()}
+    problems += [f"text_documents of document {d}: {rows.get(d)}" for d in sorted(texts) if rows.get(d) != (stored.get(d), times.get(d))]
+    problems += [f"text_documents row of a deleted document {d}" for d in sorted(set(rows) - set(texts))]
+    by_hash = {stored[docid]: text for docid, text in texts.items() if docid in stored}
+    cur.execute('SELECT "hash", "length", "folded" FROM "search_texts" WHERE "hash" = ANY(%s)', (list(by_hash),))
+    lengths = {value: (length, folded) for value, length, folded in cur.fetchall()}
+    cur.execute('SELECT p."hash", t."text", p."tf", p."positions" FROM "text_postings" p JOIN "terms" t ON t."term" = p."term" WHERE p."hash" = ANY(%s)', (list(by_hash),))
+    held: dict[int, dict[bytes, tuple[int, ...]]] = {}
+    for value, term, tf, positions in cur.fetchall():
+        held.setdefault(value, {})[bytes(term)] = tuple(positions) if tf == len(positions) else ()
+    cur.execute('SELECT "hash", "gram", "n" FROM "text_grams" WHERE "hash" = ANY(%s)', (list(by_hash),))
+    grams: dict[int, dict[int, int]] = {}
+    for value, gram, n in cur.fetchall():
+        grams.setdefault(value, {})[gram] = n
+    cur.execute('SELECT "hash", "prefix", "tf", "positions" FROM "text_prefixes" WHERE "hash" = ANY(%s)', (list(by_hash),))
+    prefixes: dict[int, dict[bytes, list[int]]] = {}
+    for value, prefix, tf, positions in cur.fetchall():
+        prefixes.setdefault(value, {})[bytes(prefix)] = list(positions) if tf == len(positions) else []
+    tokenizer = Tokenizer()
+    try:
+        for value, text in sorted(by_hash.items()):
+            if lengths.get(value) != (len(text), _ascii_folded(text.encode(), True).decode()):
+                problems.append(f"search_texts of {value} is not its text's")
+            expected = {term: tuple(found) for term, found in postings(tokenizer.tokens(text)).items()}
+            if held.get(value, {}) != expected:
+                problems.append(f"text_postings of {value} are not its text's")
+            if prefixes.get(value, {}) != serverterms.prefix_positions({term: list(found) for term, found in expected.items()}):
+                problems.append(f"text_prefixes of {value} are not its text's")
+            if grams.get(value, {}) != serverterms.gram_counts(text):
+                problems.append(f"text_grams of {value} are not its text's")
+    finally:
+        tokenizer.close()
+    return problems
+
+
 def sqlite_columns(db_path: str) -> dict[str, list[str]]:
     conn = indexdb.connect(f"file:{db_path}?mode=ro", uri=True)
     try:
@@ -157,9 +207,13 @@ def sqlite_search_rows(db_path: str) -> dict[str, Any]:
         for term, doc, offset in conn.execute('SELECT CAST("term" AS BLOB), "doc", "offset" FROM temp.terms_0 ORDER BY "doc", "offset"'):
             found.setdefault((sid_to_id[doc >> 32], doc & 0xFFFFFFFF), {}).setdefault(term, []).append(offset)
         postings = {k: {t: tuple(p) for t, p in v.items()} for k, v in sorted(found.items())}
+        by_text: dict[int, set[int]] = {}  # SQLite keeps grams per distinct text (schema 0018)
+        for term, text_id in conn.execute('SELECT "term", "doc" FROM temp.grams_0'):
+            by_text.setdefault(text_id, set()).add(LONG_MARK_KEY if term == LONG_MARK else int(term, 16))
         grams: dict[Key, set[int]] = {}
-        for term, doc in conn.execute('SELECT "term", "doc" FROM temp.grams_0'):
-            grams.setdefault((sid_to_id[doc >> 32], doc & 0xFFFFFFFF), set()).add(LONG_MARK_KEY if term == LONG_MARK else int(term, 16))
+        for doc, text_id in conn.execute('SELECT "docid", "text_id" FROM "document_rows"'):
+            if text_id in by_text:
+                grams[(sid_to_id[doc >> 32], doc & 0xFFFFFFFF)] = by_text[text_id]
         return {"postings": postings, "gram_keys": {k: tuple(sorted(v)) for k, v in sorted(grams.items())}}
     finally:
         conn.close()

@@ -19,6 +19,8 @@ from typing import Any
 import msgspec
 import psycopg
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from readmodel.core.errors import SessionQueryError
 from readmodel.query import SessionQuery
@@ -161,15 +163,23 @@ def test_an_abort_cancels_the_running_statement_on_the_server(postgres_url: str)
     assert caught.value.code == "SESSION_QUERY_ABORTED" and time.monotonic() - started < 10
 
 
-def test_migration_0014_builds_the_search_rows_of_an_existing_index(pair: Any, postgres_url: str) -> None:
+def test_migrations_0014_and_0020_build_the_search_rows_of_an_existing_index(pair: Any, postgres_url: str) -> None:
     from readmodel.store.postgres import upgrade
     from tests.pgcopy import copy_index
 
     sqlite_db, built, (sqlite_query, _) = pair
     copy_index(sqlite_db, postgres_url, revision="0013")  # documents, but no search tables yet
-    upgrade(postgres_url)  # 0014 computes terms, postings and gram keys from the stored documents
-    tables = ("terms", "postings", "document_gram_keys")
-    order = {"terms": '"term"', "postings": '"term", "docid"', "document_gram_keys": '"docid"'}
+    upgrade(postgres_url)  # 0014 computes terms, postings and gram keys from the stored documents, 0020 the per-text rows
+    tables = ("terms", "postings", "document_gram_keys", "search_texts", "text_postings", "text_grams", "text_documents")
+    order = {
+        "terms": '"term"',
+        "postings": '"term", "docid"',
+        "document_gram_keys": '"docid"',
+        "search_texts": '"hash"',
+        "text_postings": '"term", "hash"',
+        "text_grams": '"gram", "hash"',
+        "text_documents": '"docid"',
+    }
 
     def rows(url: str, table: str) -> list[Any]:
         with psycopg.connect(url) as conn:
@@ -181,3 +191,58 @@ def test_migration_0014_builds_the_search_rows_of_an_existing_index(pair: Any, p
     with SessionQuery.open(postgres_url) as upgraded:
         request = {"query": "the", "limit": 5, "match": "words"}
         assert _walk(upgraded.search_sessions, request) == _walk(sqlite_query.search_sessions, request)
+
+
+# -- the texts-first ranking (readmodel.search.pgtexts) against the per-document path and SQLite ---
+
+
+@pytest.fixture(scope="module")
+def three(pair: Any) -> Any:
+    """SQLite, PostgreSQL texts first, PostgreSQL per document: three searches over one index."""
+    from readmodel.search.postgres import postgres_search
+    from readmodel.search.sqlite import sqlite_search
+
+    sqlite_db, url, (sqlite_query, _) = pair
+    store = PostgresIndexStore.open(url)
+    fast, slow = postgres_search(store), postgres_search(store)
+    slow.backend.texts_first = False
+    with indexdb.connect(sqlite_db) as conn:
+        texts = [row[0] for row in conn.execute('SELECT "text" FROM "documents" ORDER BY "docid"') if row[0].strip()]
+    sessions = [record.header["id"] for record in sqlite_query.list_sessions()]
+    lite = sqlite_search(sqlite_db)
+    yield lite, fast, slow, texts, sessions
+    lite.close()
+    store.close()
+
+
+@st.composite
+def _searches(draw: Any, texts: list[str], sessions: list[str]) -> tuple[str, dict[str, Any]]:
+    text = draw(st.sampled_from(texts))
+    start = draw(st.integers(0, max(0, len(text) - 1)))
+    query = text[start : start + draw(st.integers(1, 14))]
+    if draw(st.booleans()):
+        query = query.upper() if draw(st.booleans()) else query.strip() + draw(st.sampled_from(["", " ", '"', " the"]))
+    request: dict[str, Any] = {"query": query, "match": draw(st.sampled_from(MODES)), "limit": draw(st.sampled_from([1, 3, 25]))}
+    scope = draw(st.sampled_from(["sessions", "filtered", "events"]))
+    if scope == "filtered":
+        request["sessionFilters"] = draw(st.sampled_from(SESSION_FILTERS[1:]))
+    if scope == "events":
+        request["sessionId"] = draw(st.sampled_from(sessions))
+        if draw(st.booleans()):
+            request["filters"] = draw(st.sampled_from(EVENT_FILTERS[1:]))
+    return ("search_events" if scope == "events" else "search_sessions"), request
+
+
+def _pages(search: Any, method: str, request: dict[str, Any]) -> list[Any]:
+    search.backend._ranked_rows.clear() if hasattr(search.backend, "_ranked_rows") else search.backend._ranked.clear()
+    return _walk(getattr(search, method), request)[:4]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_texts_first_ranking_equals_the_per_document_path_and_sqlite(three: Any, data: Any) -> None:
+    lite, fast, slow, texts, sessions = three
+    method, request = data.draw(_searches(texts, sessions))
+    expected = _pages(lite, method, request)
+    assert _pages(fast, method, request) == expected, request
+    assert _pages(slow, method, request) == expected, request

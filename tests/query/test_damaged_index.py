@@ -50,11 +50,12 @@ def open_error(db: Path) -> SessionQueryError:
         (["DROP TABLE documents_fts"], "missing FTS5 table documents_fts"),
         (["DROP TABLE documents_fts_idx"], "missing table documents_fts_idx"),
         (['ALTER TABLE "events" DROP COLUMN "digest"'], "missing column events.digest"),
-        # documents is a view over document_rows (schema 0016): its columns are checked too.
+        # documents is a view over document_rows and texts (schemas 0016, 0018): its columns are checked too.
         (
             [
                 'DROP VIEW "documents"',
-                'CREATE VIEW "documents" AS SELECT "docid", "sid", "seq", "type", "time", "length", sessionq_text("text_z") AS "text" FROM "document_rows"',
+                'CREATE VIEW "documents" AS SELECT d."docid", d."sid", d."seq", d."type", d."time", t."length", sessionq_text(t."text_z") AS "text" '
+                'FROM "document_rows" d JOIN "texts" t ON t."id" = d."text_id"',
             ],
             "missing column documents.surface",
         ),

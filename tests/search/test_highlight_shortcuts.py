@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import sqlite3
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from readmodel.search.modes import words_expression
@@ -78,6 +78,8 @@ def test_an_accepted_prefix_gives_the_whole_documents_snippet(text: str, query: 
     width=st.integers(min_value=1, max_value=40),
     cuts=st.lists(st.floats(min_value=0, max_value=1), min_size=1, max_size=6),
 )
+@example(text="to to to ", query="t to", width=1, cuts=[0.5])
+@example(text="to to tool t", query="t to", width=1, cuts=[0.3, 0.5, 0.8])
 def test_an_accepted_prefix_gives_the_whole_documents_snippet_for_words_with_a_prefix_term(text: str, query: str, width: int, cuts: list[float]) -> None:
     """The words mode's prefix snippets (a page row's first window highlighted alone): several
     phrases, the last a prefix, cuts anywhere (``tool`` cut to ``to`` matches ``"to"*``)."""
@@ -87,11 +89,15 @@ def test_an_accepted_prefix_gives_the_whole_documents_snippet_for_words_with_a_p
     if not expression:
         return
     whole = _highlight(conn, text, expression)
+    if whole is None:
+        # Snippets are made only for documents that match.  With several phrases a cut
+        # can create the one token the whole lacks ("to to" cut to "to t" holds "t"),
+        # so a prefix's match says nothing about a document that does not match.
+        return
     for cut in cuts:
         marked = _highlight(conn, text[: int(cut * len(text))], expression)
         if marked is None or not prefix_decides_snippet(marked, width):
             continue
-        assert whole is not None, "a prefix match must be a match of the whole document"
         assert make_snippet(marked, width) == make_snippet(whole, width)
 
 

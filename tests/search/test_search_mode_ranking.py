@@ -32,7 +32,7 @@ def _searches(db: str, **options: Any) -> tuple[SessionSearch, SessionSearch]:
     fast.open()
     slow.open()
     slow.backend._sql_ranking = False
-    assert fast.backend._hashes
+    assert fast.backend._texts
     return fast, slow
 
 
@@ -151,7 +151,7 @@ def test_the_sql_ranking_demotes_shared_texts_by_every_session_of_the_index(tmp_
 
 
 def test_a_live_overlay_is_ranked_by_the_python_path(tmp_path: Path) -> None:
-    """Live documents are not in document_hashes: with any live session the Python ranking runs."""
+    """Live documents are not in texts: with any live session the Python ranking runs."""
     db = build(tmp_path, {"a": [_BOILERPLATE], "b": [_BOILERPLATE], "c": ["sandbox"]})[1]
     live = InMemoryLiveSource()
     live.create(header("live-1", created_at=9), [user(0, _BOILERPLATE)])

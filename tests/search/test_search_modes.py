@@ -189,7 +189,7 @@ def test_substring_finds_cjk_identifier_fragments_and_punctuation(corpora: dict[
 
 
 def test_a_candidate_provider_changes_no_answer(corpora: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
-    """The seam: any superset of the matching docids (here: exact, and everything) gives the slow path's answer."""
+    """The seam: any superset of the matching text ids (here: exact, and everything) gives the slow path's answer."""
     db = corpora["synthetic"]
     queries = ["数据库", "Down", "->", "tearDown", "the"]
     search = sqlite_search(db)
@@ -198,10 +198,12 @@ def test_a_candidate_provider_changes_no_answer(corpora: dict[str, str], monkeyp
 
     def exact(conn: sqlite3.Connection, query: str, doc_range: tuple[int, int] | None) -> tuple[str, list[Any]]:
         pattern = compile_text_filter(query)
-        ids = [docid for _, docid, _, text in cached_documents(db) if pattern.search(text)]
+        texts = conn.execute('SELECT "docid", "text_id" FROM "document_rows"').fetchall()
+        text_of = dict(texts)
+        ids = sorted({text_of[docid] for _, docid, _, text in cached_documents(db) if pattern.search(text)})
         return "SELECT value FROM json_each(?)", [json.dumps(ids + [-5, 2**40])]
 
-    for provider in (exact, lambda conn, query, doc_range: ('SELECT "docid" FROM "documents"', [])):
+    for provider in (exact, lambda conn, query, doc_range: ('SELECT "id" FROM "texts"', [])):
         monkeypatch.setattr("readmodel.search.sqlitemodes.index_candidates", provider)
         fresh = sqlite_search(db)
         for query in queries:

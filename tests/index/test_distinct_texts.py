@@ -1,0 +1,137 @@
+"""Each distinct document text stored once (schema 0018): exact sharing, and texts and their grams
+living exactly as long as a document holds them, through savepoint rollbacks and deferred writes."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from indexer import projection
+from readmodel.projection.grams import document_tokens
+from readmodel.projection.texthash import text_hash
+from readmodel.store.database import open_writer
+from readmodel.store.schema import TEXT_EXPRESSION
+
+
+@pytest.fixture()
+def cursor(tmp_path: Path) -> Iterator[sqlite3.Cursor]:
+    engine = open_writer(str(tmp_path / "index.db"))
+    with engine.connect() as conn:
+        cur = conn.connection.driver_connection.cursor()
+        yield cur
+        if cur.connection.in_transaction:
+            cur.execute("ROLLBACK")
+    engine.dispose()
+
+
+def _doc(sid: int, seq: int, text: str, hash_value: int | None = None) -> list[object]:
+    """A projector's document row with its text hash appended (as ``SessionProjector.flush`` hands it over)."""
+    return [sid << 32 | seq, sid, seq, "user/message", 1, 1, len(text), text, text_hash(text) if hash_value is None else hash_value]
+
+
+def _state(cur: sqlite3.Cursor) -> tuple[dict[int, str], dict[int, int], dict[int, set[str]]]:
+    """(texts by id, text id by docid, gram words by text id)."""
+    texts = dict(cur.execute(f'SELECT t."id", {TEXT_EXPRESSION} FROM "texts" t').fetchall())
+    named = dict(cur.execute('SELECT "docid", "text_id" FROM "document_rows"').fetchall())
+    cur.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.g USING fts5vocab(main, document_grams, 'instance')")
+    grams: dict[int, set[str]] = {}
+    for term, doc in cur.execute("SELECT term, doc FROM temp.g").fetchall():
+        grams.setdefault(doc, set()).add(term)
+    return texts, named, grams
+
+
+def _consistent(cur: sqlite3.Cursor) -> dict[int, str]:
+    texts, named, grams = _state(cur)
+    assert set(named.values()) == set(texts), "every text is held, every document names a stored text"
+    assert grams == {text_id: set(document_tokens(text).split()) for text_id, text in texts.items()}
+    return texts
+
+
+def test_equal_texts_share_one_row_and_a_hash_collision_gets_a_row_of_its_own(cursor: sqlite3.Cursor) -> None:
+    cursor.execute("BEGIN IMMEDIATE")
+    fts = projection.DeferredFts()
+    docs = [_doc(1, 0, "the same text", 7), _doc(1, 1, "another text", 7), _doc(2, 0, "the same text", 7), _doc(2, 1, "another text", 7)]
+    projection.insert_documents(cursor, docs, fts)
+    fts.write(cursor)
+    cursor.execute("COMMIT")
+    texts = _consistent(cursor)
+    assert sorted(texts.values()) == ["another text", "the same text"]  # one hash, two texts: two rows
+    named = dict(cursor.execute('SELECT "docid", "text_id" FROM "document_rows"').fetchall())
+    assert named[1 << 32] == named[2 << 32] != named[1 << 32 | 1] == named[2 << 32 | 1]
+    assert cursor.execute('SELECT "text" FROM "documents" ORDER BY "docid"').fetchall() == [(doc[7],) for doc in docs]
+
+
+def test_a_text_and_its_grams_go_with_its_last_document(cursor: sqlite3.Cursor) -> None:
+    cursor.execute("BEGIN IMMEDIATE")
+    fts = projection.DeferredFts()
+    projection.insert_documents(cursor, [_doc(1, 0, "kept by two"), _doc(1, 1, "only here 数据库")], fts)
+    projection.insert_documents(cursor, [_doc(2, 0, "kept by two")], fts)
+    fts.write(cursor)
+    cursor.execute("COMMIT")
+
+    cursor.execute("BEGIN IMMEDIATE")
+    fts = projection.DeferredFts()
+    projection.delete_session_rows(cursor, 1, fts=fts)
+    assert len(_state(cursor)[0]) == 2  # dropped when the transaction's buffer is written, not before
+    projection.insert_documents(cursor, [_doc(3, 0, "new in this transaction")], fts)
+    fts.write(cursor)
+    cursor.execute("COMMIT")
+    assert sorted(_consistent(cursor).values()) == ["kept by two", "new in this transaction"]
+
+    cursor.execute("BEGIN IMMEDIATE")
+    projection.delete_session_rows(cursor, 2)  # without a buffer (prune): dropped at once
+    projection.delete_session_rows(cursor, 3)
+    cursor.execute("COMMIT")
+    assert _consistent(cursor) == {}
+
+
+def test_a_pending_text_orphaned_before_the_buffer_is_written_never_reaches_the_gram_index(cursor: sqlite3.Cursor) -> None:
+    cursor.execute("BEGIN IMMEDIATE")
+    fts = projection.DeferredFts()
+    projection.insert_documents(cursor, [_doc(1, 0, "short-lived")], fts)
+    (text_id,) = cursor.execute('SELECT "id" FROM "texts"').fetchone()
+    cursor.execute('DELETE FROM "document_rows"')  # as if its document had gone (documents_fts left to the buffer)
+    fts.rows = []
+    fts.orphans.add(text_id)
+    fts.write(cursor)
+    cursor.execute("COMMIT")
+    assert _consistent(cursor) == {}
+
+
+def test_a_rolled_back_savepoint_keeps_the_texts_its_deletions_orphaned(cursor: sqlite3.Cursor) -> None:
+    cursor.execute("BEGIN IMMEDIATE")
+    fts = projection.DeferredFts()
+    projection.insert_documents(cursor, [_doc(1, 0, "committed before")], fts)
+    fts.write(cursor)
+    cursor.execute("COMMIT")
+
+    cursor.execute("BEGIN IMMEDIATE")
+    fts = projection.DeferredFts()
+    projection.insert_documents(cursor, [_doc(2, 0, "pending in the buffer")], fts)
+    cursor.execute('SAVEPOINT "session"')
+    mark = fts.mark()
+    projection.delete_session_rows(cursor, 1, fts=fts)
+    projection.insert_documents(cursor, [_doc(3, 0, "inside the failed session"), _doc(3, 1, "pending in the buffer")], fts)
+    cursor.execute('ROLLBACK TO "session"')  # the session failed: its deletions and its text are undone
+    fts.rollback(mark)
+    cursor.execute('RELEASE "session"')
+    fts.write(cursor)
+    cursor.execute("COMMIT")
+    assert sorted(_consistent(cursor).values()) == ["committed before", "pending in the buffer"]
+
+
+def test_a_repeated_text_is_found_again_after_its_row_was_dropped_and_its_id_reused(cursor: sqlite3.Cursor) -> None:
+    cursor.execute("BEGIN IMMEDIATE")
+    fts = projection.DeferredFts()
+    projection.insert_documents(cursor, [_doc(1, 0, "first text " * 20)], fts)
+    fts.write(cursor)
+    projection.delete_session_rows(cursor, 1, fts=fts)
+    fts.write(cursor)
+    projection.insert_documents(cursor, [_doc(2, 0, "second text " * 20)], fts)  # may take the freed id
+    projection.insert_documents(cursor, [_doc(3, 0, "first text " * 20)], fts)
+    fts.write(cursor)
+    cursor.execute("COMMIT")
+    assert sorted(_consistent(cursor).values()) == ["first text " * 20, "second text " * 20]
