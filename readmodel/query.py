@@ -43,8 +43,7 @@ from readmodel.core.cancel import AbortSignal, is_aborted, throw_if_aborted
 from readmodel.core.config import QueryConfig, validate_config
 from readmodel.store.database import failure_reason, snapshot, sqlite_path
 from readmodel.core.errors import SessionQueryError
-from readmodel.projection.eventtrace import assemble_trace, build_event_records, event_not_found, target_index
-from readmodel.projection.eventtrace import trace_event as trace_live_event
+from readmodel.projection.eventtrace import assemble_trace, build_event_records, event_not_found, target_index, trace_event as trace_live_event
 from readmodel.projection.extraction import build_documents
 from readmodel.projection.redaction import list_reader, read_window, redact_events, redact_titles, restored_documents
 from readmodel.projection.secrets import Policy, policy_from_env, redacts_index, redacts_raw
@@ -271,6 +270,10 @@ class SessionQuery:
             raise search_disabled()
         refuse_live_search_on_server(self.live if isinstance(self.store, PostgresIndexStore) else None)  # SQLite's overlay only, so far
         return self._searcher()
+
+    def search_generation(self, signal: AbortSignal | None = None) -> str:
+        """The search scope's generation now (:meth:`readmodel.search.engine.SessionSearch.generation`)."""
+        return self._ready_searcher().generation(signal)
 
     def __enter__(self) -> SessionQuery:
         return self

@@ -175,6 +175,8 @@ POSTGRES_COMMANDS: frozenset[str] = frozenset(
         "mcp",
         # A log this host has (a session indexed elsewhere is refused, naming its source).
         "export",
+        # The terminal browser (its searches, listings and transcripts through the same engine).
+        "browse",
     }
 )
 """The commands that accept a PostgreSQL ``--db`` so far (docs/postgres.md)."""
@@ -210,7 +212,7 @@ def db_option(func: F) -> F:
         default=default_db,
         callback=_refuse_unsupported_postgres,
         show_default="$SESSIONQ_DB, else $XDG_DATA_HOME/sessionq/index.db, i.e. ~/.local/share/sessionq/index.db",
-        help="The index database: a path, or postgresql://user@host/dbname (`sessionq db` commands only, so far); the one scripts/run writes by default.",
+        help="The index database: a path, or postgresql://user@host/dbname (every command); the one scripts/run writes by default.",
     )(func)
 
 

@@ -100,6 +100,14 @@ class SessionSearch:
             return SessionEventSearchPage(session=header, items=items, next_cursor=cursor)
         return SessionEventSearchPage(session=header, items=items)
 
+    def generation(self, signal: Any = None) -> str:
+        """The generation of the whole search scope now (stored and live sessions): equal
+        generations give equal answers to equal requests, so a caller may keep a page per
+        generation.  Extension (``sessionq browse`` keeps its first pages with it)."""
+        self._check_enabled()
+        with self.backend.snapshot(signal) as snap:
+            return snap.generation()
+
     # -- internals ----------------------------------------------------------------
 
     def _check_enabled(self) -> None:

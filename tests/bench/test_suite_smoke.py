@@ -54,7 +54,7 @@ def test_every_benchmark_reported(suite: dict[str, Any]) -> None:
     assert set(suite["results"]) == {
         "machine", "cold-build", "decode-floor", "decode", "search-latency", "listing",
         "window-read", "export", "append-latency", "concurrent-readers",
-        "browse-keystroke", "browse-engine", "browse-startup", "search-modes-latency",
+        "browse-keystroke", "browse-keystroke-settled", "browse-engine", "browse-startup", "search-modes-latency",
     } | ({"live-latency"} if CHROMIUM.is_file() else set())
     machine = suite["results"]["machine"][0]
     assert machine["cpus"] >= 1 and machine["python"] and machine["sqlite"]

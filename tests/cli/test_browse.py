@@ -62,13 +62,15 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_index(root, base / "index.db")
 
 
-def drive(db: Path, scenario: Callable[[BrowserApp, Any], Awaitable[None]], engine: Any = None) -> BrowserApp:
+def drive(
+    db: Path, scenario: Callable[[BrowserApp, Any], Awaitable[None]], engine: Any = None, debounce: float = 0.005, size: tuple[int, int] = (120, 40)
+) -> BrowserApp:
     """Run ``scenario(app, pilot)`` in a headless app over ``db``; the app is returned afterwards."""
     engine = engine or SessionQuery.open(str(db))
-    app = BrowserApp(engine, debounce=0.005)
+    app = BrowserApp(engine, debounce=debounce)
 
     async def run() -> None:
-        async with app.run_test(size=(120, 40)) as pilot:
+        async with app.run_test(size=size) as pilot:
             await until(pilot, lambda: app.shown_query == "")
             await scenario(app, pilot)
 
@@ -120,6 +122,24 @@ def test_results_follow_each_keystroke_and_replace_the_previous_query(db: Path) 
     assert seen[1] == ["workspace"]  # an emptied query goes back to the workspaces
     assert seen[2] == [("session", ALPHA)]
     assert seen[3] == [("note", None)]  # "no session matches"
+
+
+def test_without_a_debounce_each_key_shows_its_own_results_and_a_burst_its_last_query(db: Path) -> None:
+    """The app's default (no debounce timer): a key's search starts once the keys queued with
+    it are handled, so keys typed one by one each show their results, and a burst shows its
+    last query's."""
+    seen: list[Any] = []
+
+    async def scenario(app: BrowserApp, pilot: Any) -> None:
+        await type_query(app, pilot, "gam")
+        seen.append(listed(app))
+        await pilot.press("backspace", "backspace", "backspace", *"frobnicate")
+        await until(pilot, lambda: app.shown_query == "frobnicate")
+        await pilot.pause(0.1)
+        seen.append((app.shown_query, listed(app)))
+
+    drive(db, scenario, debounce=0.0)
+    assert seen == [[("session", BETA)], ("frobnicate", [("session", ALPHA)])]
 
 
 class SlowFirstSearch:
@@ -304,25 +324,26 @@ class CountingEngine:
 
 
 def test_an_emptied_query_shows_the_overview_kept_from_start_up_without_listing_again(db: Path) -> None:
-    """The overview lives in its own list, filled once: erasing a query shows it again as it
-    was (first row highlighted) without asking the index or rebuilding its rows."""
+    """The overview's rows and options are made once: erasing a query shows them again as they
+    were (first row highlighted) without asking the index or rebuilding them, in the same list
+    (no list shown or hidden, so no layout of the whole screen)."""
     engine = CountingEngine(SessionQuery.open(str(db)))
     seen: list[Any] = []
 
     async def scenario(app: BrowserApp, pilot: Any) -> None:
-        overview = app.query_one("#overview")
-        seen.append((overview.option_count, overview.display, app.query_one("#results").display))
+        results = app.query_one("#results")
+        first = list(results._options)
+        seen.append(results.option_count)
         await type_query(app, pilot, "gamma")
-        seen.append((overview.display, app.query_one("#results").display, listed(app)))
+        seen.append(listed(app))
         for _ in "gamma":
             await pilot.press("backspace")
         await until(pilot, lambda: app.shown_query == "")
-        seen.append((overview.option_count, overview.display, overview.highlighted, app.query_one("#results").display, listed(app)[0]))
+        seen.append((results.option_count, results.highlighted, listed(app)[0], all(a is b for a, b in zip(first, results._options))))
+        seen.append(len(app.query("OptionList")))
 
     drive(db, scenario, engine)
-    assert seen[0] == (5, True, False)
-    assert seen[1] == (False, True, [("session", BETA)])
-    assert seen[2] == (5, True, 0, False, ("workspace", "/work/alpha"))
+    assert seen == [5, [("session", BETA)], (5, 0, ("workspace", "/work/alpha"), True), 1]
     assert engine.workspace_listings == 1  # at start-up only
 
 

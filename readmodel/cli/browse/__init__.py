@@ -3,7 +3,8 @@
 Owns: the ``browse`` click command (:data:`browse_command`), the Textual app
 and its screens (:mod:`.app`: search as you type, sessions by workspace,
 transcripts with match jumps, copying ids) and what they show, computed off
-the UI thread (:mod:`.rows`).
+the UI thread (:mod:`.rows`), the first pages kept per search generation and
+fetched ahead (:mod:`.cache`), and rows as cheap-to-paint visuals (:mod:`.lines`).
 
 Imports: the engine (:mod:`readmodel.query`, through the CLI's plumbing),
 :mod:`readmodel.core`, and the CLI's presentation helpers
@@ -34,6 +35,7 @@ Keys:
 Examples:
   sessionq browse
   sessionq browse --db ./var/index.db
+  sessionq browse --db postgresql://me@dbhost/sessionq
 """
 
 

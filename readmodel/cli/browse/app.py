@@ -1,7 +1,7 @@
 """The Textual app of ``sessionq browse``: a search box over the results, and transcript screens.
 
 Threading contract: the UI thread never queries the engine.  Each keystroke
-(after a light debounce) aborts the search in flight (its
+(once the keys queued with it are handled) aborts the search in flight (its
 :class:`~readmodel.core.cancel.AbortController`) and starts a worker thread;
 the worker's rows are applied only if no later keystroke started another
 search (a generation counter), so stale results are dropped, never shown.
@@ -27,14 +27,22 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from readmodel.cli.browse.rows import Row, Transcript, load_transcript, search_rows, warm_up, workspace_rows, workspace_session_rows
+from readmodel.cli.browse.cache import PageCache, Prefetcher, cached_search_rows
+from readmodel.cli.browse.lines import Lines, LinesList
+from readmodel.cli.browse.rows import Row, Transcript, load_transcript, warm_up, workspace_rows, workspace_session_rows
 from readmodel.core.cancel import AbortController, AbortError
 from readmodel.core.errors import SessionQueryError
 
-DEBOUNCE_SECONDS = 0.005
-"""Quiet time after a keystroke before its search starts: keys that arrive together (a paste, a
-burst read in one go) run one search; slower typing is handled by aborting the search in flight."""
+DEBOUNCE_SECONDS = 0.0
+"""Quiet time after a keystroke before its search starts (0: none).  Without one, a keystroke's
+search starts once the messages already queued are handled, so keys that arrive together (a
+burst read in one go) still run one search; slower typing aborts the search in flight.  A
+timer costs a keystroke its length plus a few ms of scheduling under load, for nothing."""
 
+
+PREFETCH_QUIET = 0.5
+"""Seconds without a keystroke (results on screen) before the one-character queries are fetched
+ahead (:mod:`.cache`); a keystroke aborts the prefetch, so it never delays a search."""
 
 GC_THRESHOLDS = (50_000, 20, 20)
 """The collector's thresholds while the app runs (Python's default: 700, 10, 10).  A keystroke
@@ -182,9 +190,9 @@ class BrowserApp(App[None]):
     /* Below the list, above the footer (a second widget docked at the bottom would sit under it). */
     #status, #where { height: 1; padding: 0 1; color: $text-muted; }
     OptionList { height: 1fr; }
-    /* One screen line per row line, cut with an ellipsis: no wrapping to compute per keystroke. */
-    #overview, #results { text-wrap: nowrap; text-overflow: ellipsis; }
-    #overview.hidden, #results.hidden { display: none; }
+    /* The scroll bar always there: a page that fits the screen after one that did not (or the
+       reverse) would otherwise show or hide it, which lays out the whole screen again. */
+    #results { width: 1fr; overflow-y: scroll; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "back/quit"),
@@ -205,23 +213,32 @@ class BrowserApp(App[None]):
         self.shown_at = 0.0
         self._generation = 0
         self._timer: Timer | None = None
+        self._pending: str | None = None  # typed, its search not started yet
         self._controller: AbortController | None = None
         self._overview: list[Row] | None = None
+        self._overview_options: list[Option] = []  # kept with their painted lines: shown again as they were
         self._thresholds = gc.get_threshold()
+        self.cache = PageCache()
+        self.prefetcher = Prefetcher(self.cache)
+        self._prefetching: AbortController | None = None
+        self._quiet: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield QueryInput(value=self.initial_query, placeholder="type to search every session · empty: sessions by workspace", id="query")
-        # The workspace overview keeps its own list, filled once: an emptied query shows it again
-        # without rebuilding its rows (refilling ~100 rows costs more than a keystroke may).
-        yield OptionList(id="overview", classes="hidden")
-        yield OptionList(id="results")
+        # One list for the overview and the results: showing one list and hiding another asked
+        # Textual for a layout of the whole screen on a query's first key and its last backspace.
+        yield LinesList(id="results")
         yield Static("", id="status")
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#query", Input).focus()
         self._start(self.initial_query)
-        self.in_worker(lambda: warm_up(self.engine), lambda _result: self._freeze())  # a failure shows on the first search
+        self.in_worker(lambda: warm_up(self.engine), self._warm)  # a failure shows on the first search
+
+    def _warm(self, _result: Any) -> None:
+        self._freeze()
+        self._prefetch_when_quiet()
 
     def _freeze(self) -> None:
         """Start-up is over: hide what lives as long as the app (widgets, styles, the engine's
@@ -233,6 +250,7 @@ class BrowserApp(App[None]):
         gc.set_threshold(*GC_THRESHOLDS)
 
     def on_unmount(self) -> None:
+        self._stop_prefetch()
         gc.set_threshold(*self._thresholds)
         gc.unfreeze()  # a process that runs several apps (the tests) gives their objects back
 
@@ -273,11 +291,54 @@ class BrowserApp(App[None]):
 
     # -- searching -------------------------------------------------------------
 
+    def _prefetch_when_quiet(self) -> None:
+        """(Re)arm the prefetch: it starts once nobody has typed for :data:`PREFETCH_QUIET` seconds."""
+        if self._quiet is not None:
+            self._quiet.stop()
+        self._quiet = self.set_timer(PREFETCH_QUIET, self._prefetch)
+
+    def _prefetch(self) -> None:
+        if self._prefetching is not None or self._controller is not None:
+            return  # one at a time, never beside a search
+        controller = self._prefetching = AbortController()
+
+        def run() -> None:
+            try:
+                self.prefetcher.run(self.engine, controller.signal)
+            except Exception:  # noqa: BLE001 - aborted, or failing as the next search will say
+                pass
+
+        def finished(_result: Any) -> None:
+            if self._prefetching is controller:
+                self._prefetching = None
+
+        self.in_worker(run, finished)
+
+    def _stop_prefetch(self) -> None:
+        if self._quiet is not None:
+            self._quiet.stop()
+            self._quiet = None
+        if self._prefetching is not None:
+            self._prefetching.abort()
+            self._prefetching = None
+
     def on_input_changed(self, event: Input.Changed) -> None:
+        self._stop_prefetch()
         if self._timer is not None:
             self._timer.stop()
         value = event.value
-        self._timer = self.set_timer(self.debounce, lambda: self._start(value))
+        if self.debounce > 0:
+            self._timer = self.set_timer(self.debounce, lambda: self._start(value))
+            return
+        if self._pending is None:
+            self.call_later(self._start_pending)
+        self._pending = value
+
+    def _start_pending(self) -> None:
+        """Search the latest value typed (the keys queued with it were handled first)."""
+        value, self._pending = self._pending, None
+        if value is not None:
+            self._start(value)
 
     def _start(self, query: str) -> None:
         self._generation += 1
@@ -289,12 +350,12 @@ class BrowserApp(App[None]):
             self.workspace = False
             controller = self._controller = AbortController()
             signal = controller.signal
-            self.in_worker(lambda: search_rows(self.engine, query, signal), lambda rows: self._show(query, rows), generation)
+            self.in_worker(lambda: cached_search_rows(self.engine, self.cache, query, signal), lambda rows: self._show(query, rows), generation)
         elif self.workspace is not False:
             cwd = self.workspace
             self.in_worker(lambda: workspace_session_rows(self.engine, cwd), lambda rows: self._show(query, rows), generation)  # type: ignore[arg-type]
         elif self._overview is not None:
-            self._show(query, self._overview, overview=True, refill=False)
+            self._show(query, self._overview, overview=True)
         else:
             self._status("loading workspaces …")
             self.in_worker(lambda: workspace_rows(self.engine), lambda rows: self._show(query, rows, overview=True), generation)
@@ -302,8 +363,8 @@ class BrowserApp(App[None]):
     def _status(self, text: str) -> None:
         self.query_one("#status", Static).update(text, layout=False)  # one line, always
 
-    def _show(self, query: str, rows: Sequence[Row] | BaseException, overview: bool = False, refill: bool = True) -> None:
-        """Put ``rows`` on screen: in the overview list (filled only when ``refill``) or the results list."""
+    def _show(self, query: str, rows: Sequence[Row] | BaseException, overview: bool = False) -> None:
+        """Put ``rows`` on screen; the ``overview``'s options are made once and kept."""
         if isinstance(rows, BaseException):
             self._status(f"error: {_failure(rows)}")
             rows, overview = [], False
@@ -311,33 +372,21 @@ class BrowserApp(App[None]):
             sessions = sum(row.kind == "session" for row in rows)
             self._status(f"{sessions} best sessions for “{query}”" if query.strip() else f"{sessions} sessions · Enter on a workspace lists all of it")
         self.rows = list(rows)
-        shown = self.query_one("#overview" if overview else "#results", OptionList)
+        shown = self.results_list()
+        options = [Option(Lines(row.lines), disabled=row.kind == "note") for row in self.rows] if not overview or self._overview is None else self._overview_options
         if overview and self._overview is None:
+            self._overview, self._overview_options = self.rows, options
             self.call_after_refresh(self._freeze)
-        if overview:
-            self._overview = self.rows
-        if refill:
-            shown.set_options(Option(row.prompt, disabled=row.kind == "note") for row in self.rows)
+        shown.set_options(options)
         if self.rows and self.rows[0].kind != "note":
             shown.highlighted = 0
-        self._reveal(shown)
         self.mark_shown(query)
-
-    def _reveal(self, shown: OptionList) -> None:
-        """Show ``shown`` and hide the other list (focus follows when the hidden one had it)."""
-        hidden = self.query_one("#results" if shown.id == "overview" else "#overview", OptionList)
-        if not shown.has_class("hidden"):
-            return
-        had_focus = self.focused is hidden
-        hidden.add_class("hidden")
-        shown.remove_class("hidden")
-        if had_focus:
-            shown.focus()
+        self._controller = None  # the search (if any) is over
+        self._prefetch_when_quiet()
 
     def results_list(self) -> OptionList:
         """The list on screen (the overview or the results)."""
-        overview = self.query_one("#overview", OptionList)
-        return self.query_one("#results", OptionList) if overview.has_class("hidden") else overview
+        return self.query_one("#results", OptionList)
 
     # -- keys --------------------------------------------------------------------
 
@@ -357,6 +406,7 @@ class BrowserApp(App[None]):
             self._open(self.rows[event.option_index])
 
     def _open(self, row: Row) -> None:
+        self._stop_prefetch()  # the transcript's own searches go first
         if row.kind == "session" and row.session_id is not None:
             self.push_screen(TranscriptScreen(row.session_id, self.query_one("#query", Input).value, row.seq))
         elif row.kind == "workspace" and self.workspace is False:

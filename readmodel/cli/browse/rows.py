@@ -38,7 +38,7 @@ PATH_WIDTH: Final = 40
 
 @dataclass(frozen=True, slots=True)
 class Row:
-    """One line (or two) of the results list.
+    """One entry of the results list: its ``lines`` (one screen line each).
 
     ``kind`` is ``"session"`` (opens a transcript), ``"workspace"`` (opens the
     workspace's whole listing) or ``"note"`` (not selectable).  ``seq`` is the
@@ -46,7 +46,7 @@ class Row:
     """
 
     kind: str
-    prompt: Text
+    lines: tuple[Text, ...]
     session_id: str | None = None
     cwd: str | None = None
     seq: int | None = None
@@ -89,27 +89,37 @@ def highlighted(text: str, terms: Sequence[str], style: str = "") -> Text:
     return out
 
 
+def _one_line(cwd: str | None) -> str:
+    """A workspace in full on one line (a control character in a path would break the row)."""
+    return NO_WORKSPACE if cwd is None else " ".join(cwd.splitlines())
+
+
 def _workspace(cwd: str | None) -> str:
     return NO_WORKSPACE if cwd is None else short_path(cwd, PATH_WIDTH)
 
 
-def session_prompt(summary: Any, snippet: str | None = None, terms: Sequence[str] = ()) -> Text:
+def session_lines(summary: Any, snippet: str | None = None, terms: Sequence[str] = ()) -> tuple[Text, ...]:
     """A session's entry: title, short id, workspace, age and events; the snippet on a second line."""
     title = summary.title if summary is not None and summary.title else "(untitled)"
-    prompt = Text.assemble(
+    first = Text.assemble(
         (clip(title, TITLE_WIDTH), "bold"),
         ("  ", ""),
         (summary.id[:8], "cyan"),
         (f"  {_workspace(summary.cwd)} · {age(summary.last_activity)} ago · {summary.event_count} events", "dim"),
     )
-    if snippet:
-        prompt.append("\n  ")
-        prompt.append_text(highlighted(clip(snippet, 200), terms))
-    return prompt
+    if not snippet:
+        return (first,)
+    second = Text("  ")
+    second.append_text(highlighted(clip(snippet, 200), terms))
+    return first, second
+
+
+def _note(text: str) -> Row:
+    return Row("note", (Text(clip(text, 200), style="dim"),))
 
 
 def _summary_row(summary: Any, snippet: str | None = None, terms: Sequence[str] = (), seq: int | None = None) -> Row:
-    return Row("session", session_prompt(summary, snippet, terms), summary.id, summary.cwd, seq)
+    return Row("session", session_lines(summary, snippet, terms), summary.id, summary.cwd, seq)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,21 +133,40 @@ class _Bare:
     event_count: int = 0
 
 
-def search_rows(engine: Any, query: str, signal: AbortSignal | None = None, limit: int = SEARCH_LIMIT) -> list[Row]:
-    """The sessions matching ``query``, best first, each with its best match's snippet."""
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A search's first page as the engine answered it: the hits, best first, and their sessions'
+    summaries.  Rows are made from it when shown (:func:`found_rows`), so a kept page still says
+    how long ago each session was active."""
+
+    hits: tuple[Any, ...]
+    summaries: dict[str, Any]
+
+
+def find(engine: Any, query: str, signal: AbortSignal | None = None, limit: int = SEARCH_LIMIT) -> Found:
+    """The sessions matching ``query`` (people's mode, :func:`~readmodel.search.modes.people_match`)."""
     mode, text = people_match(query)
     page = engine.search_sessions({"query": text, "match": mode, "limit": limit}, signal)
     ids = [hit.header["id"] for hit in page.items]
-    summaries = engine.session_summaries(ids) if ids else {}
+    return Found(tuple(page.items), engine.session_summaries(ids) if ids else {})
+
+
+def found_rows(found: Found, query: str) -> list[Row]:
+    """The rows of ``found``, each session with its best match's snippet, ``query``'s words highlighted."""
     terms = query_terms(query)
     rows = []
-    for hit in page.items:
+    for hit in found.hits:
         header = hit.header
-        summary = summaries.get(header["id"]) or _Bare(str(header["id"]), header.get("cwd"))
+        summary = found.summaries.get(header["id"]) or _Bare(str(header["id"]), header.get("cwd"))
         rows.append(_summary_row(summary, hit.best_match.snippet, terms, hit.best_match.seq))
     if not rows:
-        rows.append(Row("note", Text(f"no session matches “{query}”", style="dim")))
+        rows.append(_note(f"no session matches “{query}”"))
     return rows
+
+
+def search_rows(engine: Any, query: str, signal: AbortSignal | None = None, limit: int = SEARCH_LIMIT) -> list[Row]:
+    """The sessions matching ``query``, best first, each with its best match's snippet."""
+    return found_rows(find(engine, query, signal, limit), query)
 
 
 def warm_up(engine: Any) -> None:
@@ -152,22 +181,22 @@ def workspace_rows(engine: Any, per_workspace: int = PER_WORKSPACE) -> list[Row]
     for workspace in engine.list_workspaces():
         cwd = workspace.cwd
         more = f"  Enter lists all {workspace.session_count}" if workspace.session_count > per_workspace else ""
-        heading = Text.assemble((cwd or NO_WORKSPACE, "bold green"), (f"  {workspace.session_count} sessions · {age(workspace.last_activity)} ago{more}", "dim"))
-        rows.append(Row("workspace", heading, cwd=cwd))
+        heading = Text.assemble((_one_line(cwd), "bold green"), (f"  {workspace.session_count} sessions · {age(workspace.last_activity)} ago{more}", "dim"))
+        rows.append(Row("workspace", (heading,), cwd=cwd))
         page = engine.list_session_summaries({"cwd": cwd, "limit": per_workspace})
         rows.extend(_summary_row(summary) for summary in page.items)
     if not rows:
-        rows.append(Row("note", Text("the index holds no sessions yet (`sessionq index` builds it)", style="dim")))
+        rows.append(_note("the index holds no sessions yet (`sessionq index` builds it)"))
     return rows
 
 
 def workspace_session_rows(engine: Any, cwd: str | None, limit: int = WORKSPACE_LIMIT) -> list[Row]:
     """The newest ``limit`` sessions of one workspace, newest first."""
     page = engine.list_session_summaries({"cwd": cwd, "limit": limit})
-    rows = [Row("workspace", Text.assemble((cwd or NO_WORKSPACE, "bold green"), ("  Esc goes back", "dim")), cwd=cwd)]
+    rows = [Row("workspace", (Text.assemble((_one_line(cwd), "bold green"), ("  Esc goes back", "dim")),), cwd=cwd)]
     rows.extend(_summary_row(summary) for summary in page.items)
     if page.next_cursor:
-        rows.append(Row("note", Text(f"… the newest {limit} shown; type to search", style="dim")))
+        rows.append(_note(f"… the newest {limit} shown; type to search"))
     return rows
 
 
