@@ -130,7 +130,7 @@ def index_command(
     from readmodel.store.database import IndexDatabaseError, open_writer
 
     from .daemon import Daemon, DaemonError, DaemonOptions, IndexLock, PassFailed
-    from .freshbuild import fresh_target
+    from .freshbuild import discard_stale, fresh_target
     from .logs import configure_logging
     from .layout import Compression, detect_compression
     from .reconcile import DEFAULT_SETTLE_SECONDS, Reconciler
@@ -153,6 +153,7 @@ def index_command(
             lock.acquire()
         except DaemonError as exc:
             raise click.ClickException(str(exc)) from None
+        discard_stale(db, source)  # a killed fresh build's file (ours: we hold the source's lock)
     try:
         if compression != "auto":
             mode = Compression(compression)
@@ -599,6 +600,7 @@ def prune_command(db: str, source: str, yes: bool) -> None:
             lock.acquire()
         except DaemonError as exc:
             raise click.ClickException(str(exc)) from None
+        discard_stale(db, source)  # a killed fresh build's file (ours: we hold the source's lock)
     try:
         if not _is_postgres(db):
             try:

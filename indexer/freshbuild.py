@@ -3,17 +3,18 @@
 When ``sessionq index --once`` finds no index file yet, its pass writes every
 session of the root; nobody reads a half-built index that does not exist yet, so the pass
 needs no write-ahead log, no checkpoints and no syncs.  It writes into
-``DB.building-SOURCE`` beside the final path with the rollback journal in memory
-(a session's savepoint can still be rolled back) and ``synchronous=OFF``
-(:func:`readmodel.store.database.create_index_engine`'s ``bulk``), which
-saves about a fifth of the writer's CPU on a cold build.  Only a complete
+``DB.building-SOURCE`` beside the final path through a rollback journal
+(a session's savepoint can still be rolled back) with ``synchronous=OFF``
+(:func:`readmodel.store.database.create_index_engine`'s ``bulk``): no
+fsyncs, no checkpoint copying every page a second time.  Only a complete
 pass is published: the file is switched to WAL mode, synced, and linked to
 the final path, and the directory synced, so a crash (SIGKILL, power loss)
 at any moment leaves either no index at the final path or the complete one.
-The next start of that source's daemon discards its stale build (it holds
-the source's exclusive lock, :class:`indexer.daemon.IndexLock`).  Daemons of
-two sources may both start on a missing index: each builds its own file, the
-first to finish publishes it, and the other finds the path taken
+The next ``sessionq index`` of that source (``--once`` or the daemon)
+discards the stale build (:func:`discard_stale`; it holds the source's
+exclusive lock, :class:`indexer.daemon.IndexLock`).  Two sources' passes
+may both start on a missing index: each builds its own file, the first to
+finish publishes it, and the other finds the path taken
 (:class:`Superseded`), discards its file and indexes into the published one
 the ordinary way — publishing never replaces an index.
 
@@ -64,6 +65,13 @@ def discard(temporary: str) -> None:
     for suffix in _SIDE_FILES:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary + suffix)
+
+
+def discard_stale(db: str, source: str) -> None:
+    """Remove ``source``'s unfinished fresh build of the SQLite index ``db`` (a crash's leftover), if any."""
+    path = sqlite_path(db)
+    if path is not None:
+        discard(building_path(os.path.abspath(path), source))
 
 
 class Superseded(Exception):

@@ -180,9 +180,10 @@ def _configure(dbapi_conn: sqlite3.Connection, readonly: bool, bulk: bool = Fals
     cursor.execute("PRAGMA foreign_keys = ON")
     if bulk and not readonly:
         # A fresh build into a file nobody else sees (indexer.freshbuild): the
-        # rollback journal in memory still undoes a session's savepoint, and a
-        # crash only loses a file that is discarded anyway.
-        cursor.execute("PRAGMA journal_mode = MEMORY")
+        # rollback journal (never synced; a file, so memory stays bounded) still
+        # undoes a session's savepoint, and a crash only loses a file that is
+        # discarded anyway.
+        cursor.execute("PRAGMA journal_mode = TRUNCATE")
         cursor.execute("PRAGMA synchronous = OFF")
     elif not readonly:
         cursor.execute("PRAGMA journal_mode = WAL")
@@ -198,8 +199,8 @@ def create_index_engine(db: str, *, readonly: bool = False, bulk: bool = False) 
     SQLite connections run in autocommit at the driver level so that sessionq
     controls transactions itself (``BEGIN IMMEDIATE`` for writes, ``BEGIN`` for
     consistent multi-statement reads).  ``bulk`` (a writer's engine for a file
-    no other process opens, :mod:`indexer.freshbuild`) keeps the rollback
-    journal in memory and never syncs: not crash-safe by itself.
+    no other process opens, :mod:`indexer.freshbuild`) writes through a
+    rollback journal and never syncs: not crash-safe by itself.
     """
     path = sqlite_path(db)
     if path is None and db != ":memory:":
