@@ -600,7 +600,6 @@ def prune_command(db: str, source: str, yes: bool) -> None:
             lock.acquire()
         except DaemonError as exc:
             raise click.ClickException(str(exc)) from None
-        discard_stale(db, source)  # a killed fresh build's file (ours: we hold the source's lock)
     try:
         if not _is_postgres(db):
             try:
