@@ -136,3 +136,16 @@ def test_a_daemon_on_a_missing_index_writes_it_in_place(tmp_path: Path, processe
         assert conn.execute('SELECT count(*) FROM "sessions"').fetchone() == (125,)
     finally:
         conn.close()
+
+
+def test_an_empty_file_at_the_path_counts_as_missing_and_is_replaced(tmp_path: Path) -> None:
+    from indexer.freshbuild import fresh_target
+
+    final = tmp_path / "index.db"
+    final.touch()
+    assert fresh_target(str(final)) == str(final)
+    with building(str(final), root=str(tmp_path), compression="zstd", source=SOURCE) as build:
+        build.complete()
+    assert final.stat().st_size > 0 and _journal_mode(final) == "wal"
+    assert fresh_target(str(final)) is None  # an index now: later passes write it in place
+    assert _leftovers(tmp_path) == []
