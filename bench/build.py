@@ -56,37 +56,51 @@ from bench.common import (
 )
 
 
-def build_in_process(root: Path, db: str, workers: int | None = None) -> dict[str, Any]:
+def build_in_process(root: Path, db: str, workers: int | None = None, fresh: bool = True) -> dict[str, Any]:
     """Cold-build ``root`` into ``db`` (removed first) in this process.
 
     ``cpu_s`` counts the preparation workers too (``writer_cpu_s`` is this
     process alone); ``workers`` is the reconciler's default unless given.
+    ``fresh`` builds as ``sessionq index`` builds a missing index (in a file
+    of its own, renamed into place: :mod:`indexer.freshbuild`); without it, into
+    the final path with the write-ahead log and checkpoints, as the daemon
+    writes an existing index.
     """
     from sqlalchemy import event
 
     from indexer.daemon import Checkpointer, disable_autocheckpoint
+    from indexer.freshbuild import building
     from indexer.layout import detect_compression, discover
     from indexer.reconcile import Reconciler
     from readmodel.store.database import open_writer
+    from readmodel.store.sources import default_source
 
     remove_db(db)
     compression = detect_compression(root)
     logs = sum(os.path.getsize(ref.path) for ref in discover(root, compression).transcripts)
-    engine = open_writer(db)
-    # As the daemon writes: automatic checkpoints off, passive ones on a thread of their own.
-    event.listen(engine, "connect", disable_autocheckpoint)
-    engine.dispose()
-    checkpointer = Checkpointer(db)
-    reconciler = Reconciler(engine, root, compression, settle_seconds=0, workers=workers)
-    wall0, cpu0 = time.perf_counter(), time.process_time()
-    checkpointer.start()
-    report = reconciler.reconcile()
-    checkpointer.stop()  # the last checkpoint is part of the build
-    wall, writer_cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    if fresh:
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        with building(os.path.abspath(db), root=str(root), compression=compression.value, source=default_source()) as build:
+            reconciler = Reconciler(build.engine, root, compression, settle_seconds=0, workers=workers)
+            report = reconciler.reconcile()
+            build.complete()
+        wall, writer_cpu = time.perf_counter() - wall0, time.process_time() - cpu0  # publishing included
+    else:
+        engine = open_writer(db)
+        # As the daemon writes: automatic checkpoints off, passive ones on a thread of their own.
+        event.listen(engine, "connect", disable_autocheckpoint)
+        engine.dispose()
+        checkpointer = Checkpointer(db)
+        reconciler = Reconciler(engine, root, compression, settle_seconds=0, workers=workers)
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        checkpointer.start()
+        report = reconciler.reconcile()
+        checkpointer.stop()  # the last checkpoint is part of the build
+        wall, writer_cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+        engine.dispose()
     # Preparation workers are children of the fork server, not of this process:
     # they report their own CPU time.
     cpu = writer_cpu + report.worker_cpu_seconds
-    engine.dispose()
     index = db_size(db)
     return record(
         "cold-build",
@@ -109,6 +123,7 @@ def build_in_process(root: Path, db: str, workers: int | None = None) -> dict[st
         index_mb=round(index / MB, 2),
         index_to_logs=round(index / logs, 2) if logs else None,
         transactions=report.transactions,
+        fresh=fresh,
     )
 
 
@@ -178,7 +193,7 @@ def stage_breakdown(root: Path, db: str, repeat: int = 1) -> dict[str, Any]:
     return best
 
 
-def run(root: Path, db: str, floor: bool = True, floor_repeat: int = 1, workers: int | None = None, **extra: Any) -> dict[str, Any]:
+def run(root: Path, db: str, floor: bool = True, floor_repeat: int = 1, workers: int | None = None, fresh: bool = True, **extra: Any) -> dict[str, Any]:
     """The floor in this process, then the build in a child process; one merged record."""
     measured = None
     if floor:
@@ -186,7 +201,7 @@ def run(root: Path, db: str, floor: bool = True, floor_repeat: int = 1, workers:
 
         measured = decode_floor(root, floor_repeat)
     child = subprocess.run(
-        [sys.executable, "-m", "bench.build", str(root), "--db", str(db), "--in-process", *(["--workers", str(workers)] if workers is not None else [])],
+        [sys.executable, "-m", "bench.build", str(root), "--db", str(db), "--in-process", *(["--workers", str(workers)] if workers is not None else []), *([] if fresh else ["--in-place"])],
         cwd=REPO,
         env=dict(os.environ, BENCH_RUN_ID=run_id()),
         stdout=subprocess.PIPE,
@@ -235,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stages", action="store_true", help="per-stage CPU breakdown of an in-process build")
     parser.add_argument("--repeat", type=int, default=1, help="with --stages: report the cheapest of this many builds")
     parser.add_argument("--workers", type=int, default=None, help="preparation processes (default: the indexer's, one per core; 0: the writer alone)")
+    parser.add_argument("--in-place", action="store_true", help="build at the final path through the write-ahead log, as the daemon writes an existing index (default: as a missing index is built, in a file renamed into place)")
     parser.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.sizes or args.single_sizes:
@@ -243,17 +259,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.root is None:
         parser.error("ROOT or --sizes/--single-sizes is required")
     if args.in_process:
-        emit(build_in_process(args.root, args.db, args.workers))
+        emit(build_in_process(args.root, args.db, args.workers, fresh=not args.in_place))
         return 0
     if args.stages:
         with tempfile.TemporaryDirectory() as tmp:
             emit(stage_breakdown(args.root, args.db or os.path.join(tmp, "index.db"), args.repeat))
         return 0
     if args.db:
-        emit(run(args.root, args.db, not args.no_floor, args.floor_repeat, args.workers))
+        emit(run(args.root, args.db, not args.no_floor, args.floor_repeat, args.workers, fresh=not args.in_place))
         return 0
     with tempfile.TemporaryDirectory() as tmp:
-        emit(run(args.root, os.path.join(tmp, "index.db"), not args.no_floor, args.floor_repeat, args.workers))
+        emit(run(args.root, os.path.join(tmp, "index.db"), not args.no_floor, args.floor_repeat, args.workers, fresh=not args.in_place))
     return 0
 
 

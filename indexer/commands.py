@@ -130,6 +130,7 @@ def index_command(
     from readmodel.store.database import IndexDatabaseError, open_writer
 
     from .daemon import Daemon, DaemonError, DaemonOptions, IndexLock, PassFailed
+    from .freshbuild import discard_stale, fresh_target
     from .logs import configure_logging
     from .layout import Compression, detect_compression
     from .reconcile import DEFAULT_SETTLE_SECONDS, Reconciler
@@ -152,6 +153,7 @@ def index_command(
             lock.acquire()
         except DaemonError as exc:
             raise click.ClickException(str(exc)) from None
+        discard_stale(db, source)  # a killed fresh build's file (ours: we hold the source's lock)
     try:
         if compression != "auto":
             mode = Compression(compression)
@@ -159,45 +161,63 @@ def index_command(
             mode = detect_compression(root)
         else:
             mode = _stored_compression(db) or Compression.ZSTD
-        if not server:
+
+        def daemon_for(engine: Any) -> Daemon:
+            _note_root_change(engine, root, source)
+            reconciler = Reconciler(
+                engine,
+                root,
+                mode,
+                settle_seconds=settle if settle is not None else (0.0 if once else DEFAULT_SETTLE_SECONDS),
+                workers=workers,
+                redact=redact.lower(),  # type: ignore[arg-type]  # a click.Choice of the policies
+                source=source,
+            )
+            if server:
+                reconciler.writer.lock = lock  # type: ignore[attr-defined]  # taken again after a reconnect
+            options = DaemonOptions(
+                poll=poll,
+                rescan=rescan,
+                quiet=debounce,
+                max_delay=max(debounce * 4, 0.1),
+                progress=sys.stderr.isatty() if progress is None else progress,
+            )
+            daemon = Daemon(engine, root, mode, reconciler, options)
+            daemon.install_signal_handlers()
+            return daemon
+
+        def run_once(daemon: Daemon) -> Any:
             try:
-                engine = open_writer(db, root=root, compression=mode.value, allow_upgrade=upgrade, source=source)
-            except IndexDatabaseError as exc:
-                raise click.ClickException(str(exc)) from None
-            except Exception as exc:
-                _refuse_full_disk(db, exc)
-                raise
-        assert engine is not None
-        _note_root_change(engine, root, source)
-        reconciler = Reconciler(
-            engine,
-            root,
-            mode,
-            settle_seconds=settle if settle is not None else (0.0 if once else DEFAULT_SETTLE_SECONDS),
-            workers=workers,
-            redact=redact.lower(),  # type: ignore[arg-type]  # a click.Choice of the policies
-            source=source,
-        )
-        if server:
-            reconciler.writer.lock = lock  # type: ignore[attr-defined]  # taken again after a reconnect
-        options = DaemonOptions(
-            poll=poll,
-            rescan=rescan,
-            quiet=debounce,
-            max_delay=max(debounce * 4, 0.1),
-            progress=sys.stderr.isatty() if progress is None else progress,
-        )
-        daemon = Daemon(engine, root, mode, reconciler, options)
-        daemon.install_signal_handlers()
+                return daemon.run_once()
+            except PassFailed as exc:
+                if _debugging():
+                    raise  # the traceback shows the real error as its cause
+                what = f"cannot index into {db}" if exc.disk_full else "the reconcile pass failed"
+                raise click.ClickException(f"{what}: {exc}") from None
+
         try:
-            if once:
+            fresh = None if server or not once else fresh_target(db)
+            if fresh is not None and _root_has_transcripts(root):
+                # No index yet: build it whole in a file of its own (indexer.freshbuild).  The
+                # daemon writes in place instead, so readers see sessions as they are committed.
+                report, interrupted = _fresh_build(fresh, root, mode.value, source, daemon_for, run_once, db)
+                if interrupted:
+                    return
+                if report is not None:
+                    click.echo(_summary(root, db, report))
+                    return
+            if not server:
                 try:
-                    report = daemon.run_once()
-                except PassFailed as exc:
-                    if _debugging():
-                        raise  # the traceback shows the real error as its cause
-                    what = f"cannot index into {db}" if exc.disk_full else "the reconcile pass failed"
-                    raise click.ClickException(f"{what}: {exc}") from None
+                    engine = open_writer(db, root=root, compression=mode.value, allow_upgrade=upgrade, source=source)
+                except IndexDatabaseError as exc:
+                    raise click.ClickException(str(exc)) from None
+                except Exception as exc:
+                    _refuse_full_disk(db, exc)
+                    raise
+            assert engine is not None
+            daemon = daemon_for(engine)
+            if once:
+                report = run_once(daemon)
                 if report is not None:
                     click.echo(_summary(root, db, report))
             else:
@@ -209,6 +229,38 @@ def index_command(
         if engine is not None:
             engine.dispose()
         lock.release()
+
+
+def _fresh_build(
+    path: str, root: str, compression: str, source: str, daemon_for: Callable[[Any], Any], run_once: Callable[[Any], Any], db: str
+) -> tuple[Any, bool]:
+    """Build a missing index in a file of its own and publish it (:mod:`indexer.freshbuild`).
+
+    Returns the pass's report (``None`` when another source's daemon published
+    an index first: the caller indexes into that one) and whether a signal
+    interrupted the pass (nothing is published then).
+    """
+    from readmodel.store.database import IndexDatabaseError
+
+    from .freshbuild import Superseded, building
+
+    try:
+        with building(path, root=root, compression=compression, source=source) as build:
+            daemon = daemon_for(build.engine)
+            report = run_once(daemon)
+            if report is None or daemon.stopping:
+                return None, True
+            build.complete()
+    except IndexDatabaseError as exc:
+        raise click.ClickException(str(exc)) from None
+    except Superseded:
+        return None, False
+    except click.ClickException:
+        raise
+    except Exception as exc:
+        _refuse_full_disk(db, exc)
+        raise
+    return report, False
 
 
 def _postgres_writer(db: str, source: str, *, upgrade: bool, once: bool) -> tuple[Any, Any]:

@@ -174,11 +174,18 @@ def check_writer_target(db: str) -> None:
     check_writable(db)
 
 
-def _configure(dbapi_conn: sqlite3.Connection, readonly: bool) -> None:
+def _configure(dbapi_conn: sqlite3.Connection, readonly: bool, bulk: bool = False) -> None:
     cursor = dbapi_conn.cursor()
     cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     cursor.execute("PRAGMA foreign_keys = ON")
-    if not readonly:
+    if bulk and not readonly:
+        # A fresh build into a file nobody else sees (indexer.freshbuild): the
+        # rollback journal (never synced; a file, so memory stays bounded) still
+        # undoes a session's savepoint, and a crash only loses a file that is
+        # discarded anyway.
+        cursor.execute("PRAGMA journal_mode = TRUNCATE")
+        cursor.execute("PRAGMA synchronous = OFF")
+    elif not readonly:
         cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA synchronous = NORMAL")
     cursor.execute("PRAGMA cache_size = -65536")
@@ -186,12 +193,14 @@ def _configure(dbapi_conn: sqlite3.Connection, readonly: bool) -> None:
     doctext.install(dbapi_conn)  # the documents view decodes its text with it (schema 0016)
 
 
-def create_index_engine(db: str, *, readonly: bool = False) -> Engine:
+def create_index_engine(db: str, *, readonly: bool = False, bulk: bool = False) -> Engine:
     """An engine for the index at ``db`` (a path or a SQLAlchemy URL).
 
     SQLite connections run in autocommit at the driver level so that sessionq
     controls transactions itself (``BEGIN IMMEDIATE`` for writes, ``BEGIN`` for
-    consistent multi-statement reads).
+    consistent multi-statement reads).  ``bulk`` (a writer's engine for a file
+    no other process opens, :mod:`indexer.freshbuild`) writes through a
+    rollback journal and never syncs: not crash-safe by itself.
     """
     path = sqlite_path(db)
     if path is None and db != ":memory:":
@@ -212,7 +221,7 @@ def create_index_engine(db: str, *, readonly: bool = False) -> Engine:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
         dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
-        _configure(dbapi_conn, readonly)
+        _configure(dbapi_conn, readonly, bulk)
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
@@ -268,7 +277,13 @@ def initialise(conn: Connection, root: str | None, compression: str | None) -> N
 
 
 def open_writer(
-    db: str, *, root: str | None = None, compression: str | None = None, allow_upgrade: bool = False, source: str | None = None
+    db: str,
+    *,
+    root: str | None = None,
+    compression: str | None = None,
+    allow_upgrade: bool = False,
+    source: str | None = None,
+    bulk: bool = False,
 ) -> Engine:
     """Open (creating if needed) the index for writing; refuses foreign and outdated files.
 
@@ -278,9 +293,10 @@ def open_writer(
     Raises :class:`IndexDatabaseError` when the path cannot be written (a
     directory, a read-only file system), the file belongs to something else,
     holds an older schema and ``allow_upgrade`` is false, or is damaged.
+    ``bulk``: see :func:`create_index_engine`.
     """
     check_writable(db)
-    engine = create_index_engine(db)
+    engine = create_index_engine(db, bulk=bulk)
     try:
         with engine.begin() as conn:
             fresh = check_identity(conn, db)

@@ -27,7 +27,7 @@ from indexer.reconcile import ReconcileReport, Reconciler
 from readmodel.store.database import open_writer
 from tests.corpus import RAW_ROOT, REPO, SYNTHETIC_ROOT, ZSTD_ROOT, require_corpus
 from tests.index.test_incremental_equals_cold import World
-from tests.indexstate import index_state
+from tests.indexstate import fts_consistent, index_state
 from tests.logfactory import assistant, ev, frame, header, header_bytes, line, simple_turn, user, write_log
 
 
@@ -336,3 +336,56 @@ def test_a_worker_prepares_a_chunk_with_the_collector_paused_and_restores_it(tmp
     monkeypatch.setattr(preparation, "ingest_log", ingest_and_look)
     answer = prepare_chunk([PrepTask(str(path), 1, header("good"), True, path.stat().st_size)], "zstd", str(tmp_path / "root"))
     assert answer.sessions[0].outcome is not None and seen == [False] and gc.isenabled()
+
+
+@pytest.mark.parametrize("group", [64, 1], ids=["in-a-group", "alone"])
+def test_a_prepared_session_failing_in_its_group_fails_alone_and_its_group_stays(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, group: int) -> None:
+    """Prepared sessions share a savepoint; one the database refuses halfway fails as it would alone."""
+    import sqlite3
+
+    from indexer import reconcile
+
+    require_corpus()
+    alone = build(ZSTD_ROOT, tmp_path / "alone.db", Compression.ZSTD, workers=0)
+    real_replay = reconcile.replay
+    refused: list[int] = []
+
+    def refusing(cur: Any, calls: Any, fts: Any) -> None:
+        sids = {args[0] for sql, args, many in calls if sql is not None and not many and sql.startswith('INSERT INTO "event')}
+        sids |= {rows[0][0] for sql, rows, many in calls if sql is not None and many and rows and sql.startswith('INSERT INTO "event')}
+        if 10 in sids:  # the tenth new session: rows written, then refused
+            real_replay(cur, calls[: len(calls) // 2], fts)
+            refused.append(10)
+            raise sqlite3.DataError("a value the database refuses")
+        real_replay(cur, calls, fts)
+
+    monkeypatch.setattr(reconcile, "replay", refusing)
+    monkeypatch.setattr(reconcile, "GROUP_SESSIONS", group)
+    helped = build(ZSTD_ROOT, tmp_path / "helped.db", Compression.ZSTD, workers=2)
+    assert refused and helped.prepared == helped.scanned == alone.scanned
+    assert helped.failed == alone.failed + 1
+    state, reference = index_state(str(tmp_path / "helped.db")), index_state(str(tmp_path / "alone.db"))
+    failed = [session_id for session_id, row in state["sessions"].items() if row["status"] != reference["sessions"][session_id]["status"]]
+    assert len(failed) == 1
+    assert _without(state, failed[0]) == _without(reference, failed[0])  # the rest of its group stays
+    assert fts_consistent(str(tmp_path / "helped.db"))
+    assert helped.events < alone.events
+
+
+def _without(state: dict[str, Any], session_id: str) -> dict[str, Any]:
+    """An :func:`index_state` without what mentions one session."""
+    out: dict[str, Any] = {}
+    for section, content in state.items():
+        if section == "fts_rows":
+            continue  # a count: fts_consistent checks the rows against the documents
+        if section == "fts":  # which documents match, not their ranks (one session fewer moves every rank)
+            content = {term: [hit[1:] for hit in hits] for term, hits in content.items()}
+        if isinstance(content, dict):
+            out[section] = {key: _without_items(value, session_id) for key, value in content.items() if session_id not in repr(key)}
+        else:
+            out[section] = _without_items(content, session_id)
+    return out
+
+
+def _without_items(content: Any, session_id: str) -> Any:
+    return [item for item in content if session_id not in repr(item)] if isinstance(content, list) else content

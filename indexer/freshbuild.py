@@ -1,0 +1,146 @@
+"""A fresh index built in a file of its own and renamed into place when complete.
+
+When ``sessionq index --once`` finds no index file yet, its pass writes every
+session of the root; nobody reads a half-built index that does not exist yet, so the pass
+needs no write-ahead log, no checkpoints and no syncs.  It writes into
+``DB.building-SOURCE`` beside the final path through a rollback journal
+(a session's savepoint can still be rolled back) with ``synchronous=OFF``
+(:func:`readmodel.store.database.create_index_engine`'s ``bulk``): no
+fsyncs, no checkpoint copying every page a second time.  Only a complete
+pass is published: the file is switched to WAL mode, synced, and linked to
+the final path, and the directory synced, so a crash (SIGKILL, power loss)
+at any moment leaves either no index at the final path or the complete one.
+The next ``sessionq index`` of that source (``--once`` or the daemon)
+discards the stale build (:func:`discard_stale`; it holds the source's
+exclusive lock, :class:`indexer.daemon.IndexLock`).  Two sources' passes
+may both start on a missing index: each builds its own file, the first to
+finish publishes it, and the other finds the path taken
+(:class:`Superseded`), discards its file and indexes into the published one
+the ordinary way — publishing never replaces an index.
+
+Contract: :func:`fresh_target` decides; :func:`building` yields the bulk
+engine and publishes the file only when the block ends without an exception
+and the caller said the pass completed (:meth:`Build.complete`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Iterator
+from typing import Final
+
+from sqlalchemy import Engine
+
+from readmodel.store.database import open_writer, sqlite_path
+
+BUILDING_SUFFIX: Final = ".building"
+_SIDE_FILES: Final = ("", "-journal", "-wal", "-shm")
+
+
+def fresh_target(db: str) -> str | None:
+    """The SQLite file a fresh build would create for ``db``; ``None`` when one exists (or not SQLite)."""
+    path = sqlite_path(db)
+    if path is None:
+        return None
+    path = os.path.abspath(path)
+    try:
+        if os.path.getsize(path) > 0:
+            return None
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return None  # a directory or an unreadable path: open_writer says what is wrong
+    return path
+
+
+def building_path(path: str, source: str) -> str:
+    """Where ``source``'s fresh build of the index at ``path`` is written until it is complete."""
+    return f"{path}{BUILDING_SUFFIX}-{source}"
+
+
+def discard(temporary: str) -> None:
+    """Remove an unfinished fresh build (and any side file of it)."""
+    for suffix in _SIDE_FILES:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary + suffix)
+
+
+def discard_stale(db: str, source: str) -> None:
+    """Remove ``source``'s unfinished fresh build of the SQLite index ``db`` (a crash's leftover), if any."""
+    path = sqlite_path(db)
+    if path is not None:
+        discard(building_path(os.path.abspath(path), source))
+
+
+class Superseded(Exception):
+    """Another source's daemon published an index at the path first; this build was discarded."""
+
+
+class Build:
+    """A fresh build in progress: its engine, and whether its pass completed."""
+
+    def __init__(self, engine: Engine, path: str) -> None:
+        self.engine = engine
+        self.path = path
+        self.completed = False
+
+    def complete(self) -> None:
+        """The pass over the whole root finished: publish the file when the block ends."""
+        self.completed = True
+
+
+@contextlib.contextmanager
+def building(path: str, *, root: str, compression: str, source: str) -> Iterator[Build]:
+    """A bulk engine on ``source``'s building file, published at ``path`` if the block completes the build.
+
+    An exception, or a block that never called :meth:`Build.complete` (an
+    interrupted pass), discards the file instead; :class:`Superseded` is
+    raised when another build was published at ``path`` meanwhile.
+    """
+    temporary = building_path(path, source)
+    discard(temporary)
+    engine = open_writer(temporary, root=root, compression=compression, bulk=True)
+    build = Build(engine, temporary)
+    try:
+        yield build
+    except BaseException:
+        engine.dispose()
+        discard(temporary)
+        raise
+    engine.dispose()
+    try:
+        if build.completed:
+            publish(temporary, path)
+    finally:
+        discard(temporary)
+
+
+def publish(temporary: str, path: str) -> None:
+    """Switch the finished file to WAL mode, sync it and link it at ``path``; sync the directory.
+
+    Raises :class:`Superseded` (leaving ``path`` alone) when ``path`` exists by then.
+    """
+    conn = sqlite3.connect(temporary, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")  # as every writer connection opens it
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()  # the last connection: SQLite checkpoints and removes the -wal and -shm files
+    fd = os.open(temporary, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        os.link(temporary, path)  # unlike a rename, never replaces an index published meanwhile
+    except FileExistsError:
+        if os.path.getsize(path) > 0:
+            raise Superseded(path) from None
+        os.replace(temporary, path)  # an empty file (what `fresh_target` accepts): nothing to keep
+    directory = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
