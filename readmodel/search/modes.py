@@ -38,9 +38,9 @@ are exactly the sessions that match.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol, TypeVar
 
 BOILERPLATE_SESSIONS: Final = 3
 """A text held verbatim by at least this many distinct sessions is boilerplate.
@@ -51,6 +51,47 @@ like (on the shared corpus the runtime-context policy message is in most
 sessions)."""
 
 _NO_TIME: Final = -(2**63)
+
+
+class RankedText(Protocol):
+    """A distinct matching text in a texts-first ranking (both backends)."""
+
+    strength: int
+    length: int
+    shared: bool | None  # boilerplate verdict; None until judged
+
+
+_T = TypeVar("_T", bound=RankedText)
+
+
+def text_classes(texts: Sequence[_T], judge: Callable[[Sequence[_T]], None] | None, ahead: int) -> Iterator[list[_T]]:
+    """Step 2 of the texts-first ranking: ``texts`` (in ranking order) in classes of equal
+    ``(strength, length)``, in ranking order.
+
+    With ``judge`` (it settles ``shared`` of the texts it is given, ``ahead`` texts at a time,
+    lazily, the next ones in ranking order), each class's specific texts come in its place and
+    its boilerplate ones after every class; without it each class comes whole."""
+    deferred: list[list[_T]] = []
+    start = judged = 0
+    while start < len(texts):
+        end = start + 1
+        while end < len(texts) and (texts[end].strength, texts[end].length) == (texts[start].strength, texts[start].length):
+            end += 1
+        if judge is None:
+            yield list(texts[start:end])
+            start = end
+            continue
+        if judged < end:
+            judged = max(end, judged + ahead)
+            judge(texts[start:judged])
+        specific = [text for text in texts[start:end] if not text.shared]
+        shared = [text for text in texts[start:end] if text.shared]
+        if specific:
+            yield specific
+        if shared:
+            deferred.append(shared)
+        start = end
+    yield from deferred
 
 
 def people_match(query: str) -> tuple[str, str]:

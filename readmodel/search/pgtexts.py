@@ -59,10 +59,11 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final
 
 from readmodel.core.jsvalues import JS_WHITESPACE
-from readmodel.search.modes import BOILERPLATE_SESSIONS
+from readmodel.search.modes import BOILERPLATE_SESSIONS, text_classes
 from readmodel.search.serverterms import PREFIX_BYTES
 from readmodel.search.tokens import phrase_spans, term_hash
 
@@ -141,7 +142,11 @@ def ranked(
     seen: set[str] = set()
     batch: list[list[Text]] = []
     size, wanted = 0, FIRST_BATCH
-    for group in _classes(cur, texts, judge) if counter is None else _bounded_classes(cur, texts, counter):
+    if counter is None:
+        classes = text_classes(texts, partial(_judge, cur) if judge else None, JUDGED_AHEAD)
+    else:
+        classes = _bounded_classes(cur, texts, counter)
+    for group in classes:
         batch.append(group)
         size += len(group)
         if size < wanted:
@@ -247,34 +252,8 @@ def _judge(cur: Any, texts: list[Text]) -> None:
                 text.shared = bool(verdicts[text.hash])
 
 
-def _classes(cur: Any, texts: list[Text], judge: bool) -> Generator[list[Text], None, None]:
-    """Step 2: the texts in classes of equal keys, in ranking order (``judge``: specific classes
-    first, judged :data:`JUDGED_AHEAD` at a time, boilerplate ones after them)."""
-    deferred: list[list[Text]] = []
-    start = judged = 0
-    while start < len(texts):
-        end = start + 1
-        while end < len(texts) and (texts[end].strength, texts[end].length) == (texts[start].strength, texts[start].length):
-            end += 1
-        if not judge:
-            yield texts[start:end]
-            start = end
-            continue
-        if judged < end:
-            judged = max(end, judged + JUDGED_AHEAD)
-            _judge(cur, texts[start:judged])
-        specific = [text for text in texts[start:end] if not text.shared]
-        shared = [text for text in texts[start:end] if text.shared]
-        if specific:
-            yield specific
-        if shared:
-            deferred.append(shared)
-        start = end
-    yield from deferred
-
-
 def _bounded_classes(cur: Any, texts: list[Text], counter: Any) -> Generator[list[Text], None, None]:
-    """:func:`_classes` (judged) of texts whose strengths are only bounds yet, in descending order
+    """:func:`~readmodel.search.modes.text_classes` (judged) of texts whose strengths are only bounds yet, in descending order
     of bound: counted a growing batch at a time, in that order.  A counted text is placed once it
     counts more than the next uncounted bound (no later text can reach it): a specific one then,
     a boilerplate one after every text is counted.  Verdicts are taken as texts are placed."""

@@ -50,9 +50,10 @@ import sqlite3
 from collections.abc import Generator
 from contextlib import closing
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final
 
-from readmodel.search.modes import BOILERPLATE_SESSIONS
+from readmodel.search.modes import BOILERPLATE_SESSIONS, text_classes
 from readmodel.search.substring import compiled_substring, prepared_texts
 
 _NO_TIME: Final = -(2**63)
@@ -152,33 +153,11 @@ def _judge(conn: sqlite3.Connection, texts: list[_Text]) -> None:
                 text.shared = bool(verdicts[text.id])
 
 
-def _classes(conn: sqlite3.Connection, texts: list[_Text]) -> Generator[list[_Text], None, None]:
-    """Step 2: the texts in classes of equal ranking keys, in ranking order, judged lazily
-    (:data:`_JUDGED_AHEAD` at a time)."""
-    deferred: list[list[_Text]] = []
-    start = 0
-    judged = 0
-    while start < len(texts):
-        end = start + 1
-        while end < len(texts) and (texts[end].strength, texts[end].length) == (texts[start].strength, texts[start].length):
-            end += 1
-        if judged < end:
-            judged = max(end, judged + _JUDGED_AHEAD)
-            _judge(conn, texts[start:judged])
-        specific = [text for text in texts[start:end] if not text.shared]
-        shared = [text for text in texts[start:end] if text.shared]
-        if specific:
-            yield specific
-        if shared:
-            deferred.append(shared)
-        start = end
-    yield from deferred
-
-
 def _rows(conn: sqlite3.Connection, matches: Matches) -> Generator[tuple[Any, ...], None, None]:
     """Step 3: every matching row in ranking order, reading one class of texts at a time."""
     holding = _ROWS.format(holding=matches.holding)
-    for texts in _classes(conn, _texts(conn, matches)):
+    # Step 2, judged lazily (_JUDGED_AHEAD at a time, read when called: tests vary it).
+    for texts in text_classes(_texts(conn, matches), partial(_judge, conn), _JUDGED_AHEAD):
         yield from conn.execute(holding, [json.dumps([text.id for text in texts]), *matches.holding_args])
 
 

@@ -68,12 +68,11 @@ from __future__ import annotations
 
 import re
 import sqlite3
-import threading
-from collections import OrderedDict
 from functools import lru_cache
 from typing import Any, Final
 
 from readmodel.core.errors import SessionQueryError
+from readmodel.core.checkedcache import CheckedCache
 from readmodel.projection.filters import compile_text_filter
 from readmodel.search import gramsearch
 from readmodel.search.snippets import END_MARK, START_MARK
@@ -211,32 +210,20 @@ class PreparedTexts:
     """
 
     def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self.size = 0
-        self.entries: OrderedDict[int, tuple[Any, PreparedText]] = OrderedDict()
-        self.lock = threading.Lock()
+        self.cache: CheckedCache[int, PreparedText] = CheckedCache(capacity, lambda prepared: 2 * len(prepared.data))
 
     def get(self, conn: sqlite3.Connection, text_id: int, stored: Any) -> PreparedText:
         """The prepared text of ``texts`` row ``text_id`` whose ``text_z`` is ``stored``."""
-        with self.lock:
-            entry = self.entries.get(text_id)
-            if entry is not None and entry[0] == stored:
-                self.entries.move_to_end(text_id)
-                return entry[1]
+        cached = self.cache.get(text_id, stored)
+        if cached is not None:
+            return cached
         if isinstance(stored, str):
             data = stored.encode("utf-8", "surrogatepass")
         else:  # through the connection's sessionq_text: it loads a dictionary this process lacks
             data = bytes(conn.execute("SELECT sessionq_text(?)", (stored,)).fetchone()[0])
             stored = bytes(stored)
         prepared = PreparedText(data)
-        with self.lock:
-            old = self.entries.pop(text_id, None)
-            if old is not None:
-                self.size -= 2 * len(old[1].data)
-            self.entries[text_id] = (stored, prepared)
-            self.size += 2 * len(data)
-            while self.size > self.capacity and self.entries:
-                self.size -= 2 * len(self.entries.popitem(last=False)[1][1].data)
+        self.cache.put(text_id, stored, prepared)
         return prepared
 
 

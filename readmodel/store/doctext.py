@@ -27,11 +27,10 @@ triggers on the view (migration 0016) store ``sessionq_pack(text)`` —
 from __future__ import annotations
 
 import sqlite3
-import threading
 import zlib
-from collections import OrderedDict
 from typing import Any, Final
 
+from readmodel.core.checkedcache import CheckedCache
 from readmodel.projection.texthash import text_hash
 from readmodel.store.blocks import MissingDictionary, compress_payload, decompress_payload, register_dictionary
 
@@ -82,40 +81,8 @@ CACHE_BYTES: Final = 32 * 1024 * 1024
 """Decoded bytes :data:`_decoded` holds at most (per process, least recently used dropped)."""
 
 
-class _DecodedTexts:
-    """Long packed texts already decoded, by their packed bytes (thread-safe, bounded).
-
-    Keyed by the packed bytes' CRC-32 and length, and a hit is confirmed by
-    comparing the packed bytes themselves, so a stale or colliding entry is
-    never returned: a changed document has other packed bytes.
-    """
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self.size = 0
-        self.entries: OrderedDict[tuple[int, int], tuple[bytes, bytes]] = OrderedDict()
-        self.lock = threading.Lock()
-
-    def get(self, key: tuple[int, int], packed: bytes) -> bytes | None:
-        with self.lock:
-            entry = self.entries.get(key)
-            if entry is None or entry[0] != packed:
-                return None
-            self.entries.move_to_end(key)
-            return entry[1]
-
-    def put(self, key: tuple[int, int], packed: bytes, text: bytes) -> None:
-        with self.lock:
-            old = self.entries.pop(key, None)
-            if old is not None:
-                self.size -= len(old[1])
-            self.entries[key] = (packed, text)
-            self.size += len(text)
-            while self.size > self.capacity and self.entries:
-                self.size -= len(self.entries.popitem(last=False)[1][1])
-
-
-_decoded: Final = _DecodedTexts(CACHE_BYTES)
+# Keyed by the packed bytes' CRC-32 and length; a hit is confirmed by the packed bytes themselves.
+_decoded: Final[CheckedCache[tuple[int, int], bytes]] = CheckedCache(CACHE_BYTES, len)
 
 
 def _decompress(stored: bytes) -> bytes:

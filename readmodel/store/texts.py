@@ -37,11 +37,10 @@ touch only ``document_rows``.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
+from readmodel.core.checkedcache import CheckedCache
 from readmodel.store.doctext import pack_text
 from readmodel.store.schema import TEXT_EXPRESSION
 
@@ -91,35 +90,24 @@ class TextStore:
     """
 
     def __init__(self, capacity: int = CACHE_CHARS) -> None:
-        self.capacity = capacity
-        self.size = 0
-        self.decoded: OrderedDict[int, tuple[Any, str]] = OrderedDict()
-        self.lock = threading.Lock()  # writers of several indexes may share the process
+        # Thread-safe: writers of several indexes may share the process.
+        self.decoded: CheckedCache[int, str] = CheckedCache(capacity, len)
 
     def _text_of(self, cur: Any, value: int, stored: Any) -> str:
         if isinstance(stored, str):
             return stored
-        with self.lock:
-            entry = self.decoded.get(value)
-            if entry is not None and entry[0] == stored:
-                self.decoded.move_to_end(value)
-                return entry[1]
+        cached = self.decoded.get(value, stored)
+        if cached is not None:
+            return cached
         # Through the connection's sessionq_text: it loads a dictionary this process lacks.
         text = cur.execute(_DECODE, (stored,)).fetchone()[0]
         self._remember(value, bytes(stored), text)
         return text
 
     def _remember(self, value: int, stored: Any, text: str) -> None:
-        if isinstance(stored, str) or len(text) > self.capacity // 8:
+        if isinstance(stored, str) or len(text) > self.decoded.capacity // 8:
             return
-        with self.lock:
-            old = self.decoded.pop(value, None)
-            if old is not None:
-                self.size -= len(old[1])
-            self.decoded[value] = (stored, text)
-            self.size += len(text)
-            while self.size > self.capacity:
-                self.size -= len(self.decoded.popitem(last=False)[1][1])
+        self.decoded.put(value, stored, text)
 
     def store(self, cur: Any, texts: Sequence[tuple[str, int]]) -> tuple[list[int], list[tuple[int, str]]]:
         """The text id of each ``(text, hash)`` (in order), and the ``(id, text)`` rows created.

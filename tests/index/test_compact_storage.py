@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from alembic import command
 
+from readmodel.core.checkedcache import CheckedCache
 from readmodel.store import blocks, doctext
 from readmodel.store.database import create_index_engine
 from readmodel.store.revisions import alembic_config
@@ -105,7 +106,7 @@ def test_an_index_from_before_0016_upgrades_to_what_a_cold_build_gives_and_back(
 
 
 def test_decoded_long_texts_are_reused_only_for_the_same_packed_bytes_and_stay_bounded() -> None:
-    cache = doctext._DecodedTexts(capacity=10)
+    cache = CheckedCache(capacity=10, weight=len)
     cache.put((1, 3), b"abc", b"text-one")
     assert cache.get((1, 3), b"abc") == b"text-one"
     assert cache.get((1, 3), b"abd") is None  # same key, other packed bytes: never a stale text
