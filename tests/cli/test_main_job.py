@@ -72,9 +72,10 @@ def _browse_on_a_terminal(clone: Path, env: dict[str, str]) -> tuple[int, str]:
     raw = b""
     sent_at = None
     deadline = time.monotonic() + 60
+    poller = select.poll()  # not select(): it refuses descriptors >= 1024, which a long run reaches
+    poller.register(fd, select.POLLIN)
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.1)
-        if ready:
+        if poller.poll(100):
             try:
                 chunk = os.read(fd, 65536)
             except OSError:  # the child is gone
