@@ -27,8 +27,8 @@ the word index has one row per distinct text (``texts_fts``, rowid
    an earlier batch is already placed; reading stops as soon as the page's
    sessions (or rows, within one session) are known.
 
-The per-document ranking (:func:`brute_force`, the tests' oracle) is the same
-statement over every match at once.
+tests/search/test_phrase_texts.py checks this against the per-document ranking it
+replaced (a brute force over a per-document FTS5 table).
 """
 
 from __future__ import annotations
@@ -184,22 +184,3 @@ def ranked_events(conn: sqlite3.Connection, matches: PhraseMatches, session_id: 
                 break
     return found[skip:want]
 
-
-def brute_force_sessions(conn: sqlite3.Connection, matches: PhraseMatches) -> list[tuple[Any, ...]]:
-    """The whole cross-session ranking in one statement over every match (the tests' oracle)."""
-    items = _items(conn, matches)
-    if not items:
-        return []
-    cte, args = _candidates(matches, items)
-    where = f" WHERE {matches.where}" if matches.where else ""
-    return conn.execute(cte + _BEST.format(where=where), [*args, *matches.where_args]).fetchall()
-
-
-def brute_force_events(conn: sqlite3.Connection, matches: PhraseMatches, session_id: str) -> list[tuple[Any, ...]]:
-    """One session's whole ranking in one statement over every match (the tests' oracle)."""
-    items = _items(conn, matches)
-    if not items:
-        return []
-    cte, args = _candidates(matches, items)
-    where = f" AND {matches.where}" if matches.where else ""
-    return conn.execute(cte + _EVENTS.format(where=where), [*args, session_id, *matches.where_args, -1]).fetchall()

@@ -10,7 +10,7 @@ computes it and declines when the tokens are too common for that to pay.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 
