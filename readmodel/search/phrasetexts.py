@@ -58,6 +58,30 @@ _STORED: Final = """
                  json_extract(j."value", '$[2]') AS "length" FROM json_each(?) j) b
     JOIN "document_rows" d ON d."text_id" = b."text_id" JOIN "sessions" s ON s."sid" = d."sid"
     WHERE s."status" = 'ok' AND NOT EXISTS (SELECT 1 FROM temp."live_sessions" l WHERE l."id" = s."id"){range}"""
+# Across sessions, each session's best document of the batch is picked before its session row
+# is read (sessions rows are wide): the documents are grouped by session with the key RANK_KEY
+# computes over the candidate columns.  Event filters must hold before grouping ({filters}: they
+# name the candidate columns, given here by "e"); session filters hold for a session's every
+# row, so applying them after grouping (to ``candidates``) is the same, and an eligibility test
+# on the docid in {filters} only spares reading other sessions' documents.
+_STORED_BEST: Final = """
+    SELECT s."id" AS session_id, s."sid" AS header_json, s."created_at" AS created_at, s."cwd" AS cwd,
+           s."parent_session" AS parent_session, 0 AS live, 1 AS persisted, g."docid" AS docid, g."seq" AS seq,
+           g."type" AS type, g."time" AS time, g."surface" AS surface, g."document_length" AS document_length,
+           g."match_count" AS match_count
+    FROM (
+      SELECT e."sid" AS "sid", e."docid" AS "docid", e."seq" AS "seq", e."type" AS "type", e."time" AS "time", e."surface" AS "surface",
+             b."length" AS "document_length", b."n" AS "match_count",
+             max(printf('%010d%012d%017d%012d', b."n", 999999999999 - b."length", e."time" + 9007199254740991, e."seq"))
+      FROM (SELECT json_extract(j."value", '$[0]') AS "text_id", json_extract(j."value", '$[1]') AS "n",
+                   json_extract(j."value", '$[2]') AS "length" FROM json_each(?) j) b
+      JOIN (SELECT d."docid" AS docid, d."sid" AS sid, d."text_id" AS text_id, d."seq" AS seq, d."type" AS type, d."time" AS time,
+                   CASE d."surface" WHEN 1 THEN 'current' WHEN 2 THEN 'shadowed' ELSE 'log-only' END AS surface
+            FROM "document_rows" d) e ON e."text_id" = b."text_id"
+      WHERE 1{filters}
+      GROUP BY e."sid") g
+    JOIN "sessions" s ON s."sid" = g."sid"
+    WHERE s."status" = 'ok' AND NOT EXISTS (SELECT 1 FROM temp."live_sessions" l WHERE l."id" = s."id")"""
 _LIVE: Final = """
     SELECT l."id" AS session_id, NULL AS header_json, l."created_at" AS created_at, l."cwd" AS cwd,
            l."parent_session" AS parent_session, 1 AS live, l."persisted" AS persisted, -ld."rowid" AS docid, ld."seq" AS seq,
@@ -75,8 +99,9 @@ _EVENTS: Final = f"""
   SELECT session_id, header_json, live, persisted, docid, seq, type, time, surface FROM candidates WHERE session_id = ?{{where}}
   ORDER BY {RANK}, seq DESC LIMIT ?"""
 
-FIRST_BATCH: Final = 64
-"""Items (texts and live documents) the first statement of step 3 reads; each next one twice as many."""
+FIRST_BATCH: Final = 1
+"""Items (texts and live documents) the first statement of step 3 reads (then whole classes), each
+next one twice as many: the strongest classes often hold texts repeated in thousands of sessions."""
 
 
 @dataclass(slots=True)
@@ -98,7 +123,11 @@ class PhraseMatches:
     scope that match, ``n`` their strength (``None``: no stored side); ``live`` (with
     ``live_args``) selects ``(rowid, n, length)`` of the matching live documents in scope
     (``None``: none).  ``doc_range`` bounds the stored documents (one session's docids);
-    ``where`` (with ``where_args``) is the filters over the candidate columns.
+    ``where`` (with ``where_args``) is the filters over the candidate columns.  ``grouped``
+    (with ``grouped_args``), when set, lets a cross-session ranking group stored documents by
+    session before reading sessions (:data:`_STORED_BEST`): conditions on the documents ``e``
+    holding at least every event filter; ``None``: not grouped first (the filters are too many
+    to bind again).
     """
 
     texts: str | None
@@ -108,6 +137,8 @@ class PhraseMatches:
     doc_range: tuple[int, int] | None = None
     where: str = ""
     where_args: list[Any] = field(default_factory=list)
+    grouped: str | None = None
+    grouped_args: list[Any] = field(default_factory=list)
 
 
 def _items(conn: sqlite3.Connection, matches: PhraseMatches) -> list[Item]:
@@ -121,13 +152,17 @@ def _items(conn: sqlite3.Connection, matches: PhraseMatches) -> list[Item]:
     return items
 
 
-def _candidates(matches: PhraseMatches, items: list[Item]) -> tuple[str, list[Any]]:
-    """The ``candidates`` CTE of ``items``' documents in scope, and its parameters."""
+def _candidates(matches: PhraseMatches, items: list[Item], *, grouped: bool = False) -> tuple[str, list[Any]]:
+    """The ``candidates`` CTE of ``items``' documents in scope, and its parameters; ``grouped``:
+    a stored session's best document only (:data:`_STORED_BEST`, cross-session rankings)."""
     stored = [[item.text_id, item.strength, item.length] for item in items if item.text_id is not None]
     live = [[item.live_rowid, item.strength] for item in items if item.live_rowid is not None]
     parts: list[str] = []
     args: list[Any] = []
-    if stored:
+    if stored and grouped and matches.grouped is not None and matches.doc_range is None:
+        parts.append(_STORED_BEST.format(filters=matches.grouped))
+        args += [json.dumps(stored), *matches.grouped_args]
+    elif stored:
         parts.append(_STORED.format(range=' AND d."docid" BETWEEN ? AND ?' if matches.doc_range is not None else ""))
         args += [json.dumps(stored), *(matches.doc_range or ())]
     if live:
@@ -160,7 +195,7 @@ def ranked_sessions(conn: sqlite3.Connection, matches: PhraseMatches, limit: int
     where = f" WHERE {matches.where}" if matches.where else ""
     with closing(_batches(conn, matches)) as batches:
         for batch in batches:
-            cte, args = _candidates(matches, batch)
+            cte, args = _candidates(matches, batch, grouped=True)
             for row in conn.execute(cte + _BEST.format(where=where), [*args, *matches.where_args]):
                 if row[0] not in leaders:  # a session seen earlier has its best row there
                     leaders[row[0]] = row

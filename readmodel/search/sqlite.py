@@ -418,7 +418,24 @@ class SqliteSearchBackend:
         if live and self._live_state.fingerprints:
             live_sql, live_args = self._live_items(phrase, live_session)
         where = " AND ".join(fragment for fragment in (sessions.sql(), events.sql()) if fragment)
-        return phrasetexts.PhraseMatches(texts, texts_args, live_sql, live_args, doc_range, where, [*sessions.params, *events.params])
+        grouped, grouped_args = self._grouped(sessions, events)
+        return phrasetexts.PhraseMatches(texts, texts_args, live_sql, live_args, doc_range, where, [*sessions.params, *events.params], grouped, grouped_args)
+
+    @staticmethod
+    def _grouped(sessions: Where, events: Where) -> tuple[str | None, list[Any]]:
+        """The conditions on a stored document ``e`` that let a cross-session ranking group
+        documents by session first (:attr:`readmodel.search.phrasetexts.PhraseMatches.grouped`):
+        the event filters, and the session filters as an eligibility test on its docid; ``None``
+        when the filters are too many to bind a second time."""
+        if len(sessions.params) + len(events.params) > SCOPE_FILTER_BINDINGS:
+            return None, []
+        conditions, args = "", []
+        if sessions.fragments:
+            conditions, args = f' AND e."docid" >> 32 IN (SELECT "sid" FROM ({sqlitemodes.ELIGIBLE}) WHERE {sessions.sql()})', list(sessions.params)
+        if events.fragments:
+            conditions += f" AND ({events.sql()})"
+            args += events.params
+        return conditions, args
 
     def _ranked(self, key: tuple[str, ...], fetch: Callable[[int, int], list[tuple[Any, ...]]], offset: int, need: int) -> list[Row]:
         """Rows ``offset .. offset + need`` of a ranking, served from a small cache.

@@ -53,7 +53,7 @@ _LIVE: Final = """
 # sessions first, and documents has no index on sid.
 _SESSION_RANGE: Final = ' AND d."docid" BETWEEN s."sid" << 32 AND (s."sid" << 32) | 4294967295'
 # The sessions a search may return, with the columns session filters name (as in _PERSISTED).
-_ELIGIBLE: Final = """
+ELIGIBLE: Final = """
   SELECT s."sid" AS sid, s."id" AS session_id, s."created_at" AS created_at, s."cwd" AS cwd, s."parent_session" AS parent_session,
          0 AS live, 1 AS persisted
   FROM "sessions" s WHERE s."status" = 'ok' AND NOT EXISTS (SELECT 1 FROM temp."live_sessions" l WHERE l."id" = s."id")"""
@@ -149,7 +149,7 @@ class _Mode:
             return sql, [self.expression, *scope_args]
         eligible, eligible_args = "", []
         if sessions.fragments or _ineligible(backend, conn):
-            eligible, eligible_args = f' AND "docid" >> 32 IN (SELECT "sid" FROM ({_ELIGIBLE}) WHERE {sessions.sql() or "1"})', sessions.params
+            eligible, eligible_args = f' AND "docid" >> 32 IN (SELECT "sid" FROM ({ELIGIBLE}) WHERE {sessions.sql() or "1"})', sessions.params
         # Substring: the candidate texts (the gram index's, else every text) that a document in
         # scope holds — an index seek per text on document_rows_text (docid bounds included).
         candidates = index_candidates(conn, self.query, doc_range)
@@ -292,7 +292,7 @@ def in_scope(
     if doc_range is not None:
         conditions, args = ' AND e."docid" BETWEEN ? AND ?', list(doc_range)
     if sessions.fragments or _ineligible(backend, conn):
-        conditions += f' AND e."docid" >> 32 IN (SELECT "sid" FROM ({_ELIGIBLE}) WHERE {sessions.sql() or "1"})'
+        conditions += f' AND e."docid" >> 32 IN (SELECT "sid" FROM ({ELIGIBLE}) WHERE {sessions.sql() or "1"})'
         args += sessions.params
     if events.fragments:
         conditions += f" AND ({events.sql()})"
