@@ -7,7 +7,8 @@ one statement ranks every match by the reference's order (each session's best do
 fixed-width key, then match count, length, time, session id, seq).  The index repeats texts
 across sessions and within them (the case texts first changes), with ties on every key, under
 session and event filters, with and without a live overlay shadowing a stored session, with
-and without the C accelerator, and one class of texts per statement.
+and without the C accelerator, one class of texts per statement or many, and with the filters
+too many to narrow step 1 and the grouping.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from indexer.layout import Compression
 from indexer.reconcile import Reconciler
 from readmodel.live import InMemoryLiveSource
 from readmodel.search import phrasetexts
+from readmodel.search import sqlite as search_module
 from readmodel.search.predicates import event_where, session_where
 from readmodel.search.requests import match_expression
 from readmodel.search.snippets import END_MARK, START_MARK
@@ -133,6 +135,7 @@ _EVENT_FILTERS = st.lists(
     overlay=st.booleans(),
     accelerated=st.booleans(),
     batch=st.sampled_from([1, 2, 64]),
+    many_filters=st.booleans(),
 )
 def test_texts_first_phrase_rankings_equal_the_per_document_brute_force(
     repeated_texts_index: str,
@@ -144,6 +147,7 @@ def test_texts_first_phrase_rankings_equal_the_per_document_brute_force(
     overlay: bool,
     accelerated: bool,
     batch: int,
+    many_filters: bool,
 ) -> None:
     backend = _backend(repeated_texts_index, overlay, accelerated)
     phrase = match_expression(query)
@@ -151,6 +155,8 @@ def test_texts_first_phrase_rankings_equal_the_per_document_brute_force(
     where = " AND ".join(fragment for fragment in (sessions.sql(), events.sql()) if fragment)
     with pytest.MonkeyPatch.context() as patch, backend.snapshot(None) as snapshot:
         patch.setattr(phrasetexts, "FIRST_BATCH", batch)
+        if many_filters:  # as past SCOPE_FILTER_BINDINGS values: neither step 1 nor the grouping is narrowed
+            patch.setattr(search_module, "SCOPE_FILTER_BINDINGS", -1)
         conn = snapshot.conn
         terms = backend._terms(conn, query)
         # Across sessions: stored texts, live documents, filters.
