@@ -201,22 +201,30 @@ def test_migration_0017_rebuilds_documents_fts_with_prefix_indexes_and_the_same_
     assert "prefix='1 2'" in ddl() and answers() == expected
 
 
-def test_migration_0018_stores_each_distinct_text_once_and_upgrades_to_what_a_cold_build_gives(tmp_path: Path) -> None:
-    """An index at 0017 (a text per document, ``document_hashes``, grams per document) upgrades
-    to one ``texts`` row per distinct text, grams per text, the same documents and search
-    content as a cold build — and downgrades back to the 0017 layout with the same documents."""
-    from tests.indexstate import diff_states, index_state
+def _two_builds(tmp_path: Path, suffix: str) -> tuple[Path, Path]:
+    """Two cold builds (``index.db``, ``cold.db``) of four sessions sharing one long text, each
+    with a text of its own (ending in ``suffix``)."""
     from tests.logfactory import user
 
     root = tmp_path / "root"
     for index in range(4):
-        turns = [[*simple_turn(), user(9, "shared boilerplate repeated in every session " * 4), user(10, f"own text {index} 数据库")]]
+        turns = [[*simple_turn(), user(9, "shared boilerplate repeated in every session " * 4), user(10, f"own text {index} 数据库{suffix}")]]
         write_log(root, header(f"s{index}", created_at=index), turns)
     db, cold = tmp_path / "index.db", tmp_path / "cold.db"
     for target in (db, cold):
         engine = open_writer(str(target))
         Reconciler(engine, root, Compression.ZSTD, settle_seconds=0).reconcile()
         engine.dispose()
+    return db, cold
+
+
+def test_migration_0018_stores_each_distinct_text_once_and_upgrades_to_what_a_cold_build_gives(tmp_path: Path) -> None:
+    """An index at 0017 (a text per document, ``document_hashes``, grams per document) upgrades
+    to one ``texts`` row per distinct text, grams per text, the same documents and search
+    content as a cold build — and downgrades back to the 0017 layout with the same documents."""
+    from tests.indexstate import diff_states, index_state
+
+    db, cold = _two_builds(tmp_path, "")
     documents = indexdb.connect(db).execute('SELECT * FROM "documents" ORDER BY "docid"').fetchall()
     with create_index_engine(str(db)).begin() as conn:
         command.downgrade(alembic_config(conn), "0017")
@@ -244,17 +252,8 @@ def test_migration_0021_indexes_each_distinct_text_once_with_the_same_matches_an
     per distinct text): the same documents match with the same marks, every search page is the
     same, and the index equals a cold build's; the downgrade gives the per-document table back."""
     from tests.indexstate import diff_states, fts_consistent, index_state
-    from tests.logfactory import user
 
-    root = tmp_path / "root"
-    for index in range(4):
-        turns = [[*simple_turn(), user(9, "shared boilerplate repeated in every session " * 4), user(10, f"own text {index} 数据库 session")]]
-        write_log(root, header(f"s{index}", created_at=index), turns)
-    db, cold = tmp_path / "index.db", tmp_path / "cold.db"
-    for target in (db, cold):
-        engine = open_writer(str(target))
-        Reconciler(engine, root, Compression.ZSTD, settle_seconds=0).reconcile()
-        engine.dispose()
+    db, cold = _two_builds(tmp_path, " session")
     expressions = ['"session"', '"shared" "boilerplate"', '"s"*', '"own text"', '"数据库"']
     requests = [{"query": "session"}, {"query": "shared boilerplate"}, {"query": "own text", "limit": 1}, {"query": "repeated"}]
 

@@ -31,6 +31,7 @@ from readmodel.search.snippets import END_MARK, START_MARK
 from readmodel.search.sqlite import SqliteSearchBackend
 from readmodel.store.database import open_writer
 from tests.logfactory import header, turn_end, turn_start, user
+from tests.search.test_accelerator import _EVENT_FILTERS, _SESSION_FILTERS
 from tests.search.test_search_engine import write
 
 _WORDS = ["needle", "hay", "needle needle", "hay needle", "stack", "needle hay needle", "hay hay stack"]
@@ -104,25 +105,6 @@ def _oracle(conn: Any, phrase: str, where: str, args: list[Any], *, doc_range: t
         f"FROM candidates WHERE session_id = ?{' AND ' + where if where else ''} ORDER BY {phrasetexts.RANK}, seq DESC"
     )
     return conn.execute(sql, [*params, session_id, *args]).fetchall()
-
-
-_SESSION_FILTERS = st.lists(
-    st.one_of(
-        st.builds(lambda values: {"kind": "cwd", "values": values}, st.lists(st.sampled_from(["/work/w0", "/work/w1", None]), max_size=2)),
-        st.builds(lambda values: {"kind": "id", "values": values}, st.lists(st.sampled_from(["s0-00", "s3-03", "s1-21", "live-only"]), min_size=1, max_size=3)),
-        st.builds(lambda low: {"kind": "created-at", "from": low}, st.integers(1, 4)),
-        st.builds(lambda values: {"kind": "availability", "values": values}, st.sampled_from([["live"], ["persisted"], ["live", "persisted"]])),
-    ),
-    max_size=2,
-)
-_EVENT_FILTERS = st.lists(
-    st.one_of(
-        st.builds(lambda low: {"kind": "seq", "from": low}, st.integers(0, 6)),
-        st.builds(lambda high: {"kind": "seq", "to": high}, st.integers(0, 6)),
-        st.builds(lambda values: {"kind": "surface", "values": values}, st.lists(st.sampled_from(["current", "log-only"]), min_size=1, max_size=2)),
-    ),
-    max_size=2,
-)
 
 
 @settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
