@@ -43,6 +43,14 @@ smaller dictionaries: on the 160 MB root 8 MB of samples gave 52 KB and blocks
 SAMPLE_PIECE: Final = 4 * 1024
 """Training sample size (zstd trains on many small samples better than on few large ones)."""
 _MIN_SAMPLES: Final = 64
+DICTIONARY_BYTES: Final = 256 * 1024
+"""The largest dictionary trained (on roots of at least ≈ 64 MB: 8 MiB of samples or more)."""
+SAMPLES_PER_DICTIONARY_BYTE: Final = 32
+"""Samples a dictionary byte needs.  zstd's trainer asked for a dictionary too large for its
+samples returns a short one that compresses badly: on the 10 MB benchmark root, 2 MiB of
+samples asked for 256 KiB gave 74 KB and blocks of 4.73 MB; asked for 64 KiB, 64 KiB and
+2.70 MB (the index 12.1 → 10.1 MB)."""
+_MIN_DICTIONARY_BYTES: Final = 16 * 1024
 MIN_BYTES: int = DICTIONARY_MIN_BYTES
 """The cold-build size from which a dictionary is trained (a module attribute: tests lower it)."""
 
@@ -85,10 +93,31 @@ def train_for(paths: Sequence[str], total_bytes: int, compression: Compression) 
     if len(samples) < _MIN_SAMPLES:
         return None
     try:
-        return train_dictionary(samples)
+        return _train_full(samples, dictionary_size(read))
     except zstandard.ZstdError as exc:  # too little variety to train on: plain blocks
         log.info("no block dictionary trained: %s", exc)
         return None
+
+
+def dictionary_size(sample_bytes: int) -> int:
+    """The dictionary size to ask for from ``sample_bytes`` of samples: a power of two, at most :data:`DICTIONARY_BYTES`."""
+    size = DICTIONARY_BYTES
+    while size > _MIN_DICTIONARY_BYTES and size * SAMPLES_PER_DICTIONARY_BYTE > sample_bytes:
+        size //= 2
+    return size
+
+
+def _train_full(samples: list[bytes], size: int) -> tuple[int, bytes]:
+    """A dictionary of ``size`` bytes, or of half as many, ... when zstd returns a short one.
+
+    A short dictionary is a sign of too few samples for the size asked for and compresses
+    far worse than a full one half its size (see :data:`SAMPLES_PER_DICTIONARY_BYTE`).
+    """
+    trained = train_dictionary(samples, size)
+    while len(trained[1]) < size and size > _MIN_DICTIONARY_BYTES:
+        size //= 2
+        trained = train_dictionary(samples, size)
+    return trained
 
 
 def _head(path: str, compression: Compression, size: int = SAMPLE_BYTES) -> bytes:

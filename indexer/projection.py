@@ -44,7 +44,7 @@ from readmodel.projection.extraction import TEXT_EVENT_TYPES, extract_event_text
 from readmodel.projection.secrets import redact
 from readmodel.projection.texthash import text_hash
 from readmodel.core.jsvalues import MAX_SAFE_INTEGER
-from readmodel.store import gramindex, texts
+from readmodel.store import gramindex, texts, textsearch
 from readmodel.store.texts import TextStore
 from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, docid
 from readmodel.projection.surface import SURFACE_EVENT_TYPES, tool_result_fingerprint
@@ -101,9 +101,10 @@ FTS_BUFFER_CHARS: Final = 8_000_000
 
 
 FtsRow = tuple[int, str]
-"""``(docid, text)``: a document's ``documents_fts`` row (a server backend's search rows)."""
+"""``(docid, text)``: a document's search row (a server backend's; SQLite indexes texts, not documents)."""
 TextRow = tuple[int, str]
-"""``(text id, text)``: a text row created in the open transaction, whose grams ``document_grams`` needs."""
+"""``(text id, text)``: a text row created in the open transaction, which ``texts_fts`` and
+``document_grams`` index (:func:`index_texts`)."""
 
 _texts: Final = TextStore()
 _INSERT_ROWS: Final = 'INSERT INTO "document_rows" ("docid", "sid", "seq", "type", "time", "surface", "text_id") VALUES (?, ?, ?, ?, ?, ?, ?)'
@@ -124,15 +125,16 @@ def insert_documents(cur: Any, docs: Sequence[Sequence[Any]], fts: Any) -> None:
         return
     ids, created = _texts.store(cur, [(doc[7], doc[8]) for doc in docs])
     cur.executemany(_INSERT_ROWS, [(*doc[:6], text_id) for doc, text_id in zip(docs, ids)])
-    rows = [(doc[0], doc[7]) for doc in docs]
+    # Only the new texts are indexed (SQLite's word index is per text, texts_fts).
     if fts is not None:
-        fts.add(cur, rows, created)
+        fts.add(cur, [], created)
     else:
-        write_search_rows(cur, rows, created)
+        write_search_rows(cur, [], created)
 
 
 def write_search_rows(cur: Any, rows: list[FtsRow], texts: list[TextRow]) -> None:
-    """Insert documents' rows into ``documents_fts`` and new texts' grams into ``document_grams``.
+    """Index new texts (SQLite: their ``texts_fts`` rows and grams; the documents need no row
+    of their own, a document's matches being its text's).
 
     A cursor of another backend that keeps search rows of its own (its
     ``write_search_rows``, :mod:`indexer.pgwriter`) takes the documents' rows instead.
@@ -141,8 +143,19 @@ def write_search_rows(cur: Any, rows: list[FtsRow], texts: list[TextRow]) -> Non
     if server is not None:
         server(rows)
         return
-    cur.executemany('INSERT INTO "documents_fts" ("rowid", "text") VALUES (?, ?)', rows)
-    gramindex.insert(cur, texts)
+    index_texts(cur, texts)
+
+
+def index_texts(cur: Any, rows: list[TextRow]) -> None:
+    """Add texts just created to both SQLite search indexes (words, grams), in id order."""
+    textsearch.insert(cur, rows)
+    gramindex.insert(cur, rows)
+
+
+def unindex_texts(cur: Any, rows: list[TextRow]) -> None:
+    """Remove indexed texts, as stored, from both SQLite search indexes (before their rows go)."""
+    textsearch.delete(cur, rows)
+    gramindex.delete(cur, rows)
 
 
 def _release(cur: Any, held: list[int], fts: Any) -> None:
@@ -152,7 +165,7 @@ def _release(cur: Any, held: list[int], fts: Any) -> None:
         fts.orphans.update(held)
         return
     gone = texts.orphans(cur, held)
-    gramindex.delete(cur, gone)
+    unindex_texts(cur, gone)
     texts.delete(cur, [text_id for text_id, _ in gone])
 
 
@@ -163,7 +176,7 @@ def _size(rows: Iterable[tuple[int, str]]) -> int:
 
 
 class DeferredFts:
-    """FTS5 rows (documents_fts and document_grams) held back until the end of the caller's transaction.
+    """FTS5 rows (texts_fts and document_grams; a server's document rows) held back until the end of the caller's transaction.
 
     FTS5 flushes its pending terms to a new segment at every ``SAVEPOINT`` and
     ``RELEASE`` once it has been written in a transaction, and the reconciler
@@ -242,7 +255,7 @@ class DeferredFts:
                 ids = {text_id for text_id, _ in gone}
                 pending = {text_id for text_id, _ in self.texts}
                 self.texts = [row for row in self.texts if row[0] not in ids]
-                gramindex.delete(cur, [row for row in gone if row[0] not in pending])
+                unindex_texts(cur, [row for row in gone if row[0] not in pending])
                 texts.delete(cur, sorted(ids))
             self.orphans = set()
         if self.rows or self.texts:
@@ -657,11 +670,7 @@ def delete_session_rows(cur: sqlite3.Cursor, sid: int, from_seq: int = 0, synthe
         cur.execute('DELETE FROM "document_hashes" WHERE "docid" BETWEEN ? AND ?', (low, high))
         cur.execute('DELETE FROM "documents" WHERE "docid" BETWEEN ? AND ?', (low, high))
     else:
-        cur.execute(
-            'INSERT INTO "documents_fts" ("documents_fts", "rowid", "text") '
-            'SELECT \'delete\', "docid", "text" FROM "documents" WHERE "docid" BETWEEN ? AND ?',
-            (low, high),
-        )
+        # The documents' texts keep their search rows until no document holds them (_release).
         held = texts.held_by(cur, (low, high))
         cur.execute('DELETE FROM "document_rows" WHERE "docid" BETWEEN ? AND ?', (low, high))
         if held:

@@ -135,11 +135,14 @@ def index_state(db_path: str, probes: Iterable[str] = DEFAULT_PROBES) -> dict[st
 
         fts: dict[str, list[tuple[float, str, int]]] = {}
         for term in probes:
+            # texts_fts is per text (schema 0021): a document's hits are its text's.
             hits = conn.execute(
-                'SELECT rowid, bm25("documents_fts") FROM "documents_fts" WHERE "documents_fts" MATCH ?', (term,)
+                'SELECT d."docid", bm25("texts_fts") FROM "texts_fts" JOIN "document_rows" d ON d."text_id" = "texts_fts"."rowid" '
+                'WHERE "texts_fts" MATCH ?',
+                (term,),
             ).fetchall()
             fts[term] = sorted((round(rank, 9), key(rowid >> 32), rowid & 0xFFFFFFFF) for rowid, rank in hits)
-        fts_rows = conn.execute('SELECT count(*) FROM "documents_fts"').fetchone()[0]
+        fts_rows = conn.execute('SELECT count(*) FROM "texts_fts_docsize"').fetchone()[0]
         grams = _gram_words(conn, key, block_problems)
         hashes = _text_hashes(conn, key, block_problems)
         conn.execute("COMMIT")
@@ -225,7 +228,7 @@ def _short(value: Any, width: int = 400) -> str:
 
 
 def fts_consistent(db_path: str) -> bool:
-    """Whether the external-content FTS5 index agrees exactly with ``documents``.
+    """Whether the external-content FTS5 index agrees exactly with ``texts`` (one row per text).
 
     Runs FTS5's own ``integrity-check`` with ``rank = 1`` (which also compares
     against the content table) and checks the row counts match.  Needs a
@@ -235,11 +238,11 @@ def fts_consistent(db_path: str) -> bool:
     try:
         conn.execute("PRAGMA busy_timeout = 30000")
         try:
-            conn.execute("INSERT INTO \"documents_fts\" (\"documents_fts\", \"rank\") VALUES ('integrity-check', 1)")
+            conn.execute("INSERT INTO \"texts_fts\" (\"texts_fts\", \"rank\") VALUES ('integrity-check', 1)")
         except sqlite3.DatabaseError:
             return False
-        documents = conn.execute('SELECT count(*) FROM "documents"').fetchone()[0]
-        indexed = conn.execute('SELECT count(*) FROM "documents_fts_docsize"').fetchone()[0]
-        return bool(documents == indexed)
+        stored = conn.execute('SELECT count(*) FROM "texts"').fetchone()[0]
+        indexed = conn.execute('SELECT count(*) FROM "texts_fts_docsize"').fetchone()[0]
+        return bool(stored == indexed)
     finally:
         conn.close()

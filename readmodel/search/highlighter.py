@@ -6,7 +6,7 @@ backend stores the text (``documents.text``) but no FTS5 table, so the
 reading host highlights the page's few documents itself in an in-memory FTS5
 table with the index's own tokenizer (:data:`readmodel.search.tokens.TOKENIZE`):
 the same tokens, so the same marks as the SQLite backend's ``highlight()``
-over ``documents_fts``.  PostgreSQL never tokenises.
+over ``texts_fts``.  PostgreSQL never tokenises.
 
 As the SQLite backend without its accelerator does, a prefix of the text is
 tried first (plus four snippet widths, then sixteen times as long), and the

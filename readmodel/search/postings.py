@@ -1,7 +1,7 @@
 """Counting phrase spans from FTS5's posting lists: the pure-SQL ranking's shortcut.
 
 Without the C accelerator a match's strength (its number of highlight spans)
-comes from ``highlight()``, which tokenises every matching document whole.  For
+comes from ``highlight()``, which tokenises every matching text whole.  For
 a phrase of rarer tokens the positions in the ``fts5vocab`` instance table give
 the same count for a fraction of the cost; :func:`phrase_spans_from_postings`
 computes it and declines when the tokens are too common for that to pay.
@@ -10,7 +10,7 @@ computes it and declines when the tokens are too common for that to pay.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 
@@ -21,10 +21,9 @@ import msgspec
 PHRASE_INSTANCE_BUDGET: Final = 150_000
 
 
-def phrase_spans_from_postings(
-    conn: sqlite3.Connection, terms: list[bytes], phrase: str, doc_range: tuple[int, int] | None = None
-) -> list[tuple[int, int]] | None:
-    """``(docid, spans)`` of every stored document matching a multi-token phrase,
+def phrase_spans_from_postings(conn: sqlite3.Connection, terms: list[bytes], phrase: str) -> list[tuple[int, int]] | None:
+    """``(text id, spans)`` of every stored text matching a multi-token phrase (``texts_fts``
+    is per distinct text: a document's spans are its text's),
     where ``spans`` is the number of highlighted spans ``highlight()`` would mark.
 
     A phrase instance starts at token position ``p`` when term ``i`` occurs at
@@ -36,16 +35,11 @@ def phrase_spans_from_postings(
     distinct = sorted(set(terms))
     total = 0
     for term in distinct:
-        row = conn.execute('SELECT "cnt" FROM temp."documents_term_rows" WHERE "term" = CAST(? AS TEXT)', (term,)).fetchone()
+        row = conn.execute('SELECT "cnt" FROM temp."texts_term_rows" WHERE "term" = CAST(? AS TEXT)', (term,)).fetchone()
         total += row[0] if row else 0
     if total > PHRASE_INSTANCE_BUDGET:
         return None
-    sql = 'SELECT "rowid" FROM "documents_fts" WHERE "documents_fts" MATCH ?'
-    args: list[Any] = [phrase]
-    if doc_range is not None:
-        sql += ' AND "rowid" BETWEEN ? AND ?'
-        args += list(doc_range)
-    docs = [row[0] for row in conn.execute(sql, args)]
+    docs = [row[0] for row in conn.execute('SELECT "rowid" FROM "texts_fts" WHERE "texts_fts" MATCH ?', (phrase,))]
     if not docs:
         return []
     wanted = msgspec.json.encode(docs).decode()
@@ -53,7 +47,7 @@ def phrase_spans_from_postings(
     for term in distinct:
         per_doc: dict[int, set[int]] = {}
         rows = conn.execute(
-            'SELECT "doc", "offset" FROM temp."documents_terms" WHERE "term" = CAST(? AS TEXT) AND "doc" IN (SELECT "value" FROM json_each(?))',
+            'SELECT "doc", "offset" FROM temp."texts_terms" WHERE "term" = CAST(? AS TEXT) AND "doc" IN (SELECT "value" FROM json_each(?))',
             (term, wanted),
         )
         for doc, offset in rows:

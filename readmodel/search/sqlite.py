@@ -1,10 +1,10 @@
 """The SQLite FTS5 search backend, with the live overlay and the optional C accelerator.
 
-Ranking runs in SQL over the index's ``documents_fts`` (unicode61 tokens): a
-match's strength is its number of highlight spans, counted by the C
-accelerator (:mod:`readmodel.search.accelerator`) from FTS5's position lists
-when it is built, else from posting lists (``fts5vocab``) or ``highlight()``
-itself.  The live overlay (sessions held in memory by the host) lives in
+Ranking runs over the index's ``texts_fts`` (unicode61 tokens, one row per
+distinct text: :mod:`readmodel.search.phrasetexts`): a match's strength is its
+number of highlight spans, counted once per text by the C accelerator
+(:mod:`readmodel.search.accelerator`) from FTS5's position lists when it is
+built, else from posting lists (``fts5vocab``) or ``highlight()`` itself.  The live overlay (sessions held in memory by the host) lives in
 connection-local TEMP tables that shadow the index for the same session id,
 as in the reference.
 """
@@ -42,7 +42,7 @@ from readmodel.search.predicates import (
     event_where,
     session_where,
 )
-from readmodel.search import sqlitemodes
+from readmodel.search import phrasetexts, sqlitemodes
 from readmodel.search import sqlranking
 from readmodel.search.requests import EventsRequest, SessionsRequest, bounded_terms, match_expression
 from readmodel.search.snippets import END_MARK, START_MARK, prefix_decides_snippet, sanitize_text, snippet_source_decides
@@ -59,6 +59,9 @@ PROBE_TOKENS: Final = 4
 """A longer phrase is first probed with its first and last this many tokens:
 when either matches nothing in scope, neither does the phrase, which is then
 never run (a probe costs about this many tokens' share of the phrase)."""
+SCOPE_FILTER_BINDINGS: Final = 4_000
+"""Past this many filter values, step 1 of the phrase ranking is not narrowed by the filters
+(it would bind them twice); the candidates still apply them, within SQLite's limit."""
 
 
 # The first prefix of a document tried for a snippet (plus four snippet widths;
@@ -97,118 +100,29 @@ class _LiveState:
 
 # --------------------------------------------------------------------------- ranking SQL
 
-# The candidate set: one row per matching document, persisted rows shadowed by
-# live rows of the same session.  ``match_count`` is the number of highlighted
-# spans FTS5's highlight() would produce.  Without the C accelerator (below):
-# for a one-token phrase every token instance is its own span, so the count
-# comes straight from the posting list (fts5vocab), which is far cheaper than
-# highlighting every matching document; phrases of rarer tokens are counted from
-# the posting lists too, and the rest by the markers of highlight() itself.
-_SESSION_COLUMNS: Final = """s."id" AS session_id, s."sid" AS header_json, s."created_at" AS created_at, s."cwd" AS cwd,
-         s."parent_session" AS parent_session, 0 AS live, 1 AS persisted, d."docid" AS docid, d."seq" AS seq,
-         d."type" AS type, d."time" AS time,
-         CASE d."surface" WHEN 1 THEN 'current' WHEN 2 THEN 'shadowed' ELSE 'log-only' END AS surface,
-         d."length" AS document_length"""
+# A match's strength is the number of highlighted spans FTS5's highlight() would
+# produce, counted once per distinct text (texts_fts, readmodel.search.phrasetexts).
+# With the C accelerator every match's span count is one call on FTS5's position
+# list (sessionq_spans).  Without it: for a one-token phrase every token instance
+# is its own span, so the count comes straight from the posting list
+# (fts5vocab), which is far cheaper than highlighting every matching text;
+# phrases of rarer tokens are counted from the posting lists too, and the rest
+# by the markers of highlight() itself.
 _MARKS: Final = "((length(CAST({h} AS BLOB)) - length(CAST(replace({h}, ?, '') AS BLOB))) / 3)"
-_PERSISTED_BY_TOKEN: Final = """
-  SELECT {columns}, c."n" AS match_count
-  FROM (SELECT "doc", count(*) AS "n" FROM temp."documents_terms" WHERE "term" = CAST(? AS TEXT){doc_range} GROUP BY "doc") c
-  JOIN "documents" d ON d."docid" = c."doc" JOIN "sessions" s ON s."sid" = d."sid"
-  WHERE s."status" = 'ok' AND NOT EXISTS (SELECT 1 FROM temp."live_sessions" l WHERE l."id" = s."id")
-"""
-_PERSISTED_BY_PHRASE: Final = """
-  SELECT {columns}, {marks} AS match_count
-  FROM "documents_fts" JOIN "documents" d ON d."docid" = "documents_fts"."rowid" JOIN "sessions" s ON s."sid" = d."sid"
-  WHERE "documents_fts" MATCH ? AND s."status" = 'ok'
-    AND NOT EXISTS (SELECT 1 FROM temp."live_sessions" l WHERE l."id" = s."id"){doc_range}
-"""
-_LIVE_BRANCH: Final = """
-  SELECT l."id" AS session_id, NULL AS header_json, l."created_at" AS created_at, l."cwd" AS cwd,
-         l."parent_session" AS parent_session, 1 AS live, l."persisted" AS persisted, -ld."rowid" AS docid, ld."seq" AS seq,
-         ld."type" AS type, ld."time" AS time, ld."surface" AS surface, ld."length" AS document_length, {marks} AS match_count
-  FROM temp."live_docs" ld JOIN temp."live_sessions" l ON l."id" = ld."session_id"
-  WHERE "live_docs" MATCH ?{scope}
-"""
-_RANK: Final = "match_count DESC, document_length ASC, time DESC"
-# The same order (plus seq DESC, unique within a session) as one fixed-width text
-# key, so each session's strongest event is a plain max() per group: SQLite takes
-# the bare columns from that row, which is cheaper than a window function.
-_RANK_KEY: Final = (
-    "printf('%010d%012d%017d%012d', match_count, 999999999999 - document_length, time + 9007199254740991, seq)"
+_SPANS: Final = 'SELECT "rowid" AS "text_id", {n} AS "n" FROM "texts_fts" WHERE "texts_fts" MATCH ?'
+_BY_TOKEN: Final = 'SELECT "doc" AS "text_id", count(*) AS "n" FROM temp."texts_terms" WHERE "term" = CAST(? AS TEXT) GROUP BY "doc"'
+_BY_COUNTS: Final = (
+    'SELECT json_extract(j."value", \'$[0]\') AS "text_id", json_extract(j."value", \'$[1]\') AS "n" FROM json_each(?) j'
 )
+# Step 1 of the texts-first ranking: the matching texts some document in scope holds.
+_TEXTS: Final = 'WITH "m" AS MATERIALIZED ({selection}) SELECT m."text_id", m."n", t."length" FROM "m" JOIN "texts" t ON t."id" = m."text_id"{scope}'
+_LIVE_ITEMS: Final = 'SELECT "rowid", {n} AS "n", "length" FROM temp."live_docs" WHERE "live_docs" MATCH ?{scope}'
 _TERMS_DDL: Final = (
     'CREATE VIRTUAL TABLE IF NOT EXISTS temp."query_terms" USING fts5("text", tokenize=\'unicode61\')',
     'CREATE VIRTUAL TABLE IF NOT EXISTS temp."query_terms_v" USING fts5vocab(temp, "query_terms", instance)',
-    'CREATE VIRTUAL TABLE IF NOT EXISTS temp."documents_terms" USING fts5vocab(main, "documents_fts", instance)',
-    'CREATE VIRTUAL TABLE IF NOT EXISTS temp."documents_term_rows" USING fts5vocab(main, "documents_fts", row)',
+    'CREATE VIRTUAL TABLE IF NOT EXISTS temp."texts_terms" USING fts5vocab(main, "texts_fts", instance)',
+    'CREATE VIRTUAL TABLE IF NOT EXISTS temp."texts_term_rows" USING fts5vocab(main, "texts_fts", row)',
 )
-_PERSISTED_BY_COUNTS: Final = """
-  SELECT {columns}, c."n" AS match_count
-  FROM (SELECT json_extract(j."value", '$[0]') AS "doc", json_extract(j."value", '$[1]') AS "n" FROM json_each(?) j) c
-  JOIN "documents" d ON d."docid" = c."doc" JOIN "sessions" s ON s."sid" = d."sid"
-  WHERE s."status" = 'ok' AND NOT EXISTS (SELECT 1 FROM temp."live_sessions" l WHERE l."id" = s."id")
-"""
-
-
-# With the C accelerator (readmodel/ftsaux.py) every match's span count is one
-# call on FTS5's position list, and a ranking is pruned before anything but
-# the filters' own columns is joined: per session only the documents with the
-# session's highest count can be its strongest, and a session whose highest
-# count is below the k-th highest of all sessions has k sessions ahead of it,
-# so it cannot reach the first k places.  The aggregate sessionq_leaders() does
-# that grouping in one pass over the matches (they come in docid order, so in
-# session order); only the surviving documents are joined for the remaining
-# keys (length, time, session id, seq).  Filters and the live overlay's
-# shadowing apply to the matches first, so nothing they exclude can raise the
-# cut.  Within one session the cut is the k-th highest count itself.
-_SPANS_OF: Final = 'sessionq_spans("{table}")'
-_MATCHES: Final = """
-  "matches" AS MATERIALIZED (
-    SELECT "documents_fts"."rowid" AS "doc", sessionq_spans("documents_fts") AS "n"
-    FROM "documents_fts" WHERE "documents_fts" MATCH ?{conditions}
-  )"""
-# With event filters each match is joined to its document row first (the filters
-# read its columns); FTS5 stays the outer loop, so the order is still docid order.
-_FILTERED_MATCHES: Final = """
-  "scored" AS MATERIALIZED (
-    SELECT "documents_fts"."rowid" AS "doc", sessionq_spans("documents_fts") AS "n", d."seq" AS seq, d."type" AS type,
-           d."time" AS time, CASE d."surface" WHEN 1 THEN 'current' WHEN 2 THEN 'shadowed' ELSE 'log-only' END AS surface
-    FROM "documents_fts" JOIN "documents" d ON d."docid" = "documents_fts"."rowid"
-    WHERE "documents_fts" MATCH ?{conditions}
-  ),
-  "matches" AS MATERIALIZED (SELECT "doc", "n" FROM "scored" WHERE {event_where})"""
-# Session filters select the eligible sessions once, under the candidate column names.
-_ELIGIBLE: Final = """
-  "eligible" AS MATERIALIZED (
-    SELECT "sid" FROM (
-      SELECT s."sid" AS "sid", s."id" AS session_id, s."cwd" AS cwd, s."parent_session" AS parent_session,
-             s."created_at" AS created_at, 0 AS live, 1 AS persisted
-      FROM "sessions" s WHERE s."status" = 'ok'
-    ) WHERE {session_where}
-  ),"""
-_IN_RANGE: Final = ' AND "documents_fts"."rowid" BETWEEN ? AND ?'
-_IN_ELIGIBLE: Final = ' AND "documents_fts"."rowid" >> 32 IN (SELECT "sid" FROM "eligible")'
-_NOT_SHADOWED: Final = (
-    ' AND "documents_fts"."rowid" >> 32 NOT IN (SELECT s."sid" FROM temp."live_sessions" l JOIN "sessions" s ON s."id" = l."id")'
-)
-# Filters bind their values twice on the pruned paths (once to prune, once for
-# the live rows); past this many the unpruned path keeps well inside SQLite's limit.
-PRUNED_FILTER_BINDINGS: Final = 4_000
-_LEADING_SESSIONS: Final = """
-  candidates AS (
-    SELECT {columns}, json_extract(j."value", '$[1]') AS match_count
-    FROM json_each((SELECT sessionq_leaders("doc", "n", ?) FROM "matches")) j
-    JOIN "documents" d ON d."docid" = json_extract(j."value", '$[0]') JOIN "sessions" s ON s."sid" = d."sid"
-    WHERE s."status" = 'ok'
-    UNION ALL {live}
-  )"""
-_LEADING_EVENTS: Final = """
-  "cut" AS MATERIALIZED (SELECT coalesce((SELECT "n" FROM "matches" ORDER BY "n" DESC LIMIT 1 OFFSET ?), 0) AS "floor"),
-  candidates AS (
-    SELECT {columns}, m."n" AS match_count
-    FROM "matches" m JOIN "documents" d ON d."docid" = m."doc" JOIN "sessions" s ON s."sid" = d."sid"
-    WHERE m."n" >= (SELECT "floor" FROM "cut") AND s."status" = 'ok'
-  )"""
 
 
 class SqliteSearchBackend:
@@ -448,84 +362,80 @@ class SqliteSearchBackend:
         ignored: a superset of the scope is enough to prove absence."""
         checks: list[tuple[str, list[Any]]] = []
         if live_session is None:
-            clause = ' AND "rowid" BETWEEN ? AND ?' if doc_range is not None else ""
-            checks.append((f'SELECT 1 FROM "documents_fts" WHERE "documents_fts" MATCH ?{clause} LIMIT 1', [phrase, *(doc_range or ())]))
+            # Every stored text (a superset of one session's): one probe of the per-text index.
+            checks.append(('SELECT 1 FROM "texts_fts" WHERE "texts_fts" MATCH ? LIMIT 1', [phrase]))
         if doc_range is None:
             clause = ' AND "session_id" = ?' if live_session is not None else ""
             checks.append((f'SELECT 1 FROM temp."live_docs" WHERE "live_docs" MATCH ?{clause} LIMIT 1', [phrase, *([] if live_session is None else [live_session])]))
         return any(conn.execute(sql, args).fetchone() is not None for sql, args in checks)
 
-    def _candidates(
+    def _strengths(self, conn: sqlite3.Connection, terms: list[bytes], phrase: str) -> tuple[str, list[Any]]:
+        """``(text_id, n)`` of every stored text matching ``phrase``, ``n`` its highlight spans."""
+        if self._accelerated:
+            return _SPANS.format(n='sessionq_spans("texts_fts")'), [phrase]
+        if len(terms) == 1:
+            return _BY_TOKEN, [terms[0]]
+        counted = phrase_spans_from_postings(conn, terms, phrase)
+        if counted is not None:
+            return _BY_COUNTS, [msgspec.json.encode(counted).decode()]
+        marks = _MARKS.format(h='highlight("texts_fts", 0, ?, ?)')
+        return _SPANS.format(n=marks), [START_MARK, END_MARK, START_MARK, END_MARK, START_MARK, phrase]
+
+    def _live_items(self, phrase: str, live_session: str | None) -> tuple[str, list[Any]]:
+        """``(rowid, n, length)`` of the live documents matching ``phrase`` (one session's with ``live_session``)."""
+        scope = ' AND "session_id" = ?' if live_session is not None else ""
+        scope_args = [live_session] if live_session is not None else []
+        if self._accelerated:
+            return _LIVE_ITEMS.format(n='sessionq_spans("live_docs")', scope=scope), [phrase, *scope_args]
+        marks = _MARKS.format(h='highlight("live_docs", 0, ?, ?)')
+        return _LIVE_ITEMS.format(n=marks, scope=scope), [START_MARK, END_MARK, START_MARK, END_MARK, START_MARK, phrase, *scope_args]
+
+    def _phrase_matches(
         self,
         conn: sqlite3.Connection,
         terms: list[bytes],
         phrase: str,
+        *,
+        stored: bool = True,
         doc_range: tuple[int, int] | None = None,
+        live: bool = True,
         live_session: str | None = None,
-    ) -> tuple[str, list[Any]]:
-        """The ``candidates`` CTE and its parameters.
+        sessions: Where | None = None,
+        events: Where | None = None,
+    ) -> phrasetexts.PhraseMatches:
+        """One phrase search's matches (:class:`readmodel.search.phrasetexts.PhraseMatches`): the
+        stored texts (``stored``; ``doc_range``: one session's documents) and the live documents
+        (``live``; ``live_session``: one session's) in scope, with the filters."""
+        sessions, events = sessions or Where(), events or Where()
+        texts, texts_args = None, []
+        if stored:
+            selection, texts_args = self._strengths(conn, terms, phrase)
+            # The filters narrow step 1 too (bound a second time), unless they are very many.
+            narrow = len(sessions.params) + len(events.params) <= SCOPE_FILTER_BINDINGS
+            scope, scope_args = sqlitemodes.in_scope(self, conn, 'm."text_id"', doc_range, *((sessions, events) if narrow else (Where(), Where())))
+            texts, texts_args = _TEXTS.format(selection=selection, scope=scope.replace(" AND ", " WHERE ", 1)), [*texts_args, *scope_args]
+        live_sql, live_args = None, []
+        if live and self._live_state.fingerprints:
+            live_sql, live_args = self._live_items(phrase, live_session)
+        where = " AND ".join(fragment for fragment in (sessions.sql(), events.sql()) if fragment)
+        grouped, grouped_args = self._grouped(sessions, events)
+        return phrasetexts.PhraseMatches(texts, texts_args, live_sql, live_args, doc_range, where, [*sessions.params, *events.params], grouped, grouped_args)
 
-        ``doc_range`` limits the persisted side to one session's documents
-        (docids are ``sid << 32 | seq``); ``live_session`` limits the live side.
-        Within-session searches pass exactly one of them and exclude the other side.
-        """
-        scoped = doc_range is not None or live_session is not None
-        range_args = list(doc_range) if doc_range is not None else []
-        if doc_range is None and scoped:
-            persisted, persisted_args = 'SELECT * FROM (SELECT NULL AS session_id) WHERE 0', []
-        elif self._accelerated:
-            clause = ' AND "documents_fts"."rowid" BETWEEN ? AND ?' if doc_range is not None else ""
-            marks = _SPANS_OF.format(table="documents_fts")
-            persisted = _PERSISTED_BY_PHRASE.format(columns=_SESSION_COLUMNS, marks=marks, doc_range=clause)
-            persisted_args = [phrase, *range_args]
-        elif len(terms) == 1:
-            clause = ' AND "doc" BETWEEN ? AND ?' if doc_range is not None else ""
-            persisted = _PERSISTED_BY_TOKEN.format(columns=_SESSION_COLUMNS, doc_range=clause)
-            persisted_args = [terms[0], *range_args]
-        elif (counted := phrase_spans_from_postings(conn, terms, phrase, doc_range)) is not None:
-            persisted = _PERSISTED_BY_COUNTS.format(columns=_SESSION_COLUMNS)
-            persisted_args = [msgspec.json.encode(counted).decode()]
-        else:
-            clause = ' AND "documents_fts"."rowid" BETWEEN ? AND ?' if doc_range is not None else ""
-            marks = _MARKS.format(h='highlight("documents_fts", 0, ?, ?)')
-            persisted = _PERSISTED_BY_PHRASE.format(columns=_SESSION_COLUMNS, marks=marks, doc_range=clause)
-            persisted_args = [START_MARK, END_MARK, START_MARK, END_MARK, START_MARK, phrase, *range_args]
-        if scoped and live_session is None:
-            return f"WITH candidates AS ({persisted})", persisted_args
-        live, live_args = self._live_candidates(phrase, live_session)
-        if scoped:
-            return f"WITH candidates AS ({live})", live_args
-        return f"WITH candidates AS ({persisted} UNION ALL {live})", [*persisted_args, *live_args]
-
-    def _matches(
-        self, phrase: str, *, doc_range: tuple[int, int] | None = None, sessions: Where | None = None, events: Where | None = None
-    ) -> tuple[str, list[Any]]:
-        """The ``matches`` CTE (preceded by what it needs) and its parameters: the
-        docid and span count of every persisted match that passes the filters,
-        in docid order, without sessions the live overlay shadows."""
-        prefix, args, conditions = "", [], ""
-        if sessions is not None and sessions.fragments:
-            prefix = _ELIGIBLE.format(session_where=sessions.sql())
-            args += sessions.params
-            conditions += _IN_ELIGIBLE
-        args.append(phrase)
-        if doc_range is not None:
-            conditions += _IN_RANGE
-            args += list(doc_range)
-        if self._live_state.fingerprints:
-            conditions += _NOT_SHADOWED
-        if events is not None and events.fragments:
-            return prefix + _FILTERED_MATCHES.format(conditions=conditions, event_where=events.sql()), [*args, *events.params]
-        return prefix + _MATCHES.format(conditions=conditions), args
-
-    def _live_candidates(self, phrase: str, live_session: str | None = None) -> tuple[str, list[Any]]:
-        """The live overlay's candidate rows (one session's with ``live_session``) and their parameters."""
-        scope = ' AND ld."session_id" = ?' if live_session else ""
-        scope_args = [live_session] if live_session else []
-        if self._accelerated:
-            return _LIVE_BRANCH.format(marks=_SPANS_OF.format(table="live_docs"), scope=scope), [phrase, *scope_args]
-        marks = _MARKS.format(h='highlight("live_docs", 0, ?, ?)')
-        return _LIVE_BRANCH.format(marks=marks, scope=scope), [START_MARK, END_MARK, START_MARK, END_MARK, START_MARK, phrase, *scope_args]
+    @staticmethod
+    def _grouped(sessions: Where, events: Where) -> tuple[str | None, list[Any]]:
+        """The conditions on a stored document ``e`` that let a cross-session ranking group
+        documents by session first (:attr:`readmodel.search.phrasetexts.PhraseMatches.grouped`):
+        the event filters, and the session filters as an eligibility test on its docid; ``None``
+        when the filters are too many to bind a second time."""
+        if len(sessions.params) + len(events.params) > SCOPE_FILTER_BINDINGS:
+            return None, []
+        conditions, args = "", []
+        if sessions.fragments:
+            conditions, args = f' AND e."docid" >> 32 IN (SELECT "sid" FROM ({sqlitemodes.ELIGIBLE}) WHERE {sessions.sql()})', list(sessions.params)
+        if events.fragments:
+            conditions += f" AND ({events.sql()})"
+            args += events.params
+        return conditions, args
 
     def _ranked(self, key: tuple[str, ...], fetch: Callable[[int, int], list[tuple[Any, ...]]], offset: int, need: int) -> list[Row]:
         """Rows ``offset .. offset + need`` of a ranking, served from a small cache.
@@ -567,29 +477,13 @@ class SqliteSearchBackend:
         terms = bounded_terms(self._terms(conn, request.query))
         if not terms:
             return []  # a phrase without tokens matches nothing
-        where = " AND ".join(fragment for fragment in (sessions.sql(), events.sql()) if fragment)
 
         def fetch(limit: int, skip: int) -> list[tuple[Any, ...]]:
             # Built only when the ranking cache cannot answer: building may count phrase spans.
             if self._long_phrase_absent(conn, terms):
                 return []
-            if self._accelerated and len(filters) <= PRUNED_FILTER_BINDINGS:
-                matches, args = self._matches(phrase, sessions=sessions, events=events)
-                live, live_args = self._live_candidates(phrase)
-                cte = "WITH" + matches + "," + _LEADING_SESSIONS.format(columns=_SESSION_COLUMNS, live=live)
-                args += [limit + skip, *live_args]
-            else:
-                cte, args = self._candidates(conn, terms, phrase)
-            sql = (
-                cte
-                + ", filtered AS (SELECT * FROM candidates"
-                + (f" WHERE {where}" if where else "")
-                + "), best AS (SELECT session_id, header_json, live, persisted, docid, seq, type, time, surface, match_count, "
-                + f"document_length, max({_RANK_KEY}) FROM filtered GROUP BY session_id) "
-                + "SELECT session_id, header_json, live, persisted, docid, seq, type, time, surface FROM best "
-                + f"ORDER BY {_RANK}, session_id ASC, seq DESC LIMIT ? OFFSET ?"
-            )
-            return conn.execute(sql, [*args, *filters, limit, skip]).fetchall()
+            matches = self._phrase_matches(conn, terms, phrase, sessions=sessions, events=events)
+            return phrasetexts.ranked_sessions(conn, matches, limit, skip)
 
         rows = self._ranked(cache_key, fetch, offset, request.limit + 1)
         return self._highlight(conn, rows, phrase)
@@ -608,29 +502,18 @@ class SqliteSearchBackend:
         terms = bounded_terms(self._terms(conn, request.query))
         if not terms:
             return []
-        where = events.sql()
         doc_range = None if sid is None else (sid << 32, (sid << 32) | 0xFFFFFFFF)
 
         def fetch(limit: int, skip: int) -> list[tuple[Any, ...]]:
-            # Only the target's documents are read (docid ranges and rowid ranges).
+            # Only the target's documents are read: a stored session's (docid range) or a live one's.
             scope: dict[str, Any] = {"live_session": request.session_id} if doc_range is None else {"doc_range": doc_range}
             if self._long_phrase_absent(conn, terms, **scope):
                 return []
             if doc_range is None:
-                cte, args = self._candidates(conn, terms, phrase, live_session=request.session_id)
-            elif self._accelerated and len(events.params) <= PRUNED_FILTER_BINDINGS:
-                matches, args = self._matches(phrase, doc_range=doc_range, events=events)
-                cte = "WITH" + matches + "," + _LEADING_EVENTS.format(columns=_SESSION_COLUMNS)
-                args += [limit + skip - 1]
+                matches = self._phrase_matches(conn, terms, phrase, stored=False, live_session=request.session_id, events=events)
             else:
-                cte, args = self._candidates(conn, terms, phrase, doc_range=doc_range)
-            sql = (
-                cte
-                + " SELECT session_id, header_json, live, persisted, docid, seq, type, time, surface FROM candidates WHERE session_id = ?"
-                + (f" AND {where}" if where else "")
-                + f" ORDER BY {_RANK}, seq DESC LIMIT ? OFFSET ?"
-            )
-            return conn.execute(sql, [*args, request.session_id, *events.params, limit, skip]).fetchall()
+                matches = self._phrase_matches(conn, terms, phrase, doc_range=doc_range, live=False, events=events)
+            return phrasetexts.ranked_events(conn, matches, request.session_id, limit, skip)
 
         rows = self._ranked(cache_key, fetch, offset, request.limit + 1)
         return self._highlight(conn, rows, phrase)
@@ -650,14 +533,15 @@ class SqliteSearchBackend:
         """
         width = self.config.snippet_chars
         first = _SNIPPET_PREFIX_CHARS + 4 * width
+        held = conn.execute('SELECT "text_id" FROM "document_rows" WHERE "docid" = ?', (docid,)).fetchone()
+        if held is None:
+            return ""
+        text_id = held[0]  # the document's marks are its text's (texts_fts is per text)
         if self._accelerated:
-            sql = (
-                'SELECT sessionq_snippet_source("documents_fts", ?, ?, ?, ?) FROM "documents_fts" '
-                'WHERE "documents_fts" MATCH ? AND "rowid" = ?'
-            )
+            sql = 'SELECT sessionq_snippet_source("texts_fts", ?, ?, ?, ?) FROM "texts_fts" WHERE "texts_fts" MATCH ? AND "rowid" = ?'
             for scale in (1, 16):
                 before = 16 * (width + 3) * scale  # _head_window tries 4 * (width + 3) first
-                source = conn.execute(sql, (START_MARK, END_MARK, before, first * scale, phrase, docid)).fetchone()
+                source = conn.execute(sql, (START_MARK, END_MARK, before, first * scale, phrase, text_id)).fetchone()
                 if source is None or source[0] is None:
                     break
                 marked = snippet_source_decides(source[0], width)
@@ -674,14 +558,14 @@ class SqliteSearchBackend:
                 marked_prefix = self.scratch_highlight(conn, text[:size], phrase)
                 if marked_prefix is not None and prefix_decides_snippet(marked_prefix, width):
                     return marked_prefix
-        sql = 'SELECT highlight("documents_fts", 0, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ? AND "rowid" = ?'
-        whole = conn.execute(sql, (START_MARK, END_MARK, phrase, docid)).fetchone()
+        sql = 'SELECT highlight("texts_fts", 0, ?, ?) FROM "texts_fts" WHERE "texts_fts" MATCH ? AND "rowid" = ?'
+        whole = conn.execute(sql, (START_MARK, END_MARK, phrase, text_id)).fetchone()
         return whole[0] if whole else ""
 
     @staticmethod
     def scratch_highlight(conn: sqlite3.Connection, text: str, expression: str) -> str | None:
         """``highlight()`` of ``expression`` in ``text`` alone (the scratch FTS5 table, with
-        documents_fts's tokenizer); ``None``: ``text`` does not match."""
+        texts_fts's tokenizer); ``None``: ``text`` does not match."""
         conn.execute('INSERT INTO temp."snippet_scratch" ("snippet_scratch") VALUES (\'delete-all\')')
         conn.execute('DELETE FROM temp."snippet_text"')
         conn.execute('INSERT INTO temp."snippet_text" ("id", "text") VALUES (1, ?)', (text,))
@@ -750,7 +634,8 @@ def _empty_index() -> sqlite3.Connection:
     from sqlalchemy import create_engine
     from sqlalchemy.schema import CreateIndex, CreateTable
 
-    from readmodel.store.schema import DOCUMENTS_VIEW_DDL, FTS_DDL
+    from readmodel.store import textsearch
+    from readmodel.store.schema import DOCUMENTS_VIEW_DDL
     from readmodel.store.schemacheck import sqlite_metadata
     from readmodel.store.texts import TRIGGERS_DDL
 
@@ -761,7 +646,7 @@ def _empty_index() -> sqlite3.Connection:
         conn.execute(str(CreateTable(table).compile(dialect=dialect)))
         for index in table.indexes:
             conn.execute(str(CreateIndex(index).compile(dialect=dialect)))
-    for ddl in (DOCUMENTS_VIEW_DDL, *TRIGGERS_DDL, FTS_DDL):
+    for ddl in (DOCUMENTS_VIEW_DDL, *TRIGGERS_DDL, *textsearch.DDL):
         conn.execute(ddl)
     conn.execute(
         'INSERT INTO "index_meta" ("singleton", "identity", "global_generation", "created_at", "cursor_secret") VALUES (1, ?, 0, 0, ?)',

@@ -1,7 +1,7 @@
 """The ``words`` and ``substring`` modes over the SQLite index (semantics: :mod:`readmodel.search.modes`).
 
 Both modes select the matching documents in SQL — ``words`` through
-``documents_fts`` with an expression of quoted tokens, ``substring`` through
+``texts_fts`` (per distinct text, then its documents) with an expression of quoted tokens, ``substring`` through
 the candidate seam (:func:`readmodel.search.substring.index_candidates`, else
 every document in scope) — with the metadata filters and the live overlay's
 shadowing applied in the same statement, then rank them in Python
@@ -53,7 +53,7 @@ _LIVE: Final = """
 # sessions first, and documents has no index on sid.
 _SESSION_RANGE: Final = ' AND d."docid" BETWEEN s."sid" << 32 AND (s."sid" << 32) | 4294967295'
 # The sessions a search may return, with the columns session filters name (as in _PERSISTED).
-_ELIGIBLE: Final = """
+ELIGIBLE: Final = """
   SELECT s."sid" AS sid, s."id" AS session_id, s."created_at" AS created_at, s."cwd" AS cwd, s."parent_session" AS parent_session,
          0 AS live, 1 AS persisted
   FROM "sessions" s WHERE s."status" = 'ok' AND NOT EXISTS (SELECT 1 FROM temp."live_sessions" l WHERE l."id" = s."id")"""
@@ -114,15 +114,17 @@ class _Mode:
         range_sql = ' AND d."docid" BETWEEN ? AND ?' if doc_range is not None else ""
         range_args = list(doc_range) if doc_range is not None else []
         if self.mode == "words":
-            text, strength, marks = self._words_columns("documents_fts")
+            # Each matching text is scored once (texts_fts is per text), then joined to its documents.
+            text, strength, marks = self._words_columns("texts_fts")
+            texts = f'SELECT "rowid" AS "text_id", {text} AS "text", {strength} AS "strength" FROM "texts_fts" WHERE "texts_fts" MATCH ?'
             sql = _PERSISTED.format(
-                text=text,
-                strength=strength,
-                source='"documents_fts" JOIN "documents" d ON d."docid" = "documents_fts"."rowid"',
+                text='m."text"',
+                strength='m."strength"',
+                source='"m" JOIN "document_rows" r ON r."text_id" = m."text_id" JOIN "documents" d ON d."docid" = r."docid"',
                 range="",
-                conditions=' AND "documents_fts" MATCH ?' + range_sql,
+                conditions=range_sql,
             )
-            return sql, [*marks, self.expression, *range_args]
+            return f'SELECT * FROM (WITH "m" AS MATERIALIZED ({texts}) {sql})', [*marks, self.expression, *range_args]
         conditions, args = range_sql, range_args
         candidates = index_candidates(conn, self.query, doc_range)
         if candidates is not None:
@@ -140,18 +142,14 @@ class _Mode:
         the session filters) as a set of sids when any session could be ineligible, the
         documents' columns only for event filters.
         """
+        if self.mode == "words":
+            # A row per matching text (texts_fts is per text) that some document in scope holds.
+            scope, scope_args = in_scope(backend, conn, '"texts_fts"."rowid"', doc_range, sessions, events)
+            sql = 'SELECT "rowid" AS "text_id", sessionq_spans("texts_fts") AS "strength" FROM "texts_fts" WHERE "texts_fts" MATCH ?' + scope
+            return sql, [self.expression, *scope_args]
         eligible, eligible_args = "", []
         if sessions.fragments or _ineligible(backend, conn):
-            eligible, eligible_args = f' AND "docid" >> 32 IN (SELECT "sid" FROM ({_ELIGIBLE}) WHERE {sessions.sql() or "1"})', sessions.params
-        if self.mode == "words":
-            range_sql = ' AND "rowid" BETWEEN ? AND ?' if doc_range is not None else ""
-            sql = 'SELECT "rowid" AS "docid", sessionq_spans("documents_fts") AS "strength" FROM "documents_fts" WHERE "documents_fts" MATCH ?' + range_sql
-            args = [self.expression, *(doc_range or ())]
-            sql, args = sql + eligible.replace('"docid"', '"rowid"'), args + eligible_args
-            if events.fragments:
-                sql = f"SELECT e.\"text_id\", m.\"strength\" FROM ({sql}) m JOIN ({_EVENT_COLUMNS}) e ON e.\"docid\" = m.\"docid\" WHERE {events.sql()}"
-                return sql, args + events.params
-            return f'SELECT r."text_id", m."strength" FROM ({sql}) m JOIN "document_rows" r ON r."docid" = m."docid"', args
+            eligible, eligible_args = f' AND "docid" >> 32 IN (SELECT "sid" FROM ({ELIGIBLE}) WHERE {sessions.sql() or "1"})', sessions.params
         # Substring: the candidate texts (the gram index's, else every text) that a document in
         # scope holds — an index seek per text on document_rows_text (docid bounds included).
         candidates = index_candidates(conn, self.query, doc_range)
@@ -180,7 +178,7 @@ class _Mode:
         if self.accelerated:
             # A stored text is read later, and only when boilerplate is possible
             # (_settle): reading every match's text costs ~40x the match itself.
-            column = "NULL" if table == "documents_fts" else 'ld."text"'
+            column = "NULL" if table == "texts_fts" else 'ld."text"'
             return column, f'sessionq_spans("{table}")', []
         return f'highlight("{table}", 0, ?, ?)', "NULL", [START_MARK, END_MARK]
 
@@ -281,6 +279,27 @@ def _matches(backend: Any, conn: sqlite3.Connection, mode: _Mode, doc_range: tup
         holding_args=[*holding_args, *sessions.params, *events.params],
         substring=mode.substring_query,
     )
+
+
+def in_scope(
+    backend: Any, conn: sqlite3.Connection, text_column: str, doc_range: tuple[int, int] | None, sessions: Where, events: Where
+) -> tuple[str, list[Any]]:
+    """``" AND EXISTS (...)"`` (and its parameters): some stored document in scope holds the text
+    ``text_column`` names — in ``doc_range``, of an eligible session (status ok, not live, the
+    session filters ``sessions``), passing the event filters ``events``.  ``("", [])`` when every
+    stored text is in scope.  An index seek per text on ``document_rows_text``."""
+    conditions, args = "", []
+    if doc_range is not None:
+        conditions, args = ' AND e."docid" BETWEEN ? AND ?', list(doc_range)
+    if sessions.fragments or _ineligible(backend, conn):
+        conditions += f' AND e."docid" >> 32 IN (SELECT "sid" FROM ({ELIGIBLE}) WHERE {sessions.sql() or "1"})'
+        args += sessions.params
+    if events.fragments:
+        conditions += f" AND ({events.sql()})"
+        args += events.params
+    if not conditions:
+        return "", []
+    return f' AND EXISTS (SELECT 1 FROM ({_EVENT_COLUMNS}) e WHERE e."text_id" = {text_column}{conditions})', args
 
 
 def _ineligible(backend: Any, conn: sqlite3.Connection) -> bool:
@@ -410,7 +429,7 @@ def _marked_alone(backend: Any, conn: sqlite3.Connection, docid: int, expression
 
     The window is highlighted in the scratch table
     (:meth:`readmodel.search.sqlite.SqliteSearchBackend.scratch_highlight`), at a cost bounded
-    by the window, where a MATCH on ``documents_fts`` builds the prefix's whole doclist (tens of
+    by the window, where a MATCH on ``texts_fts`` builds the prefix's whole doclist (tens of
     milliseconds for a one- or two-letter prefix).  A window holding the whole text gives its
     whole highlight.  The rows it leaves (a first match deep in a long text) are rare for a
     common prefix, and a rare prefix's doclist is cheap to walk (:func:`_marked_prefix_matches`).
@@ -439,24 +458,30 @@ def _marked_prefix_matches(backend: Any, conn: sqlite3.Connection, docids: list[
     """
     if not docids:
         return {}
+    # A document's marks are its text's (texts_fts is per text): each text is marked once.
+    holders: dict[int, list[int]] = {}
+    sql = 'SELECT "docid", "text_id" FROM "document_rows" WHERE "docid" IN (SELECT value FROM json_each(?))'
+    for docid, text_id in conn.execute(sql, (json.dumps(docids),)):
+        holders.setdefault(text_id, []).append(docid)
     width = backend.config.snippet_chars
     first = _SNIPPET_PREFIX_CHARS + 4 * width
-    wanted = json.dumps(docids)
+    wanted = json.dumps(sorted(holders))
     found: dict[int, str] = {}
     pick = ' AND +"rowid" IN (SELECT value FROM json_each(?))'
     for scale in (1, 16):
         before = 16 * (width + 3) * scale
-        sql = 'SELECT "rowid", sessionq_snippet_source("documents_fts", ?, ?, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ?' + pick
-        for docid, source in conn.execute(sql, (START_MARK, END_MARK, before, first * scale, expression, wanted)):
+        sql = 'SELECT "rowid", sessionq_snippet_source("texts_fts", ?, ?, ?, ?) FROM "texts_fts" WHERE "texts_fts" MATCH ?' + pick
+        for text_id, source in conn.execute(sql, (START_MARK, END_MARK, before, first * scale, expression, wanted)):
             marked = None if source is None else snippet_source_decides(source, width)
             if marked is not None:
-                found[docid] = marked
-        wanted = json.dumps([docid for docid in docids if docid not in found])
+                found[text_id] = marked
+        wanted = json.dumps([text_id for text_id in sorted(holders) if text_id not in found])
         if wanted == "[]":
-            return found
-    sql = 'SELECT "rowid", highlight("documents_fts", 0, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ?' + pick
-    found.update(conn.execute(sql, (START_MARK, END_MARK, expression, wanted)).fetchall())
-    return found
+            break
+    else:
+        sql = 'SELECT "rowid", highlight("texts_fts", 0, ?, ?) FROM "texts_fts" WHERE "texts_fts" MATCH ?' + pick
+        found.update(conn.execute(sql, (START_MARK, END_MARK, expression, wanted)).fetchall())
+    return {docid: found[text_id] for text_id, docs in holders.items() if text_id in found for docid in docs}
 
 
 def _live_marked(conn: sqlite3.Connection, row: Row, mode: _Mode) -> str:

@@ -33,10 +33,11 @@ The index is a projection of the logs, rebuilt from them at will.  Its tables:
     covers the ``span`` consecutive sources ``source_seq`` …
     ``source_seq + span - 1`` cited by ``seq``, with ``span`` at most
     :data:`MAX_LINK_SPAN` so a lookup scans a bounded key range.
-``documents`` + ``documents_fts``
+``documents`` + ``texts_fts``
     Semantic documents (the text each event contributes) and an external-content
-    FTS5 index (``unicode61``) over them; surface updates touch only the
-    plain table.  In SQLite ``documents`` is a view over ``document_rows``
+    FTS5 index (``unicode61``) over their distinct texts (schema 0021: rowid
+    ``texts.id``, content the view ``text_contents``); surface updates touch
+    only the plain table.  In SQLite ``documents`` is a view over ``document_rows``
     and ``texts`` (schemas 0016 and 0018): ``texts`` stores each *distinct*
     text once (:mod:`readmodel.store.texts`), compressed with the block
     dictionary in ``text_z`` (:mod:`readmodel.store.doctext`), with its hash
@@ -95,7 +96,7 @@ from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, SURFACE_NAMES,
 APPLICATION_ID: Final = 0x53515849  # "SQXI"
 """``PRAGMA application_id`` of a sessionq index; any other non-zero id is foreign."""
 
-SCHEMA_REVISION: Final = "0020"
+SCHEMA_REVISION: Final = "0021"
 """The Alembic head revision this code reads and writes."""
 
 
@@ -316,13 +317,19 @@ sources = Table(
     Column("generation", Integer, nullable=False, server_default="0"),
 )
 
+TEXT_CONTENTS_VIEW_DDL: Final = f'CREATE VIEW "text_contents" AS SELECT t."id" AS "id", {TEXT_EXPRESSION} AS "text" FROM "texts" t'
+"""Each distinct text once, decoded: the external content of :data:`FTS_DDL` (schema 0021)."""
+
 FTS_DDL: Final = (
-    "CREATE VIRTUAL TABLE documents_fts USING fts5("
-    "text, content='documents', content_rowid='docid', tokenize='unicode61', prefix='1 2')"
+    "CREATE VIRTUAL TABLE texts_fts USING fts5("
+    "text, content='text_contents', content_rowid='id', tokenize='unicode61', prefix='1 2')"
 )
-"""External-content FTS5 over ``documents.text``: the index stores no second copy.  One- and
-two-character prefix indexes (migration 0017) make the words mode's short prefix terms one
-doclist instead of a merge of every token they expand to."""
+"""External-content FTS5 over each distinct text (rowid ``texts.id``, schema 0021): a text is
+tokenised and indexed once however many documents hold it, and the index stores no second copy.
+Its row is written with the ``texts`` row and removed with it (:mod:`readmodel.store.textsearch`);
+a document's matches are its text's.  One- and two-character prefix indexes (migration 0017)
+make the words mode's short prefix terms one doclist instead of a merge of every token they
+expand to."""
 
 KNOWN_TABLES: Final = frozenset(
     {
@@ -340,11 +347,13 @@ KNOWN_TABLES: Final = frozenset(
         "document_hashes",
         "layout_problems",
         "sources",
-        "documents_fts",
-        "documents_fts_data",
-        "documents_fts_idx",
-        "documents_fts_docsize",
-        "documents_fts_config",
+        *("documents_fts", "documents_fts_data", "documents_fts_idx", "documents_fts_docsize", "documents_fts_config"),
+        "text_contents",
+        "texts_fts",
+        "texts_fts_data",
+        "texts_fts_idx",
+        "texts_fts_docsize",
+        "texts_fts_config",
         "document_grams",
         "document_grams_data",
         "document_grams_idx",
@@ -360,11 +369,15 @@ KNOWN_TABLES: Final = frozenset(
     }
 )
 
+RETIRED_TABLES: Final = frozenset({"documents_fts", "documents_fts_data", "documents_fts_idx", "documents_fts_docsize", "documents_fts_config"})
+"""Tables of older schemas (known, so an index holding them may be upgraded; not expected at the head):
+the per-document FTS5 table that migration 0021 replaced by :data:`FTS_DDL`'s per-text one."""
+
 SERVER_TABLES: Final = ("terms", "postings", "document_gram_keys", "search_texts", "text_postings", "text_grams", "text_documents", "text_prefixes")
 """PostgreSQL-only tables (migrations 0014 and 0020, :mod:`readmodel.search.serverterms`): explicit DDL, not models."""
 
 SERVER_INDEXES: Final = ("document_hashes_walk",)
 """PostgreSQL-only indexes on model tables (migration 0020): explicit DDL, not models."""
 
-FTS_PREFIXES: Final = ("documents_fts", "document_grams")
+FTS_PREFIXES: Final = ("texts_fts", "document_grams")
 """Names of the FTS5 tables and their shadow tables start with one of these (explicit DDL, not models)."""

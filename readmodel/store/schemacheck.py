@@ -8,7 +8,7 @@ no SQLAlchemy form, so their presence is checked separately.
 :func:`schema_problems` is the cheap part, run on every open of an index at
 the head revision: one query on ``sqlite_master`` (with each model table's
 columns) against the object names the models and the FTS5 DDL define.  A
-missing table or column, or a ``documents_fts`` or ``document_grams`` that is not FTS5, makes
+missing table or column, or a ``texts_fts`` or ``document_grams`` that is not FTS5, makes
 queries fail, so readers and the indexer refuse the index with
 :func:`damage_message`; a missing index only slows them, so ``status`` and
 ``db check`` report it.  Alembic is imported only by :func:`schema_drift`.
@@ -23,7 +23,7 @@ from typing import Any, Final, NamedTuple
 from sqlalchemy import Connection, MetaData
 
 from readmodel.store.revisions import current_revision, head_revision
-from readmodel.store.schema import APPLICATION_ID, FTS_PREFIXES, KNOWN_TABLES, SERVER_INDEXES, SERVER_MODELS, SERVER_TABLES, documents, metadata, sqlite_storage
+from readmodel.store.schema import APPLICATION_ID, FTS_PREFIXES, KNOWN_TABLES, RETIRED_TABLES, SERVER_INDEXES, SERVER_MODELS, SERVER_TABLES, documents, metadata, sqlite_storage
 
 VIEWS: Final = {"documents": documents}
 """SQLite's views, by name, each with the model whose columns it must have (schema 0016)."""
@@ -55,7 +55,7 @@ def _expected() -> tuple[dict[str, frozenset[str]], dict[str, str]]:
     """Each expected table's columns (empty: presence only) and each expected index's table."""
     models = {**sqlite_metadata().tables, **VIEWS}
     columns = {name: frozenset(column.name for column in table.columns) for name, table in models.items()}
-    for name in KNOWN_TABLES - set(columns) - set(SERVER_TABLES) - SERVER_MODELS:  # SQLite: the server tables are absent by design
+    for name in KNOWN_TABLES - set(columns) - set(SERVER_TABLES) - SERVER_MODELS - RETIRED_TABLES:  # SQLite: the server tables are absent by design
         columns[name] = frozenset()
     indexes = {str(index.name): table.name for table in sqlite_metadata().tables.values() for index in table.indexes}
     return columns, indexes
@@ -63,7 +63,7 @@ def _expected() -> tuple[dict[str, frozenset[str]], dict[str, str]]:
 
 @functools.cache
 def _objects_sql() -> str:
-    # pragma_table_info only for the model tables: calling it on documents_fts
+    # pragma_table_info only for the model tables: calling it on texts_fts
     # would construct the FTS5 table, which fails outright when it is damaged.
     # A view's columns need its SQL functions (every sessionq connection has them).
     modelled = ", ".join(f"'{name}'" for name in sorted({*sqlite_metadata().tables, *VIEWS}))
@@ -84,7 +84,7 @@ def schema_problems(conn: Connection) -> list[SchemaProblem]:
     present_indexes: set[str] = set()
     present_columns: dict[str, set[str]] = {}
     for kind, name, sql, column in conn.exec_driver_sql(_objects_sql()):
-        if kind == "table" or (kind == "view" and name in VIEWS):
+        if kind in ("table", "view"):  # views: documents (checked against its model) and text_contents
             tables[name] = sql
         elif kind == "index":
             present_indexes.add(name)

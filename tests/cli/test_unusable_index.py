@@ -56,7 +56,7 @@ def damaged(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_log(base / "root", header("s1", 1), [simple_turn(0, "hello there")])
     db = build_index(base / "root", base / "index.db")
     conn = indexdb.connect(db)
-    conn.execute("DROP TABLE documents_fts")
+    conn.execute("DROP TABLE texts_fts")
     conn.commit()
     conn.close()
     return db
@@ -119,7 +119,7 @@ def test_every_read_names_the_damage_and_the_repair(damaged: Path) -> None:
         assert result.exit_code == 1, (args, result.output)
         error = json.loads(result.stdout)["error"]
         assert error["code"] == "SESSION_QUERY_INDEX_FAILED", (args, error)
-        assert f"the index {damaged} is damaged (missing FTS5 table documents_fts)" in error["message"]
+        assert f"the index {damaged} is damaged (missing FTS5 table texts_fts)" in error["message"]
         assert f"run `sessionq index --once --db {damaged}`" in error["message"]
         assert "no such table" not in error["message"]
 
@@ -128,7 +128,7 @@ def test_the_indexer_refuses_a_damaged_index_with_the_repair(damaged: Path) -> N
     before = damaged.read_bytes()
     result = invoke("index", "--once", "--root", str(damaged.parent / "root"), "--db", str(damaged))
     assert result.exit_code == 1
-    assert_one_clean_line(result, "is damaged (missing FTS5 table documents_fts); rebuild it from the session logs")
+    assert_one_clean_line(result, "is damaged (missing FTS5 table texts_fts); rebuild it from the session logs")
     assert damaged.read_bytes() == before
 
 
@@ -138,7 +138,7 @@ def test_rpc_answers_a_damaged_index_with_a_code_not_an_internal_error(damaged: 
     assert result.exit_code == 0
     error = json.loads(result.stdout)["error"]
     assert error["code"] == -32000 and error["data"] == {"code": "SESSION_QUERY_INDEX_FAILED"}
-    assert "missing FTS5 table documents_fts" in error["message"]
+    assert "missing FTS5 table texts_fts" in error["message"]
 
 
 def test_an_unexpected_database_error_is_one_line_without_sqlalchemy_noise() -> None:
@@ -146,9 +146,9 @@ def test_an_unexpected_database_error_is_one_line_without_sqlalchemy_noise() -> 
 
     from readmodel.cli.support import uncoded_message
 
-    error = OperationalError('SELECT * FROM "documents_fts"', {}, sqlite3.OperationalError("no such table: documents_fts"))
+    error = OperationalError('SELECT * FROM "texts_fts"', {}, sqlite3.OperationalError("no such table: texts_fts"))
     assert "sqlalche.me" in str(error) and "[SQL:" in str(error)  # what used to be printed
     assert uncoded_message(error, "x.db") == (
-        "the index x.db cannot be used: no such table: documents_fts; `sessionq status` and `sessionq db check` diagnose it"
+        "the index x.db cannot be used: no such table: texts_fts; `sessionq status` and `sessionq db check` diagnose it"
     )
     assert uncoded_message(ValueError("plain")) == "ValueError: plain"

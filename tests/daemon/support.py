@@ -58,8 +58,8 @@ def query(db: str | Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
 
 def fts_hits(db: str | Path, term: str) -> list[tuple[str, int]]:
     """(session id, seq) of the documents matching ``term``."""
-    rows = query(db, 'SELECT s."id", d."seq" FROM "documents_fts" f JOIN "documents" d ON d."docid" = f.rowid '
-                     'JOIN "sessions" s ON s."sid" = d."sid" WHERE "documents_fts" MATCH ?', term)
+    rows = query(db, 'SELECT s."id", d."seq" FROM "texts_fts" f JOIN "document_rows" d ON d."text_id" = f.rowid '
+                     'JOIN "sessions" s ON s."sid" = d."sid" WHERE "texts_fts" MATCH ?', term)
     return sorted(rows)
 
 

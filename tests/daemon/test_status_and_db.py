@@ -170,7 +170,7 @@ def sample_index(tmp_path: Path) -> Path:
 def test_status_names_a_damaged_schema_and_its_repair(tmp_path: Path) -> None:
     db = sample_index(tmp_path)
     conn = indexdb.connect(db)
-    conn.execute("DROP TABLE documents_fts")
+    conn.execute("DROP TABLE texts_fts")
     conn.execute('DROP INDEX "sessions_parent"')
     conn.commit()
     conn.close()
@@ -178,16 +178,16 @@ def test_status_names_a_damaged_schema_and_its_repair(tmp_path: Path) -> None:
     assert out.exit_code == 0, out.output
     status = json.loads(out.stdout)
     assert status["schemaProblems"] == [
-        {"problem": "missing FTS5 table documents_fts", "fatal": True},
+        {"problem": "missing FTS5 table texts_fts", "fatal": True},
         {"problem": "missing index sessions_parent", "fatal": False},
     ]
     assert f"delete {db}" in status["repair"] and f"`sessionq index --once --db {db}`" in status["repair"]
     assert status["sessions"] == 4  # the figures are still there
     human = cli("status", "--db", str(db)).stdout
-    assert "missing FTS5 table documents_fts (queries refuse the index)" in human
+    assert "missing FTS5 table texts_fts (queries refuse the index)" in human
     assert "missing index sessions_parent (slower queries)" in human and f"repair: {status['repair']}" in human
     check = cli("db", "check", "--db", str(db))
-    assert check.exit_code == 1 and "missing FTS5 table documents_fts" in check.stderr
+    assert check.exit_code == 1 and "missing FTS5 table texts_fts" in check.stderr
 
 
 def test_status_of_a_healthy_index_has_no_schema_problems(tmp_path: Path) -> None:

@@ -182,3 +182,35 @@ def test_a_plain_jsonl_root_trains_from_its_text_too(tmp_path: Path, small_roots
     assert len(dicts) == 1 and named == dicts
     forget_dictionaries()
     assert raw_events(tmp_path / "raw.db") == raw_events(tmp_path / "plain.db")
+
+
+def test_the_dictionary_asked_for_shrinks_with_the_samples() -> None:
+    assert block_dictionary.dictionary_size(16 << 20) == block_dictionary.DICTIONARY_BYTES == 256 << 10
+    assert block_dictionary.dictionary_size(8 << 20) == 256 << 10  # roots of 64 MB and more: unchanged
+    assert block_dictionary.dictionary_size(2 << 20) == 64 << 10
+    assert block_dictionary.dictionary_size(1000) == 16 << 10  # never below the floor
+
+
+def test_a_short_trained_dictionary_is_retrained_at_half_the_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[int] = []
+
+    def trainer(samples: list[bytes], size: int) -> tuple[int, bytes]:
+        asked.append(size)
+        return size, bytes(size if size <= 32 << 10 else size // 3)  # too few samples for more than 32 KiB
+
+    monkeypatch.setattr(block_dictionary, "train_dictionary", trainer)
+    assert block_dictionary._train_full([b"x"], 128 << 10) == (32 << 10, bytes(32 << 10))
+    assert asked == [128 << 10, 64 << 10, 32 << 10]
+
+
+def test_a_small_root_trains_a_full_dictionary_of_the_size_its_samples_allow() -> None:
+    """Samples too few for 256 KiB: the dictionary is smaller and full (not zstd's short, poor one)."""
+    require_corpus()
+    paths = sorted(str(path) for path in ZSTD_ROOT.glob("*/*/session.jsonl.zstd"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(block_dictionary, "MIN_BYTES", 1)
+        patch.setattr(block_dictionary, "SAMPLE_PIECE", 1024)
+        patch.setattr(block_dictionary, "SAMPLE_TOTAL", 1 << 20)
+        trained = block_dictionary.train_for(paths, 8 << 20, Compression.ZSTD)
+    assert trained is not None
+    assert len(trained[1]) in {16 << 10, 32 << 10}  # 1 MiB of samples: 32 KiB asked for, full or retrained at half

@@ -1,5 +1,5 @@
-"""Each distinct document text stored once (schema 0018): exact sharing, and texts and their grams
-living exactly as long as a document holds them, through savepoint rollbacks and deferred writes."""
+"""Each distinct document text stored once (schema 0018): exact sharing, and texts, their grams and
+their word-index rows (schema 0021) living exactly as long as a document holds them, through savepoint rollbacks and deferred writes."""
 
 from __future__ import annotations
 
@@ -43,10 +43,23 @@ def _state(cur: sqlite3.Cursor) -> tuple[dict[int, str], dict[int, int], dict[in
     return texts, named, grams
 
 
+def _words(cur: sqlite3.Cursor) -> dict[int, list[str]]:
+    """texts_fts's terms by text id (schema 0021), in position order."""
+    cur.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.w USING fts5vocab(main, texts_fts, 'instance')")
+    words: dict[int, list[str]] = {}
+    for term, doc in cur.execute('SELECT term, doc FROM temp.w ORDER BY doc, "offset"').fetchall():
+        words.setdefault(doc, []).append(term)
+    return words
+
+
 def _consistent(cur: sqlite3.Cursor) -> dict[int, str]:
     texts, named, grams = _state(cur)
     assert set(named.values()) == set(texts), "every text is held, every document names a stored text"
     assert grams == {text_id: set(document_tokens(text).split()) for text_id, text in texts.items()}
+    # The word index holds each stored text once, exactly as FTS5 tokenises it, and nothing else.
+    cur.execute("INSERT INTO texts_fts (texts_fts, rank) VALUES ('integrity-check', 1)")
+    assert {row[0] for row in cur.execute('SELECT "id" FROM "texts_fts_docsize"')} == set(texts)
+    assert set(_words(cur)) == {text_id for text_id, text in texts.items() if any(c.isalnum() for c in text)}
     return texts
 
 
@@ -93,7 +106,7 @@ def test_a_pending_text_orphaned_before_the_buffer_is_written_never_reaches_the_
     fts = projection.DeferredFts()
     projection.insert_documents(cursor, [_doc(1, 0, "short-lived")], fts)
     (text_id,) = cursor.execute('SELECT "id" FROM "texts"').fetchone()
-    cursor.execute('DELETE FROM "document_rows"')  # as if its document had gone (documents_fts left to the buffer)
+    cursor.execute('DELETE FROM "document_rows"')  # as if its document had gone (its search rows left to the buffer)
     fts.rows = []
     fts.orphans.add(text_id)
     fts.write(cursor)

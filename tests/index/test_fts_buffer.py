@@ -54,13 +54,13 @@ def _index(tmp_path: Path, name: str) -> sqlite3.Connection:
     Reconciler(engine, _root(tmp_path / f"{name}-logs"), Compression.ZSTD, settle_seconds=0).reconcile()
     engine.dispose()
     conn = indexdb.connect(db)
-    conn.execute('CREATE VIRTUAL TABLE temp."terms" USING fts5vocab(main, "documents_fts", instance)')
+    conn.execute('CREATE VIRTUAL TABLE temp."terms" USING fts5vocab(main, "texts_fts", instance)')
     conn.execute('CREATE VIRTUAL TABLE temp."grams" USING fts5vocab(main, "document_grams", instance)')
     return conn
 
 
 def _postings(conn: sqlite3.Connection) -> list[tuple[object, ...]]:
-    """Word postings of documents_fts, then gram postings of document_grams."""
+    """Word postings of texts_fts, then gram postings of document_grams (both per text)."""
     words = conn.execute('SELECT "term", "doc", "col", "offset" FROM temp."terms" ORDER BY 1, 2, 3, 4').fetchall()
     return words + conn.execute('SELECT "term", "doc" FROM temp."grams" ORDER BY 1, 2').fetchall()
 
@@ -73,18 +73,19 @@ def test_early_writes_index_exactly_what_one_write_does(tmp_path: Path, monkeypa
     statuses = dict(early.execute('SELECT "id", "status" FROM "sessions"').fetchall())
     assert statuses == {f"s{n}": ("corrupt" if n == 3 else "ok") for n in range(6)}
     assert _postings(early) == _postings(whole) and len(_postings(whole)) >= 100
-    # Every indexed document is a stored one and the other way round; the failed session has none.
+    # Every indexed text is a stored one and the other way round; the failed session has none.
     indexed = {row[0] for row in early.execute('SELECT DISTINCT "doc" FROM temp."terms"')}
-    stored = {row[0] for row in early.execute('SELECT "docid" FROM "documents"')}
+    stored = {row[0] for row in early.execute('SELECT "id" FROM "texts"')}
     assert indexed == stored
-    assert early.execute('SELECT count(*) FROM "documents_fts" WHERE "documents_fts" MATCH \'word3\'').fetchone()[0] == 0
+    assert early.execute('SELECT count(*) FROM "texts_fts" WHERE "texts_fts" MATCH \'word3\'').fetchone()[0] == 0
 
 
 def _fts_connection() -> sqlite3.Connection:
     conn = indexdb.connect(":memory:", isolation_level=None)
+    # A scratch index: each document is its own text (text id = docid), texts_fts's layout over it.
     conn.execute('CREATE TABLE "documents" ("docid" INTEGER PRIMARY KEY, "text" TEXT NOT NULL)')
-    conn.execute("CREATE VIRTUAL TABLE \"documents_fts\" USING fts5(\"text\", content='documents', content_rowid='docid')")
-    conn.execute('CREATE VIRTUAL TABLE temp."terms" USING fts5vocab(main, "documents_fts", instance)')
+    conn.execute("CREATE VIRTUAL TABLE \"texts_fts\" USING fts5(\"text\", content='documents', content_rowid='docid')")
+    conn.execute('CREATE VIRTUAL TABLE temp."terms" USING fts5vocab(main, "texts_fts", instance)')
     conn.execute(gramindex.DDL)
     conn.execute('CREATE VIRTUAL TABLE temp."grams" USING fts5vocab(main, "document_grams", instance)')
     return conn
@@ -99,7 +100,7 @@ def _session(conn: sqlite3.Connection, fts: projection.DeferredFts, sid: int, wo
     for seq, word in enumerate(words):
         rows = [((sid << 32) | seq, f"{word} s{sid}")]
         cur.executemany('INSERT INTO "documents" ("docid", "text") VALUES (?, ?)', rows)
-        fts.add(cur, rows, rows)  # a scratch index: each document is its own text (text id = docid)
+        fts.add(cur, [], rows)  # a scratch index: each document is its own text (text id = docid)
     if fail:
         cur.execute(f'ROLLBACK TO "s{sid}"')
         fts.rollback(mark)

@@ -37,7 +37,7 @@ def test_an_existing_sqlite_index_is_rebuilt_with_every_row_and_paths_unique_per
 
     engine = open_writer(str(db), allow_upgrade=True)
     with engine.connect() as c:
-        assert current_revision(c) == SCHEMA_REVISION == "0020"
+        assert current_revision(c) == SCHEMA_REVISION == "0021"
         assert schema_drift(c) == []
     engine.dispose()
     assert index_state(str(db), PROBES) == before  # no row lost: the rebuild did not cascade to the events

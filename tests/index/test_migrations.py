@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import msgspec
 import pytest
 from alembic import command
 
@@ -37,7 +38,7 @@ def test_an_older_index_is_refused_until_upgraded_and_keeps_its_rows(tmp_path: P
         open_writer(str(db))
     engine = open_writer(str(db), allow_upgrade=True)
     with engine.connect() as conn:
-        assert current_revision(conn) == SCHEMA_REVISION == "0020"
+        assert current_revision(conn) == SCHEMA_REVISION == "0021"
     Reconciler(engine, root, Compression.ZSTD, settle_seconds=0).reconcile()
     engine.dispose()
     conn = indexdb.connect(db)
@@ -151,6 +152,24 @@ def test_migration_0013_hashes_the_stored_documents_as_the_indexer_does(tmp_path
     assert _document_hashes(db) == written
 
 
+def _marked_documents(db: Path, expressions: list[str]) -> list[list[tuple[int, str]]]:
+    """Each expression's matching documents (docid order) with highlight()'s marks: from the
+    per-document ``documents_fts`` (before schema 0021), else from ``texts_fts`` (a document's
+    matches are its text's)."""
+    conn = indexdb.connect(str(db))
+    try:
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'documents_fts'").fetchone():
+            sql = 'SELECT "rowid", highlight("documents_fts", 0, \'[\', \']\') FROM "documents_fts" WHERE "documents_fts" MATCH ? ORDER BY "rowid"'
+        else:
+            sql = (
+                'SELECT d."docid", highlight("texts_fts", 0, \'[\', \']\') FROM "texts_fts" JOIN "document_rows" d ON d."text_id" = "texts_fts"."rowid" '
+                'WHERE "texts_fts" MATCH ? ORDER BY d."docid"'
+            )
+        return [conn.execute(sql, (expression,)).fetchall() for expression in expressions]
+    finally:
+        conn.close()
+
+
 def test_migration_0017_rebuilds_documents_fts_with_prefix_indexes_and_the_same_matches(tmp_path: Path) -> None:
     """An index from before the prefix indexes (0016) is rebuilt from its stored texts on upgrade:
     documents_fts gains ``prefix='1 2'`` and answers every term, prefix or not, as before."""
@@ -166,12 +185,10 @@ def test_migration_0017_rebuilds_documents_fts_with_prefix_indexes_and_the_same_
     expressions = ['"c"*', '"re"*', '"cordis" "r"*', '"cafe"', '"reconcile"']
 
     def answers() -> list[list[tuple[int, str]]]:
-        conn = indexdb.connect(str(db))
-        sql = 'SELECT "rowid", highlight("documents_fts", 0, \'[\', \']\') FROM "documents_fts" WHERE "documents_fts" MATCH ? ORDER BY "rowid"'
-        return [conn.execute(sql, (expression,)).fetchall() for expression in expressions]
+        return _marked_documents(db, expressions)
 
     def ddl() -> str:
-        return sqlite3.connect(db).execute("SELECT sql FROM sqlite_master WHERE name = 'documents_fts'").fetchone()[0]
+        return sqlite3.connect(db).execute("SELECT sql FROM sqlite_master WHERE name IN ('documents_fts', 'texts_fts')").fetchone()[0]
 
     assert "prefix='1 2'" in ddl()
     expected = answers()
@@ -184,22 +201,30 @@ def test_migration_0017_rebuilds_documents_fts_with_prefix_indexes_and_the_same_
     assert "prefix='1 2'" in ddl() and answers() == expected
 
 
-def test_migration_0018_stores_each_distinct_text_once_and_upgrades_to_what_a_cold_build_gives(tmp_path: Path) -> None:
-    """An index at 0017 (a text per document, ``document_hashes``, grams per document) upgrades
-    to one ``texts`` row per distinct text, grams per text, the same documents and search
-    content as a cold build — and downgrades back to the 0017 layout with the same documents."""
-    from tests.indexstate import diff_states, index_state
+def _two_builds(tmp_path: Path, suffix: str) -> tuple[Path, Path]:
+    """Two cold builds (``index.db``, ``cold.db``) of four sessions sharing one long text, each
+    with a text of its own (ending in ``suffix``)."""
     from tests.logfactory import user
 
     root = tmp_path / "root"
     for index in range(4):
-        turns = [[*simple_turn(), user(9, "shared boilerplate repeated in every session " * 4), user(10, f"own text {index} 数据库")]]
+        turns = [[*simple_turn(), user(9, "shared boilerplate repeated in every session " * 4), user(10, f"own text {index} 数据库{suffix}")]]
         write_log(root, header(f"s{index}", created_at=index), turns)
     db, cold = tmp_path / "index.db", tmp_path / "cold.db"
     for target in (db, cold):
         engine = open_writer(str(target))
         Reconciler(engine, root, Compression.ZSTD, settle_seconds=0).reconcile()
         engine.dispose()
+    return db, cold
+
+
+def test_migration_0018_stores_each_distinct_text_once_and_upgrades_to_what_a_cold_build_gives(tmp_path: Path) -> None:
+    """An index at 0017 (a text per document, ``document_hashes``, grams per document) upgrades
+    to one ``texts`` row per distinct text, grams per text, the same documents and search
+    content as a cold build — and downgrades back to the 0017 layout with the same documents."""
+    from tests.indexstate import diff_states, index_state
+
+    db, cold = _two_builds(tmp_path, "")
     documents = indexdb.connect(db).execute('SELECT * FROM "documents" ORDER BY "docid"').fetchall()
     with create_index_engine(str(db)).begin() as conn:
         command.downgrade(alembic_config(conn), "0017")
@@ -220,3 +245,51 @@ def test_migration_0018_stores_each_distinct_text_once_and_upgrades_to_what_a_co
     state = index_state(str(db))
     assert state["consistency"] == [] and state["grams"]
     assert diff_states(state, index_state(str(cold))) == []
+
+
+def test_migration_0021_indexes_each_distinct_text_once_with_the_same_matches_and_search_pages(tmp_path: Path) -> None:
+    """An index at 0020 (``documents_fts``, a row per document) upgrades to ``texts_fts`` (a row
+    per distinct text): the same documents match with the same marks, every search page is the
+    same, and the index equals a cold build's; the downgrade gives the per-document table back."""
+    from tests.indexstate import diff_states, fts_consistent, index_state
+
+    db, cold = _two_builds(tmp_path, " session")
+    expressions = ['"session"', '"shared" "boilerplate"', '"s"*', '"own text"', '"数据库"']
+    requests = [{"query": "session"}, {"query": "shared boilerplate"}, {"query": "own text", "limit": 1}, {"query": "repeated"}]
+
+    with create_index_engine(str(db)).begin() as conn:
+        command.downgrade(alembic_config(conn), "0020")
+    old = indexdb.connect(db)
+    names = {row[0] for row in old.execute("SELECT name FROM sqlite_master WHERE name IN ('documents_fts', 'texts_fts', 'text_contents')")}
+    assert names == {"documents_fts"}
+    old.execute("INSERT INTO documents_fts (documents_fts, rank) VALUES ('integrity-check', 1)")
+    assert old.execute('SELECT count(*) FROM "documents_fts_docsize"').fetchone()[0] == old.execute('SELECT count(*) FROM "documents"').fetchone()[0]
+    old.close()
+    before = _marked_documents(db, expressions)
+    assert all(before) and len(before[1]) == 4  # the shared text matches in every session
+
+    engine = open_writer(str(db), allow_upgrade=True)
+    engine.dispose()
+    upgraded = indexdb.connect(db)
+    names = {row[0] for row in upgraded.execute("SELECT name FROM sqlite_master WHERE name IN ('documents_fts', 'texts_fts', 'text_contents')")}
+    assert names == {"texts_fts", "text_contents"}
+    assert upgraded.execute('SELECT count(*) FROM "texts_fts_docsize"').fetchone()[0] == upgraded.execute('SELECT count(*) FROM "texts"').fetchone()[0]
+    upgraded.close()
+    assert _marked_documents(db, expressions) == before
+    assert fts_consistent(str(db))
+    state = index_state(str(db))
+    assert state["consistency"] == [] and diff_states(state, index_state(str(cold))) == []
+    assert _pages_of(db, requests) == _pages_of(cold, requests)
+
+
+def _pages_of(db: Path, requests: list[dict[str, object]]) -> list[object]:
+    """Each request's first page across sessions and within ``s2``, without cursors (they name the index)."""
+    from readmodel.search.sqlite import sqlite_search
+
+    search = sqlite_search(str(db))
+    try:
+        found = [msgspec.to_builtins(search.search_sessions(request)) for request in requests]
+        found += [msgspec.to_builtins(search.search_events({"sessionId": "s2", **request})) for request in requests]
+        return [{key: value for key, value in page.items() if key != "nextCursor"} for page in found]
+    finally:
+        search.close()

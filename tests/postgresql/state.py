@@ -200,12 +200,17 @@ def sqlite_search_rows(db_path: str) -> dict[str, Any]:
     """FTS5's own postings (``fts5vocab`` instance rows) and gram words (as keys) of a SQLite index."""
     conn = indexdb.connect(f"file:{db_path}?mode=ro", uri=True)
     try:
-        conn.execute("CREATE VIRTUAL TABLE temp.terms_0 USING fts5vocab(main, documents_fts, 'instance')")
+        conn.execute("CREATE VIRTUAL TABLE temp.terms_0 USING fts5vocab(main, texts_fts, 'instance')")
         conn.execute("CREATE VIRTUAL TABLE temp.grams_0 USING fts5vocab(main, document_grams, 'instance')")
         sid_to_id = dict(conn.execute('SELECT "sid", "id" FROM "sessions"'))
         found: dict[Key, dict[bytes, list[int]]] = {}
-        for term, doc, offset in conn.execute('SELECT CAST("term" AS BLOB), "doc", "offset" FROM temp.terms_0 ORDER BY "doc", "offset"'):
-            found.setdefault((sid_to_id[doc >> 32], doc & 0xFFFFFFFF), {}).setdefault(term, []).append(offset)
+        # texts_fts is per distinct text (schema 0021): each document gets its text's postings.
+        holders: dict[int, list[int]] = {}
+        for doc, text_id in conn.execute('SELECT "docid", "text_id" FROM "document_rows"'):
+            holders.setdefault(text_id, []).append(doc)
+        for term, text_id, offset in conn.execute('SELECT CAST("term" AS BLOB), "doc", "offset" FROM temp.terms_0 ORDER BY "doc", "offset"'):
+            for doc in holders.get(text_id, []):
+                found.setdefault((sid_to_id[doc >> 32], doc & 0xFFFFFFFF), {}).setdefault(term, []).append(offset)
         postings = {k: {t: tuple(p) for t, p in v.items()} for k, v in sorted(found.items())}
         by_text: dict[int, set[int]] = {}  # SQLite keeps grams per distinct text (schema 0018)
         for term, text_id in conn.execute('SELECT "term", "doc" FROM temp.grams_0'):

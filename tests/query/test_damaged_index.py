@@ -2,7 +2,7 @@
 
 The check (readmodel.store.schemacheck.schema_problems) runs on every open, so it
 must stay one statement; what it finds missing decides whether queries are
-refused (tables, columns, a non-FTS5 ``documents_fts``) or merely slower
+refused (tables, columns, a non-FTS5 ``texts_fts``) or merely slower
 (indexes).
 """
 
@@ -47,8 +47,8 @@ def open_error(db: Path) -> SessionQueryError:
 @pytest.mark.parametrize(
     ("statements", "named"),
     [
-        (["DROP TABLE documents_fts"], "missing FTS5 table documents_fts"),
-        (["DROP TABLE documents_fts_idx"], "missing table documents_fts_idx"),
+        (["DROP TABLE texts_fts"], "missing FTS5 table texts_fts"),
+        (["DROP TABLE texts_fts_idx"], "missing table texts_fts_idx"),
         (['ALTER TABLE "events" DROP COLUMN "digest"'], "missing column events.digest"),
         # documents is a view over document_rows and texts (schemas 0016, 0018): its columns are checked too.
         (
@@ -60,7 +60,7 @@ def open_error(db: Path) -> SessionQueryError:
             "missing column documents.surface",
         ),
         (['DROP VIEW "documents"'], "missing table documents"),
-        (["DROP TABLE documents_fts", "CREATE TABLE documents_fts (text TEXT)"], "documents_fts is not an FTS5 table"),
+        (["DROP TABLE texts_fts", "CREATE TABLE texts_fts (text TEXT)"], "texts_fts is not an FTS5 table"),
     ],
     ids=["fts", "fts-shadow", "column", "view-column", "view", "not-fts5"],
 )
@@ -119,8 +119,8 @@ def _answers(db: Path) -> list[Callable[[], tuple[str, str]]]:
 
 
 def test_rpc_and_http_answer_the_coded_error_not_an_internal_one(tmp_path: Path) -> None:
-    db = damaged_index(tmp_path, "DROP TABLE documents_fts")
+    db = damaged_index(tmp_path, "DROP TABLE texts_fts")
     for answer in _answers(db):
         code, message = answer()
         assert code == "SESSION_QUERY_INDEX_FAILED", (answer.__name__, message)
-        assert "missing FTS5 table documents_fts" in message and "no such table" not in message
+        assert "missing FTS5 table texts_fts" in message and "no such table" not in message

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from readmodel.search import accelerator as ftsaux
+from readmodel.search import phrasetexts
 from readmodel.search import sqlite as search_module
 from readmodel.live import InMemoryLiveSource
 from readmodel.search.config import SearchConfig
@@ -65,8 +66,8 @@ def test_span_counts_and_snippet_sources_equal_highlight(documents: list[str], q
     conn = _index_with(documents)
     assert ftsaux.install(conn)
     rows = conn.execute(
-        'SELECT highlight("documents_fts", 0, ?, ?), sessionq_spans("documents_fts"), '
-        'sessionq_snippet_source("documents_fts", ?, ?, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ?',
+        'SELECT highlight("texts_fts", 0, ?, ?), sessionq_spans("texts_fts"), '
+        'sessionq_snippet_source("texts_fts", ?, ?, ?, ?) FROM "texts_fts" WHERE "texts_fts" MATCH ?',
         (START_MARK, END_MARK, START_MARK, END_MARK, before, after, match_expression(query)),
     ).fetchall()
     for whole, spans, source in rows:
@@ -100,10 +101,10 @@ def test_snippets_after_the_first_span_equal_whole_document_snippets(head: str, 
         'INSERT INTO "documents" ("docid", "sid", "seq", "type", "time", "surface", "length", "text") VALUES (?, 1, 7, ?, 0, 1, ?, ?)',
         (docid, "user/message", len(text), text),
     )
-    conn.execute('INSERT INTO "documents_fts" ("rowid", "text") VALUES (?, ?)', (docid, text))
+    indexdb.index_text(conn, docid)
     phrase = match_expression(query)
     whole = conn.execute(
-        'SELECT highlight("documents_fts", 0, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ?', (START_MARK, END_MARK, phrase)
+        'SELECT highlight("texts_fts", 0, ?, ?) FROM "texts_fts" WHERE "texts_fts" MATCH ?', (START_MARK, END_MARK, phrase)
     ).fetchone()
     if whole is None:
         return
@@ -121,9 +122,9 @@ def test_huge_snippet_widths_take_the_whole_text() -> None:
         'INSERT INTO "documents" ("docid", "sid", "seq", "type", "time", "surface", "length", "text") VALUES (?, 1, 1, ?, 0, 1, ?, ?)',
         (docid, "user/message", len(text), text),
     )
-    conn.execute('INSERT INTO "documents_fts" ("rowid", "text") VALUES (?, ?)', (docid, text))
+    indexdb.index_text(conn, docid)
     source = conn.execute(
-        'SELECT sessionq_snippet_source("documents_fts", ?, ?, ?, ?) FROM "documents_fts" WHERE "documents_fts" MATCH ?',
+        'SELECT sessionq_snippet_source("texts_fts", ?, ?, ?, ?) FROM "texts_fts" WHERE "texts_fts" MATCH ?',
         (START_MARK, END_MARK, width, width, match_expression("needle")),
     ).fetchone()[0]
     assert source == "2" + text.replace("needle", START_MARK + "needle" + END_MARK)
@@ -185,6 +186,7 @@ def test_pruned_rankings_equal_unpruned_ones(tie_heavy_index: str, query: str, l
     with pytest.MonkeyPatch.context() as patch:
         # Rank only what each page needs, so every page prunes at its own cut.
         patch.setattr(search_module, "RANKED_FIRST_ROWS", 1)
+        patch.setattr(phrasetexts, "FIRST_BATCH", 1)  # one class of texts per statement
         request = {"query": query, "limit": limit}
         assert _pages(fast, "search_sessions", request) == _pages(plain, "search_sessions", request)
         for session_id in ("s0-00", "s4-11", "s3-03", "s1-29"):
@@ -231,6 +233,7 @@ def test_filtered_pruned_rankings_equal_unpruned_ones(
     fast, plain = _pair(tie_heavy_index, live)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(search_module, "RANKED_FIRST_ROWS", 1)
+        patch.setattr(phrasetexts, "FIRST_BATCH", 1)  # one class of texts per statement
         request = {"query": query, "limit": limit, "sessionFilters": session_filters, "eventFilters": event_filters}
         assert _pages(fast, "search_sessions", request) == _pages(plain, "search_sessions", request)
         events = {"sessionId": "s4-11", "query": query, "limit": limit, "filters": event_filters}
@@ -260,6 +263,8 @@ def test_session_filters_read_the_covering_index(tie_heavy_index: str) -> None:
     """A workspace-scoped search picks its eligible sessions from ``sessions_filters`` (schema 0005)."""
     fast, _ = _pair(tie_heavy_index)
     conn = fast.backend._connection()
-    matches, args = fast.backend._matches('"needle"', sessions=search_module.session_where([{"kind": "cwd", "values": ["/work/w0"]}]))
-    plan = " | ".join(row[3] for row in conn.execute("EXPLAIN QUERY PLAN WITH" + matches + ' SELECT count(*) FROM "matches"', args))
+    scope = search_module.session_where([{"kind": "cwd", "values": ["/work/w0"]}])
+    matches = fast.backend._phrase_matches(conn, [b"needle"], '"needle"', sessions=scope)
+    assert matches.texts is not None
+    plan = " | ".join(row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + matches.texts, matches.texts_args))
     assert "COVERING INDEX sessions_filters" in plan, plan

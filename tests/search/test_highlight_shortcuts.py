@@ -28,7 +28,7 @@ from readmodel.search.sqlite import _MARKS, _TERMS_DDL, _empty_index
 from tests.search.test_search_rules import reference_snippet
 from tests import indexdb
 
-_HIGHLIGHT = 'highlight("documents_fts", 0, ?, ?)'
+_HIGHLIGHT = 'highlight("texts_fts", 0, ?, ?)'
 
 _WORDS = ["to", "tool", "the", "a", "ol", "Tool", "café", "cafe", "日本", "x1", "é"]
 _GAPS = [" ", "  ", "\n", "\t", "-", ", ", " \u3000 "]
@@ -135,7 +135,7 @@ def _index_with(documents: list[str]) -> sqlite3.Connection:
             'INSERT INTO "documents" ("docid", "sid", "seq", "type", "time", "surface", "length", "text") VALUES (?, 1, ?, ?, 0, 1, ?, ?)',
             (docid, seq, "user/message", len(text), text),
         )
-        conn.execute('INSERT INTO "documents_fts" ("rowid", "text") VALUES (?, ?)', (docid, text))
+        indexdb.index_text(conn, docid)
     return conn
 
 
@@ -150,15 +150,12 @@ def test_phrase_spans_from_postings_equal_highlight_markers(documents: list[str]
     conn.execute('INSERT INTO temp."query_terms" ("text") VALUES (?)', (query,))
     terms = [row[0] for row in conn.execute('SELECT "term" FROM temp."query_terms_v" ORDER BY "offset"')]
     expected = conn.execute(
-        f'SELECT "rowid", {_MARKS.format(h=_HIGHLIGHT)} FROM "documents_fts" WHERE "documents_fts" MATCH ? ORDER BY "rowid"',
+        f'SELECT "rowid", {_MARKS.format(h=_HIGHLIGHT)} FROM "texts_fts" WHERE "texts_fts" MATCH ? ORDER BY "rowid"',
         (START_MARK, END_MARK, START_MARK, END_MARK, START_MARK, phrase),
     ).fetchall()
     counted = phrase_spans_from_postings(conn, terms, phrase)
     assert counted is not None
-    assert sorted(counted) == expected
-    # Scoped to a docid range, only that range's documents are counted.
-    scoped = phrase_spans_from_postings(conn, terms, phrase, ((1 << 32) | 1, (1 << 32) | 3))
-    assert scoped is not None and sorted(scoped) == [row for row in expected if (1 << 32) | 1 <= row[0] <= (1 << 32) | 3]
+    assert sorted(counted) == expected  # per text (texts_fts's rowids)
 
 
 def test_phrases_of_very_common_tokens_fall_back_to_highlight(monkeypatch) -> None:
@@ -167,7 +164,8 @@ def test_phrases_of_very_common_tokens_fall_back_to_highlight(monkeypatch) -> No
     monkeypatch.setattr(postings, "PHRASE_INSTANCE_BUDGET", 3)
     assert phrase_spans_from_postings(conn, ["to", "tool"], match_expression("to tool")) is None
     monkeypatch.setattr(postings, "PHRASE_INSTANCE_BUDGET", 100)
-    assert phrase_spans_from_postings(conn, ["to", "tool"], match_expression("to tool")) == [((1 << 32) | 0, 2)]
+    first_text = conn.execute('SELECT "text_id" FROM "document_rows" WHERE "docid" = ?', ((1 << 32) | 0,)).fetchone()[0]
+    assert phrase_spans_from_postings(conn, ["to", "tool"], match_expression("to tool")) == [(first_text, 2)]
 
 
 _HEAD_PIECES = ["word", "é", " ", "\n", " " * 300, "\u3000\u2028", "x" * 50, "😀"]

@@ -82,8 +82,8 @@ def fts5_sessions(db: str, query: str) -> list[str]:
     conn = indexdb.connect(f"file:{db}?mode=ro", uri=True)
     try:
         rows = conn.execute(
-            'SELECT DISTINCT s."id" FROM "documents_fts" f JOIN "documents" d ON d."docid" = f."rowid" '
-            'JOIN "sessions" s ON s."sid" = d."sid" WHERE "documents_fts" MATCH ? ORDER BY s."id"',
+            'SELECT DISTINCT s."id" FROM "texts_fts" f JOIN "document_rows" d ON d."text_id" = f."rowid" '
+            'JOIN "sessions" s ON s."sid" = d."sid" WHERE "texts_fts" MATCH ? ORDER BY s."id"',
             (match_expression(query),),
         )
         return [row[0] for row in rows]

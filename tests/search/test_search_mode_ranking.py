@@ -111,8 +111,8 @@ def _assert_whole_document_snippets(db: str, answer: list[tuple[Any, ...]], requ
         for hit in answer:
             session_id, seq, snippet = (request["sessionId"], *hit) if method == "events" else hit
             sql = (
-                'SELECT highlight("documents_fts", 0, ?, ?) FROM "documents_fts" JOIN "documents" d ON d."docid" = "documents_fts"."rowid" '
-                'JOIN "sessions" s ON s."sid" = d."sid" WHERE "documents_fts" MATCH ? AND s."id" = ? AND d."seq" = ?'
+                'SELECT highlight("texts_fts", 0, ?, ?) FROM "texts_fts" JOIN "document_rows" d ON d."text_id" = "texts_fts"."rowid" '
+                'JOIN "sessions" s ON s."sid" = d."sid" WHERE "texts_fts" MATCH ? AND s."id" = ? AND d."seq" = ?'
             )
             marked = conn.execute(sql, (START_MARK, END_MARK, expression, session_id, seq)).fetchone()[0]
             assert snippet == make_snippet(marked, backend.config.snippet_chars)

@@ -27,8 +27,8 @@ from tests import indexdb
 
 
 def held_by_fts5(conn: sqlite3.Connection) -> dict[int, list[bytes]]:
-    """Every document's terms in position order, read from FTS5's index (``documents_fts``)."""
-    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.held USING fts5vocab(main, documents_fts, instance)")
+    """Every text's terms in position order, by text id, read from FTS5's index (``texts_fts``)."""
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.held USING fts5vocab(main, texts_fts, instance)")
     instances: dict[int, list[tuple[int, bytes]]] = defaultdict(list)
     for doc, column, offset, term in conn.execute('SELECT "doc", "col", "offset", CAST("term" AS BLOB) FROM temp.held'):
         assert column == "text"
@@ -62,24 +62,25 @@ def test_the_tokenizer_is_the_index_ddls() -> None:
 def test_tokens_equal_fts5s_index_on_every_corpus_document(corpus_index: str) -> None:
     conn = indexdb.connect(corpus_index)
     held = held_by_fts5(conn)
-    documents = conn.execute('SELECT "docid", "text" FROM "documents" ORDER BY "docid"').fetchall()
+    sql = 'SELECT d."docid", d."text", r."text_id" FROM "documents" d JOIN "document_rows" r ON r."docid" = d."docid" ORDER BY d."docid"'
+    documents = conn.execute(sql).fetchall()
     assert len(documents) > 500
     fast, *_ = reversed(tokenizers())
-    for docid, text in documents:
-        assert fast.tokens(text) == held.get(docid, []), docid
+    for docid, text, text_id in documents:
+        assert fast.tokens(text) == held.get(text_id, []), docid
     # The scratch-table path (no accelerator) on a sample: the same answers.
     slow = Tokenizer(accelerated=False)
-    for docid, text in documents[::25]:
-        assert slow.tokens(text) == held.get(docid, []), docid
+    for docid, text, text_id in documents[::25]:
+        assert slow.tokens(text) == held.get(text_id, []), docid
 
 
 def fts5_oracle(text: str) -> list[bytes]:
     """The terms the index's own FTS5 DDL stores for one document."""
     conn = indexdb.connect(":memory:")
-    conn.execute('CREATE TABLE "documents" ("docid" INTEGER PRIMARY KEY, "text" TEXT NOT NULL)')
+    conn.execute('CREATE TABLE "text_contents" ("id" INTEGER PRIMARY KEY, "text" TEXT NOT NULL)')
     conn.execute(FTS_DDL)
-    conn.execute('INSERT INTO "documents" VALUES (7, ?)', (text,))
-    conn.execute('INSERT INTO "documents_fts" ("rowid", "text") VALUES (7, ?)', (text,))
+    conn.execute('INSERT INTO "text_contents" VALUES (7, ?)', (text,))
+    conn.execute('INSERT INTO "texts_fts" ("rowid", "text") VALUES (7, ?)', (text,))
     return held_by_fts5(conn).get(7, [])
 
 
@@ -119,12 +120,12 @@ def fts5_spans(document: str, query: str) -> int:
     from readmodel.search.requests import match_expression
 
     conn = indexdb.connect(":memory:")
-    conn.execute('CREATE TABLE "documents" ("docid" INTEGER PRIMARY KEY, "text" TEXT NOT NULL)')
+    conn.execute('CREATE TABLE "text_contents" ("id" INTEGER PRIMARY KEY, "text" TEXT NOT NULL)')
     conn.execute(FTS_DDL)
-    conn.execute('INSERT INTO "documents" VALUES (1, ?)', (document,))
-    conn.execute('INSERT INTO "documents_fts" ("rowid", "text") VALUES (1, ?)', (document,))
+    conn.execute('INSERT INTO "text_contents" VALUES (1, ?)', (document,))
+    conn.execute('INSERT INTO "texts_fts" ("rowid", "text") VALUES (1, ?)', (document,))
     row = conn.execute(
-        'SELECT highlight("documents_fts", 0, char(1), char(2)) FROM "documents_fts" WHERE "documents_fts" MATCH ?', (match_expression(query),)
+        'SELECT highlight("texts_fts", 0, char(1), char(2)) FROM "texts_fts" WHERE "texts_fts" MATCH ?', (match_expression(query),)
     ).fetchone()
     return 0 if row is None else row[0].count("\x01")
 
