@@ -53,7 +53,7 @@ def _turns(texts: list[str], time: int) -> list[dict[str, Any]]:
 
 STORED: dict[str, tuple[int, str, list[str]]] = {
     # id: (createdAt, cwd, texts)
-    "s0": (100, "/work/a", [TWO_HOLD, "alpha beta notes", "delta policy"]),
+    "s0": (100, "/work/a", [TWO_HOLD, "alpha beta notes", "a much longer delta policy line that goes on and on"]),
     "s1": (200, "/work/b", [TWO_HOLD, "gamma gamma gamma", "路径 déjà vu"]),
     "s2": (300, "/work/a", [THREE_HOLD, "policy sandbox alpha", "alphabet soup"]),
     "s3": (400, "/work/b", [THREE_HOLD, "beta policies", "sandbox"]),
@@ -193,7 +193,7 @@ def test_the_boilerplate_verdict_counts_live_holders_and_not_overlaid_rows(index
         for query in (sqlite_query, pg_query):
             hits = query.search_events({"sessionId": "s0", "query": "policy", "match": "words"}).items
             assert [hit.seq for hit in hits][-1] == 1  # s0's TWO_HOLD message: boilerplate, last
-            assert [hit.seq for hit in hits][0] == 13  # "delta policy": specific, first
+            assert [hit.seq for hit in hits][0] == 13  # the longer specific text first
     finally:
         sqlite_query.close()
         pg_query.close()
@@ -293,3 +293,57 @@ def test_generated_live_sessions_and_requests_answer_as_sqlite(indexes: Any, dat
     finally:
         sqlite_query.close()
         pg_query.close()
+
+
+# -- the shared corpora, with live copies of stored sessions --------------------------------------
+
+EDGE_QUERIES = ["the", "do not", "pol", "sandbox pol", '"current working" dir', "é", "fi", ".py", "路径", "def ", "zzzqqq"]
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["real", "synthetic"])
+def corpus_pair(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """SQLite and PostgreSQL indexes of a shared corpus (the real indexer) under one live source:
+    a stored session overlaid by its log cut in half, another overlaid verbatim, and a live-only
+    copy of a third under a new id (each of its texts one holder more)."""
+    from tests.backends import POSTGRES
+    from tests.corpus import SYNTHETIC_ROOT, ZSTD_ROOT, require_corpus
+
+    require_corpus()
+    root = SYNTHETIC_ROOT if request.param else ZSTD_ROOT
+    url = POSTGRES.build(root, POSTGRES.database(tmp_path_factory.mktemp("live-corpus"), "index"))
+    sqlite_db = POSTGRES.sqlite_twin(url)
+    reader = SessionQuery.open(sqlite_db)
+    ids = [record.header["id"] for record in reader.list_sessions()]
+    logs = []
+    for session_id in ids:
+        try:
+            logs.append(reader.read_session(session_id, redact=False))
+        except SessionQueryError:
+            continue  # a corrupt or unsupported stored session
+        if len(logs) == 3:
+            break
+    reader.close()
+    live = InMemoryLiveSource()
+    cut, verbatim, copied = logs
+    live.create(cut.session, cut.events[: max(1, len(cut.events) // 2)])
+    live.create(verbatim.session, verbatim.events)
+    live.create({**copied.session, "id": "live-copy-of-" + copied.session["id"]}, copied.events)
+    pair = (SessionQuery.open(sqlite_db, live=live), SessionQuery.open(url, live=live))
+    yield pair, [cut.session["id"], verbatim.session["id"], "live-copy-of-" + copied.session["id"], ids[-1]]
+    for query in pair:
+        query.close()
+
+
+def test_the_shared_corpora_with_live_copies_answer_as_sqlite_across_sessions(corpus_pair: Any) -> None:
+    (sqlite_query, pg_query), _ = corpus_pair
+    filters: list[Any] = [None, [{"kind": "availability", "values": ["live"]}], [{"kind": "cwd", "values": [None, "/home/dev/docs-site"]}]]
+    for query, mode, session_filters in itertools.product(EDGE_QUERIES, MODES, filters):
+        request: dict[str, Any] = {"query": query, "match": mode, "limit": 4, **({"sessionFilters": session_filters} if session_filters else {})}
+        assert _walk(pg_query.search_sessions, request, pages=4) == _walk(sqlite_query.search_sessions, request, pages=4), request
+
+
+def test_the_shared_corpora_with_live_copies_answer_as_sqlite_within_sessions(corpus_pair: Any) -> None:
+    (sqlite_query, pg_query), session_ids = corpus_pair
+    for session_id, query, mode in itertools.product(session_ids, EDGE_QUERIES, MODES):
+        request: dict[str, Any] = {"sessionId": session_id, "query": query, "match": mode, "limit": 3}
+        assert _walk(pg_query.search_events, request, pages=3) == _walk(sqlite_query.search_events, request, pages=3), request
