@@ -347,3 +347,22 @@ def test_the_shared_corpora_with_live_copies_answer_as_sqlite_within_sessions(co
     for session_id, query, mode in itertools.product(session_ids, EDGE_QUERIES, MODES):
         request: dict[str, Any] = {"sessionId": session_id, "query": query, "match": mode, "limit": 3}
         assert _walk(pg_query.search_events, request, pages=3) == _walk(sqlite_query.search_events, request, pages=3), request
+
+
+def test_threads_searching_with_live_sessions_at_once_get_the_serial_answers(indexes: Any) -> None:
+    """The overlay's in-memory index is one connection: snapshots of concurrent searches take it in
+    turn (each inside its own server transaction), and every answer is the one alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    live = _standard_live()
+    sqlite_query, pg_query = _opened(indexes, live)
+    sqlite_query.close()
+    requests = [{"query": query, "match": mode, "limit": 2} for query in QUERIES[:6] for mode in MODES]
+    try:
+        serial = [msgspec.to_builtins(pg_query.search_sessions(request)) for request in requests]
+        pg_query._searcher().backend._ranked.clear()
+        with ThreadPoolExecutor(4) as pool:
+            concurrent = list(pool.map(lambda request: msgspec.to_builtins(pg_query.search_sessions(request)), requests * 2))
+        assert concurrent == serial * 2
+    finally:
+        pg_query.close()
