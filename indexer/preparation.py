@@ -49,6 +49,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from itertools import groupby
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Final
 
 import msgspec
@@ -515,7 +516,7 @@ class Preparer:
                 answer = future.result()
             except Exception as exc:  # noqa: BLE001 - a dead worker: the writer takes over these sessions
                 if not self._broken:
-                    log.warning("session preparation failed (%s: %s); the writer ingests those sessions itself", type(exc).__name__, exc)
+                    log.warning("session preparation failed (%s); the writer ingests those sessions itself", failure_detail(exc, self._pool))
                     self._broken = True
                 continue
             finally:
@@ -543,6 +544,30 @@ class Preparer:
         collector, self._collector = self._collector, None
         if collector is not None:
             collector.__exit__(None, None, None)
+
+
+def failure_detail(exc: BaseException, pool: ProcessPoolExecutor) -> str:
+    """What a chunk's failure says, with why a pool broke when it can be told.
+
+    ``BrokenProcessPool`` is raised for two different things: a worker process
+    died (killed by a signal — the OOM killer's is SIGKILL — or exited), or an
+    answer could not be read back in the writer (the exception's ``__cause__``
+    holds that traceback).  The workers' exit codes are read from the
+    executor's process table (private to ``concurrent.futures``, so only when it
+    is there): a negative code is the signal that ended a worker; the survivors
+    of a broken pool are terminated by the executor itself (-15).
+    """
+    detail = f"{type(exc).__name__}: {exc}"
+    cause = exc.__cause__
+    if cause is not None:
+        lines = [line for line in str(cause).splitlines() if line.strip() and line.strip() != "'''"]
+        detail += f"; cause: {lines[-1].strip() if lines else type(cause).__name__}"
+    if isinstance(exc, BrokenProcessPool):
+        processes = getattr(pool, "_processes", None) or {}
+        codes = sorted({code for process in list(processes.values()) if (code := process.exitcode) is not None})
+        if codes:
+            detail += "; worker exit codes " + ", ".join(str(code) for code in codes) + " (negative: ended by that signal)"
+    return detail
 
 
 def start_pool(workers: int) -> ProcessPoolExecutor:

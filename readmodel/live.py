@@ -156,25 +156,3 @@ def assert_headers_compatible(a: Header, b: Header) -> None:
         raise SessionQueryError(
             "SESSION_QUERY_SOURCE_CONFLICT", f'session source headers conflict for session "{a.get("id")}"'
         )
-
-
-def refuse_live_search_on_server(live: LiveSource | None) -> None:
-    """``SESSION_QUERY_INDEX_FAILED`` when ``live`` holds sessions: a search over a PostgreSQL
-    index does not overlay them yet.
-
-    Not for want of the logs: live sessions are the reading process's own,
-    in memory, on the reading host (query-spec §1: the in-process store the
-    service requires), so nothing in principle keeps them from PostgreSQL
-    search.  The overlay's ranking is the SQLite backend's (FTS5 tables of the
-    live documents in the reader's own connection, merged in SQL) and has no
-    PostgreSQL counterpart yet; rather than answer without the live sessions
-    (a different answer than SQLite's), the search refuses while any exists.
-    Reads, listings, filters and traces of live sessions work on both backends.
-    """
-    count = 0 if live is None else sum(1 for _ in live.list())
-    if count:
-        raise SessionQueryError(
-            "SESSION_QUERY_INDEX_FAILED",
-            f"search over a PostgreSQL index cannot include this process's {count} live session(s) yet "
-            "(their live overlay is searched only with a SQLite index); reads, listings and traces of them work",
-        )

@@ -52,7 +52,7 @@ from readmodel.projection.frozen import snapshot_event
 from readmodel.core.jsvalues import is_integer, is_number, js_string
 from readmodel.projection.lineage import clone_json, session_not_found
 from readmodel.projection.lineage import trace_session as trace_lineage
-from readmodel.live import LiveSnapshot, LiveSource, assert_headers_compatible, refuse_live_search_on_server, snapshot_live
+from readmodel.live import LiveSnapshot, LiveSource, assert_headers_compatible, snapshot_live
 from readmodel.projection.replay import validate_replay
 from readmodel.core.requests import (
     SessionEventReadRequest,
@@ -251,7 +251,7 @@ class SessionQuery:
     def _searcher(self) -> SessionSearch:
         with self._search_lock:
             if self._search is None and isinstance(self.store, PostgresIndexStore):
-                self._search = postgres_search(self.store, live=self.live, config=self.search_config)
+                self._search = postgres_search(self.store, live=self.live, config=self.search_config, redact=self.redact_documents)
             if self._search is None:
                 db_path = sqlite_path(self.store.db) if self.store is not None else None
                 self._search = sqlite_search(db_path, live=self.live, config=self.search_config, redact=self.redact_documents)
@@ -268,7 +268,6 @@ class SessionQuery:
     def _ready_searcher(self) -> SessionSearch:
         if self.search_config.open_at == "never":
             raise search_disabled()
-        refuse_live_search_on_server(self.live if isinstance(self.store, PostgresIndexStore) else None)  # SQLite's overlay only, so far
         return self._searcher()
 
     def search_generation(self, signal: AbortSignal | None = None) -> str:

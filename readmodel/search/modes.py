@@ -27,7 +27,8 @@ A document's *strength* is its number of highlighted spans: FTS5
 occurrences of the substring.  A document is *boilerplate* when its exact text
 is held by at least :data:`BOILERPLATE_SESSIONS` distinct sessions of the
 search corpus (harness system and runtime-context messages every session
-carries).  Documents are ordered by: specific (not boilerplate) first, then
+carries); with a live overlay the search corpus is the live sessions and the stored
+sessions they do not overlay, on both backends.  Documents are ordered by: specific (not boilerplate) first, then
 strength (more first), then shorter, then newer time, then higher seq.
 Cross-session search keeps each session's strongest document by that order and
 orders sessions by it, ties by session id (UTF-8 byte order).  So a session's

@@ -74,8 +74,14 @@ def phrases_of(query: str, prefix: bool, tokenize: Any) -> tuple[list[list[bytes
     return phrases, expression.endswith("*"), terms
 
 
-def query(snap: Any, request: Any, sessions: Where | None, events: Where, sid: int | None, offset: int, key: tuple[str, ...]) -> list[Row]:
-    """A page of a ``words`` or ``substring`` search (``sid``: within that session; ``key``: its ranking's cache key)."""
+def query(
+    snap: Any, request: Any, sessions: Where | None, events: Where, sid: int | None, offset: int, key: tuple[str, ...], *, live_target: bool = False
+) -> list[Row]:
+    """A page of a ``words`` or ``substring`` search (``sid``: within that session; ``live_target``:
+    within the live session ``request.session_id``; ``key``: its ranking's cache key).
+
+    With live sessions (``snap.live``) the ranking is the per-document one, the live
+    matches included (:mod:`readmodel.search.pglive`)."""
     tokenizer = snap.backend.tokenizer()
     if request.match == "words":
         expression, terms = words_expression(request.query, request.prefix, tokenizer.tokens)
@@ -85,11 +91,13 @@ def query(snap: Any, request: Any, sessions: Where | None, events: Where, sid: i
         marker = None
     else:
         expression, marker = None, compiled_substring(request.query).mark_first
-    if snap.backend.texts_first:
+    if snap.backend.texts_first and snap.live is None:
         rows = snap.backend.ranked(key, lambda want: _texts_ranking(snap, request, sessions, events, sid, want), offset, request.limit + 1)
     else:
-        rows = snap.backend.ranked(key, lambda want: _ranking(snap, request, sessions, events, sid), offset, request.limit + 1)
-    return snap.fill(rows, expression, marker, literal=request.match == "substring" and compiled_substring(request.query).literal is not None)
+        rank = lambda want: _ranking(snap, request, sessions, events, sid, live_target)  # noqa: E731
+        rows = snap.backend.ranked(key, rank, offset, request.limit + 1)
+    literal = request.match == "substring" and compiled_substring(request.query).literal is not None
+    return snap.fill(rows, expression, marker, literal=literal, request=request)
 
 
 def _texts_ranking(snap: Any, request: Any, sessions: Where | None, events: Where, sid: int | None, need: int) -> list[tuple[Any, ...]]:
@@ -128,27 +136,34 @@ def _expanded(cur: Any, phrases: list[list[bytes]], last_prefix: bool) -> tuple[
     return prefix, expansions, exact
 
 
-def _ranking(snap: Any, request: Any, sessions: Where | None, events: Where, sid: int | None) -> list[tuple[Any, ...]]:
-    """The whole ranking, as ``(strength, candidate columns…)`` rows (:func:`readmodel.search.postgres.to_row`'s shape)."""
+def _ranking(snap: Any, request: Any, sessions: Where | None, events: Where, sid: int | None, live_target: bool = False) -> list[tuple[Any, ...]]:
+    """The whole ranking, as ``(strength, candidate columns…)`` rows (:func:`readmodel.search.postgres.to_row`'s shape);
+    with live sessions their matches are ranked with the stored ones (``live_target``: only the live session's)."""
     cur = snap.cur
-    conditions, params = snap.filters(sessions, events)
-    scope, scope_params = "", []
-    if sid is not None:
-        scope = ' AND d."docid" BETWEEN %s AND %s'
-        scope_params = [sid << 32, (sid << 32) | 0xFFFFFFFF]
-    where = (scope, scope_params, conditions, params)
-    scoped = sid is not None or bool(conditions)
-    ranking = Ranking(keep_all=sid is not None)
-    if request.match == "words":
-        phrases, last_prefix, _ = phrases_of(request.query, request.prefix, snap.backend.tokenizer().tokens)
-        matches = _words(cur, phrases, last_prefix, where) if phrases else []
-    else:
-        matches = _substring(cur, request.query, compiled_substring(request.query), where)
+    within = sid is not None or live_target
+    # Scoped (filters, or one session): some copies of a matching text may lie outside the matches.
+    scoped = within or any(where is not None and where.fragments for where in (sessions, events))
+    ranking = Ranking(keep_all=within)
+    matches: list[Match] = []
+    if not live_target:
+        conditions, params = snap.filters(sessions, events)
+        scope, scope_params = "", []
+        if sid is not None:
+            scope = ' AND d."docid" BETWEEN %s AND %s'
+            scope_params = [sid << 32, (sid << 32) | 0xFFFFFFFF]
+        where = (scope, scope_params, conditions, params)
+        if request.match == "words":
+            phrases, last_prefix, _ = phrases_of(request.query, request.prefix, snap.backend.tokenizer().tokens)
+            matches = _words(cur, phrases, last_prefix, where) if phrases else []
+        else:
+            matches = _substring(cur, request.query, compiled_substring(request.query), where)
+    if snap.live is not None and sid is None:
+        matches += snap.live.mode_matches(request, sessions, events, request.session_id if live_target else None)
     for match in matches:
         ranking.add(match)
     if scoped:
-        _add_holders(cur, ranking)
-    ranked = ranking.sessions() if sid is None else ranking.events()
+        _add_holders(cur, ranking, snap.live)
+    ranked = ranking.sessions() if not within else ranking.events()
     # The shape of readmodel.search.postgres's candidates: (strength, id, sid, created, cwd, parent, live, persisted, docid, …).
     return [(m.strength, m.session_id, m.header_json, None, None, None, m.live, m.persisted, m.docid, m.seq, m.type, m.time, m.surface, m.length) for m in ranked]
 
@@ -287,17 +302,24 @@ def _gram_condition(cur: Any, text: str, column: str) -> tuple[str, list[Any]] |
     return f"{column} @> %s::bigint[]", [bigrams]
 
 
-def _add_holders(cur: Any, ranking: Ranking) -> None:
+def _add_holders(cur: Any, ranking: Ranking, live: Any = None) -> None:
     """Sessions outside a scoped search that hold the texts it saw in fewer than
-    :data:`BOILERPLATE_SESSIONS` sessions (by text hash)."""
+    :data:`BOILERPLATE_SESSIONS` sessions (by text hash).  With live sessions (``live``, a
+    :class:`readmodel.search.pglive.LiveView`) the search corpus is the live sessions and the
+    stored ones they do not overlay (as on SQLite): both are looked up."""
     rare = [digest for digest in ranking.rare() if digest.startswith(b"h")]
     if not rare:
         return
     hashes = [int.from_bytes(digest[1:], "little", signed=True) for digest in rare]
+    overlaid = live.overlaid if live is not None else []
     cur.execute(
         'SELECT w."hash", (SELECT array_agg(x."id") FROM (SELECT DISTINCT s."id" FROM "document_hashes" o JOIN "sessions" s '
-        'ON s."sid" = o."docid" >> 32 WHERE o."hash" = w."hash" AND s."status" = \'ok\' LIMIT %s) x) FROM unnest(%s::bigint[]) w("hash")',
-        (BOILERPLATE_SESSIONS, hashes),
+        'ON s."sid" = o."docid" >> 32 WHERE o."hash" = w."hash" AND s."status" = \'ok\' AND s."id" <> ALL(%s) LIMIT %s) x) '
+        'FROM unnest(%s::bigint[]) w("hash")',
+        (overlaid, BOILERPLATE_SESSIONS, hashes),
     )
     for text_hash, ids in cur.fetchall():
         ranking.add_holders(b"h" + int(text_hash).to_bytes(8, "little", signed=True), ids or [])
+    if live is not None:
+        for value in hashes:
+            ranking.add_holders(b"h" + int(value).to_bytes(8, "little", signed=True), live.hash_holders(value))

@@ -31,8 +31,9 @@ The ``words`` and ``substring`` modes are :mod:`readmodel.search.pgmodes`.
 Each answer is one ``REPEATABLE READ READ ONLY`` transaction of the index
 store (:class:`readmodel.store.pgreader.PostgresIndexStore`); the generation
 of its cursors is the snapshot's generation vector.  A live overlay (sessions
-held in memory by an embedding host) is not supported on PostgreSQL yet: a
-search with live sessions is ``SESSION_QUERY_INDEX_FAILED``.
+held in memory by an embedding host) is ranked on the reading host by the
+SQLite backend's live path and merged with the server's ranking
+(:mod:`readmodel.search.pglive`).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from readmodel.search.config import SearchConfig
 from readmodel.search.cursors import CursorCodec
 from readmodel.search.engine import SessionSearch
 from readmodel.search.highlighter import PREFIX_CHARS, Highlighter
+from readmodel.search.pglive import LiveOverlay, LiveView
 from readmodel.search.snippets import prefix_decides_snippet
 from readmodel.search.predicates import BINDING_LIMIT, FIXED_BINDINGS, OUTER_PREDICATE_LIMIT, Where, binding_error, budget_error, event_where, session_where
 from readmodel.search.requests import EventsRequest, SessionsRequest, bounded_terms, match_expression
@@ -141,10 +143,13 @@ class PostgresSearchBackend:
     the tokenizer and highlighter are per thread.
     """
 
-    def __init__(self, store: PostgresIndexStore, *, live: Any = None, config: SearchConfig | None = None) -> None:
+    def __init__(self, store: PostgresIndexStore, *, live: Any = None, config: SearchConfig | None = None, redact: bool = True) -> None:
+        """``live``: the host's live source (:mod:`readmodel.search.pglive`); with ``redact`` its
+        documents hold secret markers, as the indexer stores them."""
         self.store = store
         self.live = live
         self.config = config or SearchConfig()
+        self.overlay = LiveOverlay(live, self.config, redact) if live is not None else None
         self._local = threading.local()
         self._lock = threading.Lock()
         self._ranked: OrderedDict[tuple[str, ...], tuple[list[tuple[Any, ...]], bool]] = OrderedDict()
@@ -186,7 +191,9 @@ class PostgresSearchBackend:
             pass
 
     def close(self) -> None:
-        """Nothing of its own to release: the connections are the store's."""
+        """Release the live overlay's in-memory index (the connections are the store's)."""
+        if self.overlay is not None:
+            self.overlay.close()
 
     def tokenizer(self) -> Tokenizer:
         held = getattr(self._local, "tokenizer", None)
@@ -203,12 +210,15 @@ class PostgresSearchBackend:
     @contextmanager
     def snapshot(self, signal: Any) -> Iterator[_Snapshot]:
         _check(signal)
-        if self.live is not None and self.live.list():
-            raise SessionQueryError("SESSION_QUERY_INDEX_FAILED", "searching live sessions is not supported on a PostgreSQL index yet")
         with self.store.transaction() as cur, _cancelling(cur.connection, signal):
             cur.execute('SELECT "identity", "cursor_secret" FROM "index_meta"')
             identity, secret = cur.fetchone()
-            yield _Snapshot(self, cur, CursorCodec(identity, bytes(secret)), signal)
+            codec = CursorCodec(identity, bytes(secret))
+            if self.overlay is None:
+                yield _Snapshot(self, cur, codec, signal)
+            else:
+                with self.overlay.synced(cur, signal) as view:
+                    yield _Snapshot(self, cur, codec, signal, view)
         _check(signal)
 
 
@@ -249,15 +259,24 @@ def _check(signal: Any) -> None:
 class _Snapshot:
     """:class:`readmodel.search.backend.SearchSnapshot` over one PostgreSQL transaction."""
 
-    def __init__(self, backend: PostgresSearchBackend, cur: Any, codec: CursorCodec, signal: Any) -> None:
+    def __init__(self, backend: PostgresSearchBackend, cur: Any, codec: CursorCodec, signal: Any, view: LiveView | None = None) -> None:
         self.backend, self.cur, self.codec, self.signal = backend, cur, codec, signal
+        self.epoch = 0 if view is None else view.epoch
+        self.live = view if view is not None and view.holds else None
+        """The live overlay while it holds sessions (:mod:`readmodel.search.pglive`), else ``None``."""
 
     def generation(self) -> str:
+        """The server's generation vector, with the live overlay's epoch once it moved (a live
+        change makes cross-session cursors stale, as SQLite's ``<index>.<epoch>``)."""
         from readmodel.store.pgreader import PostgresIndexReader
 
-        return PostgresIndexReader(self.cur).generation()[1]
+        stored = PostgresIndexReader(self.cur).generation()[1]
+        return stored if not self.epoch else f"{stored}.{self.epoch}"
 
-    def target(self, session_id: str) -> tuple[Header, str, int]:
+    def target(self, session_id: str) -> tuple[Header, str, int | None]:
+        """As SQLite's: a live session first (handle ``None``), else the stored one."""
+        if self.live is not None and (live := self.live.target(session_id)) is not None:
+            return live
         self.cur.execute(
             'SELECT "sid", "header_json", "generation", "status", "error_code", "error_message" FROM "sessions" WHERE "id" = %s', (session_id,)
         )
@@ -275,21 +294,26 @@ class _Snapshot:
             from readmodel.search import pgmodes
 
             return pgmodes.query(self, request, sessions, events, None, offset, cache_key)
-        return self._phrase(request.query, sessions, events, None, request.limit + 1, offset, cache_key)
+        return self._phrase(request, sessions, events, None, request.limit + 1, offset, cache_key)
 
-    def events_page(self, request: EventsRequest, handle: int, offset: int, cache_key: tuple[str, ...]) -> list[Row]:
+    def events_page(self, request: EventsRequest, handle: int | None, offset: int, cache_key: tuple[str, ...]) -> list[Row]:
+        """``handle`` ``None``: a live session (:meth:`target`)."""
         events = event_where(request.filters)
         check_budgets(None, events, 3)
+        if handle is None and self.live is not None and request.match == "phrase":
+            return self.live.phrase_events(request, offset, cache_key)
         if request.match != "phrase":
             from readmodel.search import pgmodes
 
-            return pgmodes.query(self, request, None, events, handle, offset, cache_key)
-        return self._phrase(request.query, None, events, handle, request.limit + 1, offset, cache_key)
+            return pgmodes.query(self, request, None, events, handle, offset, cache_key, live_target=handle is None)
+        return self._phrase(request, None, events, handle, request.limit + 1, offset, cache_key)
 
     # -- phrase ------------------------------------------------------------------
 
-    def _phrase(self, query: str, sessions: Where | None, events: Where, sid: int | None, need: int, offset: int, key: tuple[str, ...]) -> list[Row]:
-        terms = bounded_terms(self.backend.tokenizer().tokens(query))
+    def _phrase(
+        self, request: SessionsRequest | EventsRequest, sessions: Where | None, events: Where, sid: int | None, need: int, offset: int, key: tuple[str, ...]
+    ) -> list[Row]:
+        terms = bounded_terms(self.backend.tokenizer().tokens(request.query))
         if not terms:
             return []
         if self.backend.texts_first and len(terms) > 1:
@@ -299,8 +323,12 @@ class _Snapshot:
             rank = lambda want: pgtexts.ranked(self.cur, pgtexts.phrase_texts(self.cur, terms, scope), scope, want, judge=False, seq_orders_sessions=False)  # noqa: E731
         else:
             rank = lambda want: self._phrase_ranking(terms, sessions, events, sid, want)  # noqa: E731
+        if self.live is not None and sid is None and sessions is not None:
+            # The live sessions' leaders join the server's first k sessions (none of them live).
+            stored, live = rank, self.live
+            rank = lambda want: rank_sessions([*stored(want), *live.phrase_leaders(request.query, sessions, events)])[:want]  # noqa: E731
         rows = self.backend.ranked(key, rank, offset, need)
-        return self.fill(rows, match_expression(query))
+        return self.fill(rows, match_expression(request.query), request=request)
 
     def scope(self, sessions: Where | None, events: Where, sid: int | None) -> pgtexts.Scope:
         """Where a texts-first ranking looks: ``sid``'s docid range (``None``: every session) and the filters."""
@@ -361,24 +389,30 @@ class _Snapshot:
         return out
 
     def filters(self, sessions: Where | None, events: Where) -> tuple[str, list[Any]]:
-        """The request's filters over the candidate columns, as PostgreSQL."""
+        """The request's filters over the candidate columns, as PostgreSQL; with live sessions,
+        the stored sessions they overlay are left out too (the live side ranks them)."""
         parts, params = [], []
         for where in (sessions, events):
             if where is not None and where.fragments:
                 sql, args = pg_predicates(where)
                 parts.append(sql)
                 params += args
+        if self.live is not None and (overlaid := self.live.overlaid):
+            parts.append("session_id <> ALL(%s)")
+            params.append(overlaid)
         return " AND ".join(parts), params
 
-    def fill(self, rows: list[Row], expression: str | None, marker: Any = None, literal: bool = False) -> list[Row]:
+    def fill(self, page: list[Row], expression: str | None, marker: Any = None, literal: bool = False, *, request: Any = None) -> list[Row]:
         """Headers and marked texts of one page's rows (``marker(text)`` instead of ``highlight()`` of ``expression``).
 
         ``literal``: ``marker`` marks the first occurrence of a literal (a substring query
         without whitespace), which a prefix holding it whole marks as the whole text does
         (an earlier occurrence, as long, would lie in the prefix too), so prefixes are tried
-        first as for ``highlight()``."""
+        first as for ``highlight()``.  Live rows are the overlay's to fill (``request``: what
+        it marks them for)."""
+        rows = self.live.fill(page, request) if self.live is not None and request is not None else page
         if not rows:
-            return rows
+            return page
         self.cur.execute('SELECT "sid", "header_json" FROM "sessions" WHERE "sid" = ANY(%s)', ([row.header_json for row in rows],))
         headers = dict(self.cur.fetchall())
         for row in rows:
@@ -393,7 +427,7 @@ class _Snapshot:
         for group in holders.values():
             for row in group:
                 row.marked_text = marked.get(group[0].docid, "")
-        return rows
+        return page
 
     def _marked(self, docids: list[int], expression: str | None, marker: Any, literal: bool) -> dict[int, str]:
         """``docid → marked text`` (see :meth:`fill`)."""
@@ -435,7 +469,8 @@ def _decided(counted: list[tuple[Any, ...]], bound: int, need: int, *, per_sessi
     return sum(1 for row in counted if row[0] > bound) >= need
 
 
-def postgres_search(store: PostgresIndexStore, *, live: Any = None, config: SearchConfig | None = None) -> SessionSearch:
-    """A :class:`SessionSearch` over the PostgreSQL index ``store`` reads."""
+def postgres_search(store: PostgresIndexStore, *, live: Any = None, config: SearchConfig | None = None, redact: bool = True) -> SessionSearch:
+    """A :class:`SessionSearch` over the PostgreSQL index ``store`` reads, with the live source ``live``
+    overlaid (``redact``: its documents hold secret markers, as the indexer stores them)."""
     config = config or SearchConfig()
-    return SessionSearch(PostgresSearchBackend(store, live=live, config=config), config)
+    return SessionSearch(PostgresSearchBackend(store, live=live, config=config, redact=redact), config)

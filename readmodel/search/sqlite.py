@@ -261,12 +261,13 @@ class SqliteSearchBackend:
             raise SessionQueryError(row[4], row[5])
         return msgspec.json.decode(row[1]), f"persisted:{row[2]}", row[0]
 
-    def _sync_live(self, conn: sqlite3.Connection) -> None:
-        """Bring the TEMP overlay in line with the live source (only changed sessions are rewritten)."""
+    def _sync_live(self, conn: sqlite3.Connection, listed: Sequence[Any] | None = None) -> None:
+        """Bring the TEMP overlay in line with the live source (only changed sessions are rewritten);
+        ``listed``: the source's listing already taken (one listing for a whole snapshot)."""
         if self.live is None:
             return
         state = self._live_state
-        sessions = {session.header["id"]: session for session in self.live.list()}
+        sessions = {session.header["id"]: session for session in (self.live.list() if listed is None else listed)}
         changed = False
         for session_id in [sid for sid in state.fingerprints if sid not in sessions]:
             conn.execute('DELETE FROM temp."live_docs" WHERE "session_id" = ?', (session_id,))

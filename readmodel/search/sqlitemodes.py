@@ -63,24 +63,27 @@ _EVENT_COLUMNS: Final = """
          CASE d."surface" WHEN 1 THEN 'current' WHEN 2 THEN 'shadowed' ELSE 'log-only' END AS surface
   FROM "document_rows" d"""
 # For each wanted docid, up to N ids of stored sessions holding its text (the documents under its
-# text id), joined by U+001F; one statement for every text a scoped search looks up.
+# text id), joined by U+001F; one statement for every text a scoped search looks up.  A stored
+# session a live one overlays is not in the search corpus: the live session counts instead.
 _HOLDERS: Final = """
   SELECT w."value", (
     SELECT group_concat("id", char(31)) FROM (
       SELECT DISTINCT s."id" AS "id" FROM "document_rows" o JOIN "sessions" s ON s."sid" = o."docid" >> 32
-      WHERE o."text_id" = h."text_id" AND s."status" = 'ok' LIMIT ?))
+      WHERE o."text_id" = h."text_id" AND s."status" = 'ok' AND NOT EXISTS (SELECT 1 FROM temp."live_sessions" l WHERE l."id" = s."id")
+      LIMIT ?))
   FROM json_each(?) w JOIN "document_rows" h ON h."docid" = w."value"
 """
 # A live text's stored holders: through its hash (equal hashes stand for equal texts here).
 _STORED_HOLDERS: Final = """
   SELECT DISTINCT s."id" FROM "texts" t JOIN "document_rows" o ON o."text_id" = t."id" JOIN "sessions" s ON s."sid" = o."docid" >> 32
-  WHERE t."hash" = ? AND s."status" = 'ok' LIMIT ?"""
+  WHERE t."hash" = ? AND s."status" = 'ok' AND NOT EXISTS (SELECT 1 FROM temp."live_sessions" l WHERE l."id" = s."id") LIMIT ?"""
 _LENGTH_HOLDERS: Final = (
     'SELECT count(*) FROM (SELECT DISTINCT o."docid" >> 32 FROM "texts" t JOIN "document_rows" o ON o."text_id" = t."id" '
     'WHERE t."length" = ? LIMIT ?)'
 )
 _STORED_TEXT: Final = 'SELECT r."text_id", t."text_z" FROM "document_rows" r JOIN "texts" t ON t."id" = r."text_id" WHERE r."docid" = ?'
 _LIVE_HOLDERS: Final = 'SELECT DISTINCT "session_id" FROM temp."live_docs" WHERE "length" = ? AND "text" = ? LIMIT ?'
+_LIVE_LENGTH_HOLDERS: Final = 'SELECT count(DISTINCT "session_id") FROM temp."live_docs" WHERE "length" = ?'
 
 
 class _Mode:
@@ -370,14 +373,20 @@ def _settle(backend: Any, conn: sqlite3.Connection, matches: list[Match], scoped
 
 
 def _suspect_lengths(backend: Any, conn: sqlite3.Connection, lengths: set[int]) -> set[int]:
-    """Those of ``lengths`` that documents of at least :data:`BOILERPLATE_SESSIONS` stored sessions have."""
-    generation = backend._global_generation(conn)
+    """Those of ``lengths`` that documents of at least :data:`BOILERPLATE_SESSIONS` sessions have,
+    stored sessions and live ones counted together (a live session's text counts toward the
+    verdict as a stored one's: a length held by fewer sessions of both cannot be boilerplate,
+    whatever the split).  A superset of the lengths of boilerplate texts: it only spares reads."""
+    generation = backend._global_generation(conn)  # the live overlay's epoch included
     cached_generation, verdicts = backend._length_verdicts
     if cached_generation != generation:
         verdicts = {}
         backend._length_verdicts = (generation, verdicts)
+    overlaid = bool(backend._live_state.fingerprints)
     for length in lengths - verdicts.keys():
         count = conn.execute(_LENGTH_HOLDERS, (length, BOILERPLATE_SESSIONS)).fetchone()[0]
+        if overlaid and count < BOILERPLATE_SESSIONS:
+            count += conn.execute(_LIVE_LENGTH_HOLDERS, (length,)).fetchone()[0]
         verdicts[length] = count >= BOILERPLATE_SESSIONS
     return {length for length in lengths if verdicts[length]}
 
@@ -386,9 +395,11 @@ def _add_holders(backend: Any, conn: sqlite3.Connection, ranking: Ranking) -> No
     """A scoped search: add the sessions outside its scope that hold the texts it saw in fewer
     than :data:`BOILERPLATE_SESSIONS` sessions.
 
-    A stored text whose length fewer sessions of the index hold needs no lookup; the
-    others are looked up in one statement.  With a live overlay, every such text is also
-    looked up among the live documents, and a live match's text among the stored ones.
+    A stored text whose length fewer sessions hold (:func:`_suspect_lengths`) needs no
+    lookup; the others are looked up in one statement.  With a live overlay, every such
+    text is also looked up among the live documents, and a live match's text among the
+    stored ones; stored sessions the overlay shadows are not counted (the search corpus
+    is the live sessions and the stored ones they do not overlay, as unscoped).
     """
     rare = ranking.rare()
     suspect = _suspect_lengths(backend, conn, {match.length for match in rare.values()})

@@ -201,6 +201,7 @@ def test_a_dead_worker_hands_its_sessions_back_to_the_writer(tmp_path: Path, cap
         engine.dispose()
     assert report.prepared == 0 and report.reloaded + report.failed == 5
     assert "the writer ingests those sessions itself" in caplog.text
+    assert "BrokenProcessPool" in caplog.text and "worker exit codes -9" in caplog.text  # why it broke: SIGKILL
     build(tmp_path / "root", tmp_path / "alone.db", Compression.ZSTD, workers=0)
     assert index_state(str(tmp_path / "index.db")) == index_state(str(tmp_path / "alone.db"))
 

@@ -18,7 +18,7 @@ from readmodel.search.engine import SessionSearch
 from readmodel.search.modes import words_expression
 from readmodel.search.snippets import END_MARK, START_MARK, make_snippet
 from readmodel.search.sqlite import sqlite_search
-from tests.logfactory import header, user
+from tests.logfactory import header, turn_end, turn_start, user
 from tests.search.test_search_engine import build
 from tests.search.test_search_modes import _SETTINGS, _substring, cached_documents, corpora, walk
 from tests import indexdb
@@ -160,6 +160,45 @@ def test_a_live_overlay_is_ranked_by_the_python_path(tmp_path: Path) -> None:
     assert not sqlranking.applies(search.backend, "words")
     assert [hit.header["id"] for hit in hits][0] == "c"
     assert {hit.header["id"] for hit in hits} == {"a", "b", "c", "live-1"}
+
+
+def _live_log(texts: list[str]) -> list[dict[str, Any]]:
+    return [turn_start(0), *(user(1 + index, text) for index, text in enumerate(texts)), turn_end(1 + len(texts))]
+
+
+_SPECIFIC = "a longer note of our own that mentions the sandbox only once, nothing else"
+
+
+@pytest.mark.parametrize("scope", ["events", "filtered"])
+def test_a_scoped_search_counts_a_live_holder_toward_boilerplate(tmp_path: Path, scope: str) -> None:
+    """Two stored sessions and one live one hold the text: boilerplate, though fewer than three
+    stored documents have its length (the length shortcut counts the live ones too)."""
+    db = build(tmp_path, {"a": [_BOILERPLATE, _SPECIFIC], "b": [_BOILERPLATE]})[1]
+    live = InMemoryLiveSource()
+    live.create(header("live-1", created_at=9), _live_log([_BOILERPLATE]))
+    search = sqlite_search(db, live=live)
+    if scope == "events":
+        first = walk(search, "events", {"sessionId": "a", "query": "sandbox", "match": "words"})[0].seq
+    else:
+        first = walk(search, "sessions", {"query": "sandbox", "match": "words", "sessionFilters": [{"kind": "id", "values": ["a"]}]})[0].best_match.seq
+    assert first == 2  # the specific note before the stronger boilerplate
+    live.remove("live-1")
+    search.backend._ranked_rows.clear()  # a within-session ranking of a stored session is cached across live changes
+    if scope == "events":
+        assert walk(search, "events", {"sessionId": "a", "query": "sandbox", "match": "words"})[0].seq == 1
+    else:
+        assert walk(search, "sessions", {"query": "sandbox", "match": "words", "sessionFilters": [{"kind": "id", "values": ["a"]}]})[0].best_match.seq == 1
+
+
+def test_a_scoped_search_does_not_count_the_stored_row_a_live_session_overlays(tmp_path: Path) -> None:
+    """Three stored sessions hold the text, but a live session overlays one of them without it:
+    two holders in the search corpus, so specific (as an unscoped search counts)."""
+    db = build(tmp_path, {"a": [_BOILERPLATE, _SPECIFIC], "b": [_BOILERPLATE], "c": [_BOILERPLATE]})[1]
+    live = InMemoryLiveSource()
+    live.create(header("c", created_at=1), _live_log(["something else entirely"]))
+    search = sqlite_search(db, live=live)
+    assert walk(search, "events", {"sessionId": "a", "query": "sandbox", "match": "words"})[0].seq == 1
+    assert walk(search, "sessions", {"query": "sandbox", "match": "words"})[0].header["id"] in {"a", "b"}
 
 
 @pytest.mark.parametrize("judged_ahead", [1, 4])
