@@ -57,7 +57,8 @@ from readmodel.search.config import SearchConfig
 from readmodel.search.modes import Match
 from readmodel.search.predicates import Where
 from readmodel.search.requests import EventsRequest, SessionsRequest, bounded_terms, match_expression
-from readmodel.search.sqlite import _RANK_KEY, SqliteSearchBackend, _finish
+from readmodel.search.phrasetexts import RANK_KEY
+from readmodel.search.sqlite import SqliteSearchBackend, _finish
 
 OVERLAID: Final = "overlaid"
 """The status of the in-memory index's rows standing for stored sessions a live one overlays."""
@@ -69,12 +70,18 @@ _STORED_ROW: Final = (
 )
 
 # Each live session's strongest document (SQLite's own choice: the max of its ranking key), with
-# the keys the merge needs, as (strength, candidate columns…) (readmodel.search.postgres.to_row).  Materialised:
-# an FTS5 auxiliary function (the span count) may not run inside the aggregate.
+# the keys the merge needs, as (strength, candidate columns…) (readmodel.search.postgres.to_row).
+# {items} is the SQLite backend's live items, (rowid, n, length) of each matching live document;
+# materialised: an FTS5 auxiliary function (the span count) may not run inside the aggregate.
 _LEADERS: Final = f"""
-WITH candidates AS MATERIALIZED ({{live}}),
+WITH items AS MATERIALIZED ({{items}}),
+candidates AS (
+  SELECT l."id" AS session_id, NULL AS header_json, l."created_at" AS created_at, l."cwd" AS cwd,
+         l."parent_session" AS parent_session, 1 AS live, l."persisted" AS persisted, -ld."rowid" AS docid, ld."seq" AS seq,
+         ld."type" AS type, ld."time" AS time, ld."surface" AS surface, i."length" AS document_length, i."n" AS match_count
+  FROM items i JOIN temp."live_docs" ld ON ld."rowid" = i."rowid" JOIN temp."live_sessions" l ON l."id" = ld."session_id"),
 filtered AS (SELECT * FROM candidates{{where}}),
-best AS (SELECT *, max({_RANK_KEY}) FROM filtered GROUP BY session_id)
+best AS (SELECT *, max({RANK_KEY}) FROM filtered GROUP BY session_id)
 SELECT match_count, session_id, NULL, created_at, cwd, parent_session, live, persisted, docid, seq, type, time, surface,
        document_length
 FROM best"""
@@ -169,9 +176,9 @@ class LiveView:
         """Each live session's strongest document of the phrase ``query`` within the filters."""
         if not bounded_terms(self.engine._terms(self.conn, query)):
             return []
-        live, args = self.engine._live_candidates(match_expression(query))
+        items, args = self.engine._live_items(match_expression(query), None)
         where = " AND ".join(fragment for fragment in (sessions.sql(), events.sql()) if fragment)
-        sql = _LEADERS.format(live=live, where=f" WHERE {where}" if where else "")
+        sql = _LEADERS.format(items=items, where=f" WHERE {where}" if where else "")
         return self.conn.execute(sql, [*args, *sessions.params, *events.params]).fetchall()
 
     def phrase_events(self, request: EventsRequest, offset: int, cache_key: tuple[str, ...]) -> list[Row]:
