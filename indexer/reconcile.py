@@ -46,6 +46,7 @@ from .preparation import (
     StreamBroken,
     default_workers,
     failure_of,
+    forked_pool,
     replay,
     start_pool,
 )
@@ -186,10 +187,12 @@ class Reconciler:
     def _full_pass(self, started: float) -> ReconcileReport:
         report = ReconcileReport()
         cold = self._index_is_empty()
-        if self.workers > 0 and cold:
-            # A cold build: start the workers while the root is walked (~0.4 s).
-            pool = self._worker_pool()
-            threading.Thread(target=_warm_up, args=(pool,), name="pool-warm-up", daemon=True).start()
+        if self.workers > 0 and cold and self._pool is None:
+            # A cold build: workers forked now if this is the process's only thread (a few
+            # ms), else started from the fork server while the root is walked (~0.4 s).
+            self._pool = forked_pool(self.workers)
+            if self._pool is None:
+                threading.Thread(target=_warm_up, args=(self._worker_pool(),), name="pool-warm-up", daemon=True).start()
         found = discover(self.root, self.compression)
         training = self._start_training([ref.path for ref in found.transcripts]) if cold else None
         observed = [self.writer.storable(item) for item in self._observe_all([ref.path for ref in found.transcripts])]

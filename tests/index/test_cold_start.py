@@ -1,0 +1,199 @@
+"""A cold build's workers start cheaply and safely, and a streamed log's recording arrives intact.
+
+``indexer.preparation.forked_pool`` forks a cold pass's workers from the
+writer when it runs no other thread (else they come from the fork server);
+``StreamingCursor`` compresses a long log's raw blocks and sends its chunks on
+a thread of its own; ``indexer.projection.stored_text`` remembers the stored
+form of texts seen last.  Each must leave the index exactly as before.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from indexer import preparation, projection
+from indexer.layout import Compression
+from indexer.preparation import StreamingCursor
+from indexer.projection import INSERT_BLOCK, sanitize_document, stored_text
+from indexer.reconcile import Reconciler
+from readmodel.projection.secrets import redact
+from readmodel.projection.texthash import text_hash
+from readmodel.store.blocks import compress_payload
+from tests.corpus import REPO
+from tests.index.test_parallel_preparation import _gone, build, damaged_root
+from tests.indexstate import index_state
+
+
+def _pools(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every pool a reconciler starts during the test, in order."""
+    started: list[Any] = []
+    real_forked, real_worker_pool = preparation.forked_pool, Reconciler._worker_pool
+
+    def forked(workers: int) -> Any:
+        pool = real_forked(workers)
+        if pool is not None:
+            started.append(pool)
+        return pool
+
+    def worker_pool(self: Reconciler) -> Any:
+        known = self._pool
+        pool = real_worker_pool(self)
+        if pool is not known:
+            started.append(pool)
+        return pool
+
+    monkeypatch.setattr("indexer.reconcile.forked_pool", forked)
+    monkeypatch.setattr(Reconciler, "_worker_pool", worker_pool)
+    return started
+
+
+def test_a_cold_pass_forks_its_workers_when_it_runs_no_other_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    damaged_root(tmp_path / "root")
+    pools = _pools(monkeypatch)
+    assert threading.active_count() == 1
+    report = build(tmp_path / "root", tmp_path / "index.db", Compression.ZSTD, workers=2)
+    assert [pool._mp_context.get_start_method() for pool in pools] == ["fork"]  # noqa: SLF001
+    assert report.prepared == 5
+    build(tmp_path / "root", tmp_path / "alone.db", Compression.ZSTD, workers=0)
+    assert index_state(str(tmp_path / "index.db")) == index_state(str(tmp_path / "alone.db"))
+
+
+def test_a_cold_pass_beside_another_thread_starts_its_workers_from_the_fork_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    damaged_root(tmp_path / "root")
+    pools = _pools(monkeypatch)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, name="a daemon's watcher, say")
+    other.start()
+    try:
+        report = build(tmp_path / "root", tmp_path / "index.db", Compression.ZSTD, workers=2)
+    finally:
+        stop.set()
+        other.join()
+    assert [pool._mp_context.get_start_method() for pool in pools] == ["forkserver"]  # noqa: SLF001
+    assert report.prepared == 5
+    build(tmp_path / "root", tmp_path / "alone.db", Compression.ZSTD, workers=0)
+    assert index_state(str(tmp_path / "index.db")) == index_state(str(tmp_path / "alone.db"))
+
+
+def test_a_long_log_streamed_by_forked_workers_lands_as_the_writer_writes_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    damaged_root(tmp_path / "root")
+    monkeypatch.setattr("indexer.reconcile.PREPARE_MAX_BYTES", 0)  # every log streams
+    monkeypatch.setattr(preparation, "STREAM_CHUNK_ROWS", 3)
+    pools = _pools(monkeypatch)
+    report = build(tmp_path / "root", tmp_path / "index.db", Compression.ZSTD, workers=1)
+    assert [pool._mp_context.get_start_method() for pool in pools] == ["fork"]  # noqa: SLF001
+    build(tmp_path / "root", tmp_path / "alone.db", Compression.ZSTD, workers=0)
+    assert report.prepared == 5
+    assert index_state(str(tmp_path / "index.db")) == index_state(str(tmp_path / "alone.db"))
+
+
+_FORKING_WRITER = """
+import time
+from indexer.layout import Compression
+from indexer.preparation import Preparer, PrepTask, forked_pool
+
+pool = forked_pool(2)
+assert pool is not None and pool._mp_context.get_start_method() == "fork"
+preparer = Preparer([PrepTask("/nonexistent/session.jsonl.zstd", 1, {"id": "x"}, True, 1)], Compression.ZSTD, "/", pool)
+assert preparer.take("/nonexistent/session.jsonl.zstd").failure[1] == "SESSION_QUERY_SESSION_NOT_FOUND"
+print(" ".join(str(pid) for pid in pool._processes), flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process states from /proc")
+def test_forked_workers_end_when_the_writer_is_killed() -> None:
+    writer = subprocess.Popen([sys.executable, "-c", _FORKING_WRITER], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO)
+    try:
+        assert writer.stdout is not None
+        pids = [int(pid) for pid in writer.stdout.readline().split()]
+        assert pids and not any(_gone(pid) for pid in pids)
+    finally:
+        writer.kill()
+        writer.wait(10)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and not all(_gone(pid) for pid in pids):
+        time.sleep(0.05)
+    assert all(_gone(pid) for pid in pids), "forked workers outlived their writer"
+
+
+class _Connection:
+    """A connection that keeps what is sent (slowly, as a busy writer takes it), or fails."""
+
+    def __init__(self, fail_after: int | None = None) -> None:
+        self.sent: list[Any] = []
+        self.fail_after = fail_after
+
+    def send(self, message: Any) -> None:
+        if self.fail_after is not None and len(self.sent) >= self.fail_after:
+            raise BrokenPipeError("the writer stopped listening")
+        time.sleep(0.002)
+        self.sent.append(message)
+
+
+def test_a_streamed_recording_arrives_in_order_with_its_blocks_compressed() -> None:
+    connection = _Connection()
+    cursor = StreamingCursor(connection, chunk_rows=3)
+    expected: list[tuple[Any, Any, bool]] = []
+    for index in range(20):
+        payload = b'{"seq":%d}\n' % index * (index + 1)
+        cursor.execute('INSERT INTO "t" VALUES (?)', (index,))
+        cursor.insert_block((1, index, index + 1, 0), payload)
+        expected += [('INSERT INTO "t" VALUES (?)', (index,), False), (INSERT_BLOCK, (1, index, index + 1, 0, bytearray(compress_payload(payload))), False)]
+    cursor.send()
+    cursor.post(("failed", ("corrupt", "CODE", "after every chunk")))
+    cursor.finish()
+    *chunks, last = connection.sent
+    assert last == ("failed", ("corrupt", "CODE", "after every chunk"))
+    assert all(kind == "calls" and 0 < len(calls) <= 3 for kind, calls in chunks)
+    assert [call for _, calls in chunks for call in calls] == expected
+    assert not cursor._sender.is_alive()  # noqa: SLF001
+
+
+def test_a_stream_whose_writer_stops_listening_fails_in_the_workers_thread() -> None:
+    cursor = StreamingCursor(_Connection(fail_after=1), chunk_rows=1)
+    with pytest.raises(BrokenPipeError):
+        for index in range(1000):
+            cursor.execute('INSERT INTO "t" VALUES (?)', (index,))
+    with pytest.raises(BrokenPipeError):
+        cursor.finish()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.text(max_size=40),
+            st.sampled_from(["AKIAIOSFODNN7EXAMPLE in a log", "password=hunter2hunter2 ok", "x\x00y\ufdd0z", "lone \ud800 surrogate"]),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    st.booleans(),
+)
+def test_a_stored_text_is_the_same_remembered_or_derived(texts: list[str], redact_documents: bool) -> None:
+    for text in texts + texts:  # every text seen twice: the second time from the cache
+        derived = sanitize_document(text)
+        if redact_documents:
+            derived = redact(derived)
+        assert stored_text(text, redact_documents) == (derived, text_hash(derived))
+
+
+def test_the_stored_texts_stay_within_their_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = projection._stored_texts[True]  # noqa: SLF001
+    for index in range(2000):
+        stored_text(f"{index:08d}" * 2000, True)
+    assert cache.size <= projection.STORED_TEXTS_CHARS
+    huge = "y" * (projection.STORED_TEXTS_CHARS // 32)
+    assert stored_text(huge, True) == (huge, text_hash(huge))
+    assert cache.get(huge, True) is None  # too large to keep: it would push out everything else
