@@ -97,7 +97,7 @@ def sanitize_document(text: str) -> str:
     return text
 
 
-STORED_TEXTS_CHARS: Final = 16_000_000
+STORED_TEXTS_CHARS: Final = 8_000_000
 """Characters of extracted texts (and of what they became) :func:`stored_text` remembers."""
 _stored_texts: Final[tuple[CheckedCache[str, tuple[str, int]], ...]] = tuple(
     CheckedCache(STORED_TEXTS_CHARS, lambda value: 2 * len(value[0])) for _ in range(2)

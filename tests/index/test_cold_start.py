@@ -34,6 +34,15 @@ from tests.index.test_parallel_preparation import _gone, build, damaged_root
 from tests.indexstate import index_state
 
 
+def _only_thread() -> None:
+    """Stop the thread an earlier stream left (multiprocessing's descriptor sharer serves for
+    the life of the process): forking needs this thread to be the only one."""
+    from multiprocessing import resource_sharer
+
+    resource_sharer.stop()
+    assert threading.active_count() == 1, threading.enumerate()
+
+
 def _pools(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """Every pool a reconciler starts during the test, in order."""
     started: list[Any] = []
@@ -60,7 +69,7 @@ def _pools(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 def test_a_cold_pass_forks_its_workers_when_it_runs_no_other_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     damaged_root(tmp_path / "root")
     pools = _pools(monkeypatch)
-    assert threading.active_count() == 1
+    _only_thread()
     report = build(tmp_path / "root", tmp_path / "index.db", Compression.ZSTD, workers=2)
     assert [pool._mp_context.get_start_method() for pool in pools] == ["fork"]  # noqa: SLF001
     assert report.prepared == 5
@@ -90,6 +99,7 @@ def test_a_long_log_streamed_by_forked_workers_lands_as_the_writer_writes_it(tmp
     monkeypatch.setattr("indexer.reconcile.PREPARE_MAX_BYTES", 0)  # every log streams
     monkeypatch.setattr(preparation, "STREAM_CHUNK_ROWS", 3)
     pools = _pools(monkeypatch)
+    _only_thread()
     report = build(tmp_path / "root", tmp_path / "index.db", Compression.ZSTD, workers=1)
     assert [pool._mp_context.get_start_method() for pool in pools] == ["fork"]  # noqa: SLF001
     build(tmp_path / "root", tmp_path / "alone.db", Compression.ZSTD, workers=0)
@@ -197,3 +207,57 @@ def test_the_stored_texts_stay_within_their_bound(monkeypatch: pytest.MonkeyPatc
     huge = "y" * (projection.STORED_TEXTS_CHARS // 32)
     assert stored_text(huge, True) == (huge, text_hash(huge))
     assert cache.get(huge, True) is None  # too large to keep: it would push out everything else
+
+
+def test_a_pass_begun_before_its_index_existed_builds_the_same_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from indexer import dictionary as block_dictionary
+    from indexer.coldstart import ColdStart
+    from readmodel.store.database import open_writer
+
+    damaged_root(tmp_path / "root")
+    monkeypatch.setattr(block_dictionary, "MIN_BYTES", 0)  # a dictionary is trained even for this small root
+    pools = _pools(monkeypatch)
+    _only_thread()
+    begun = ColdStart(tmp_path / "root", Compression.ZSTD, 2)
+    assert begun.pool is not None
+    engine = open_writer(str(tmp_path / "index.db"))  # the schema, created while the training runs
+    try:
+        reconciler = Reconciler(engine, tmp_path / "root", Compression.ZSTD, settle_seconds=0, workers=2, parallel_min_bytes=0, cold_start=begun)
+        report = reconciler.reconcile()
+    finally:
+        engine.dispose()
+        begun.close()
+    assert pools == [] and begun.pool is None  # the begun workers were taken, none started anew
+    assert report.prepared == 5
+    build(tmp_path / "root", tmp_path / "alone.db", Compression.ZSTD, workers=0)
+    assert index_state(str(tmp_path / "index.db")) == index_state(str(tmp_path / "alone.db"))
+    dictionaries = [_dictionaries(tmp_path / name) for name in ("index.db", "alone.db")]
+    assert dictionaries[0] == dictionaries[1] and len(dictionaries[0]) == 1  # trained alike, on the same samples
+
+
+def _dictionaries(db: Path) -> list[tuple[int, bytes]]:
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute('SELECT "id", "data" FROM "block_dictionaries"').fetchall()
+    finally:
+        conn.close()
+
+
+def test_what_was_begun_for_another_index_is_closed_and_ignored(tmp_path: Path) -> None:
+    from indexer.coldstart import ColdStart
+    from readmodel.store.database import open_writer
+
+    damaged_root(tmp_path / "root")
+    build(tmp_path / "root", tmp_path / "index.db", Compression.ZSTD, workers=0)
+    before = index_state(str(tmp_path / "index.db"))
+    begun = ColdStart(tmp_path / "root", Compression.ZSTD, 2)
+    engine = open_writer(str(tmp_path / "index.db"))
+    try:
+        report = Reconciler(engine, tmp_path / "root", Compression.ZSTD, settle_seconds=0, workers=2, cold_start=begun).reconcile()
+    finally:
+        engine.dispose()
+    assert begun.pool is None  # not cold: closed, not used
+    assert report.changed == 0
+    assert index_state(str(tmp_path / "index.db")) == before
