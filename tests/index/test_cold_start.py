@@ -10,8 +10,6 @@ form of texts seen last.  Each must leave the index exactly as before.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -29,8 +27,7 @@ from indexer.reconcile import Reconciler
 from readmodel.projection.secrets import redact
 from readmodel.projection.texthash import text_hash
 from readmodel.store.blocks import compress_payload
-from tests.corpus import REPO
-from tests.index.test_parallel_preparation import _gone, build, damaged_root
+from tests.index.test_parallel_preparation import assert_workers_end_with_their_writer, build, damaged_root
 from tests.indexstate import index_state
 
 
@@ -70,11 +67,7 @@ def test_a_cold_pass_forks_its_workers_when_it_runs_no_other_thread(tmp_path: Pa
     damaged_root(tmp_path / "root")
     pools = _pools(monkeypatch)
     _only_thread()
-    report = build(tmp_path / "root", tmp_path / "index.db", Compression.ZSTD, workers=2)
-    assert [pool._mp_context.get_start_method() for pool in pools] == ["fork"]  # noqa: SLF001
-    assert report.prepared == 5
-    build(tmp_path / "root", tmp_path / "alone.db", Compression.ZSTD, workers=0)
-    assert index_state(str(tmp_path / "index.db")) == index_state(str(tmp_path / "alone.db"))
+    _built_as_by_the_writer_alone(tmp_path, pools, "fork")
 
 
 def test_a_cold_pass_beside_another_thread_starts_its_workers_from_the_fork_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -84,11 +77,16 @@ def test_a_cold_pass_beside_another_thread_starts_its_workers_from_the_fork_serv
     other = threading.Thread(target=stop.wait, name="a daemon's watcher, say")
     other.start()
     try:
-        report = build(tmp_path / "root", tmp_path / "index.db", Compression.ZSTD, workers=2)
+        _built_as_by_the_writer_alone(tmp_path, pools, "forkserver")
     finally:
         stop.set()
         other.join()
-    assert [pool._mp_context.get_start_method() for pool in pools] == ["forkserver"]  # noqa: SLF001
+
+
+def _built_as_by_the_writer_alone(tmp_path: Path, pools: list[Any], start_method: str, workers: int = 2) -> None:
+    """Build ``tmp_path/root`` with workers, then alone: one pool of ``start_method``, equal indexes."""
+    report = build(tmp_path / "root", tmp_path / "index.db", Compression.ZSTD, workers=workers)
+    assert [pool._mp_context.get_start_method() for pool in pools] == [start_method]  # noqa: SLF001
     assert report.prepared == 5
     build(tmp_path / "root", tmp_path / "alone.db", Compression.ZSTD, workers=0)
     assert index_state(str(tmp_path / "index.db")) == index_state(str(tmp_path / "alone.db"))
@@ -100,11 +98,7 @@ def test_a_long_log_streamed_by_forked_workers_lands_as_the_writer_writes_it(tmp
     monkeypatch.setattr(preparation, "STREAM_CHUNK_ROWS", 3)
     pools = _pools(monkeypatch)
     _only_thread()
-    report = build(tmp_path / "root", tmp_path / "index.db", Compression.ZSTD, workers=1)
-    assert [pool._mp_context.get_start_method() for pool in pools] == ["fork"]  # noqa: SLF001
-    build(tmp_path / "root", tmp_path / "alone.db", Compression.ZSTD, workers=0)
-    assert report.prepared == 5
-    assert index_state(str(tmp_path / "index.db")) == index_state(str(tmp_path / "alone.db"))
+    _built_as_by_the_writer_alone(tmp_path, pools, "fork", workers=1)
 
 
 _FORKING_WRITER = """
@@ -123,18 +117,7 @@ time.sleep(120)
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process states from /proc")
 def test_forked_workers_end_when_the_writer_is_killed() -> None:
-    writer = subprocess.Popen([sys.executable, "-c", _FORKING_WRITER], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO)
-    try:
-        assert writer.stdout is not None
-        pids = [int(pid) for pid in writer.stdout.readline().split()]
-        assert pids and not any(_gone(pid) for pid in pids)
-    finally:
-        writer.kill()
-        writer.wait(10)
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and not all(_gone(pid) for pid in pids):
-        time.sleep(0.05)
-    assert all(_gone(pid) for pid in pids), "forked workers outlived their writer"
+    assert_workers_end_with_their_writer(_FORKING_WRITER)
 
 
 class _Connection:
