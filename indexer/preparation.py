@@ -643,12 +643,19 @@ def forked_pool(workers: int) -> ProcessPoolExecutor | None:
     submitting thread, before starting its manager thread; so the first task
     is submitted here.  The workers never touch the parent's database
     connections (SQLite's locks are per process; they exit without closing
-    anything).
+    anything; see also ``gc.freeze`` below).
     """
     if threading.active_count() != 1 or "fork" not in multiprocessing.get_all_start_methods():
         return None
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"), initializer=_init_worker, initargs=(os.getpid(),))
-    pool.submit(int)  # forks every worker now, from this (the only) thread
+    # Everything the workers inherit goes to the collector's permanent generation first:
+    # their collector never finalises a copy of the writer's objects (an unreachable
+    # database connection closed by a worker), nor touches those pages (copy on write).
+    gc.freeze()
+    try:
+        pool.submit(int)  # forks every worker now, from this (the only) thread
+    finally:
+        gc.unfreeze()
     return pool
 
 
