@@ -200,7 +200,7 @@ class StreamingCursor(RecordingCursor):
     called before the connection is used (or closed) by anyone else.
     """
 
-    __slots__ = ("connection", "chunk_rows", "rows", "blocks", "_outbox", "_sender", "_failure")
+    __slots__ = ("connection", "chunk_rows", "rows", "blocks", "payload_bytes", "_outbox", "_sender", "_failure")
 
     def __init__(self, connection: Any, chunk_rows: int) -> None:
         super().__init__()
@@ -208,6 +208,7 @@ class StreamingCursor(RecordingCursor):
         self.chunk_rows = chunk_rows
         self.rows = 0
         self.blocks: list[int] = []  # positions in ``calls`` of raw blocks still to compress
+        self.payload_bytes = 0  # their uncompressed bytes
         self._outbox: queue.Queue[Any] = queue.Queue(maxsize=SEND_AHEAD)
         self._failure: BaseException | None = None
         self._sender = threading.Thread(target=self._send_all, name="stream-sender", daemon=True)
@@ -228,18 +229,22 @@ class StreamingCursor(RecordingCursor):
         return self
 
     def insert_block(self, key: tuple[int, int, int, int], payload: bytes) -> None:
-        """Record a raw block's row with its payload uncompressed (the sender compresses it)."""
+        """Record a raw block's row with its payload uncompressed (the sender compresses it).
+
+        Uncompressed payloads are several times their compressed size: a chunk also
+        goes once it holds :data:`CHUNK_PAYLOAD_BYTES` of them."""
         self.blocks.append(len(self.calls))
         self.calls.append((INSERT_BLOCK, (*key, payload), False))
         self.rows += 1
-        if self.rows >= self.chunk_rows:
+        self.payload_bytes += len(payload)
+        if self.rows >= self.chunk_rows or self.payload_bytes >= CHUNK_PAYLOAD_BYTES:
             self.send()
 
     def send(self) -> None:
         """Hand the recording so far to the sender (waits while :data:`SEND_AHEAD` chunks are queued)."""
         if self.calls:
             calls, blocks = self.calls, self.blocks
-            self.calls, self.blocks, self.rows = [], [], 0
+            self.calls, self.blocks, self.rows, self.payload_bytes = [], [], 0, 0
             self._post(("calls", calls, blocks))
 
     def post(self, message: tuple[Any, ...]) -> None:
@@ -285,6 +290,8 @@ class StreamingCursor(RecordingCursor):
 
 SEND_AHEAD: Final = 2
 """Chunks of a streamed log recorded and waiting for the sender thread (a few MB each)."""
+CHUNK_PAYLOAD_BYTES: Final = 4 * 1024 * 1024
+"""Uncompressed raw-block bytes after which a streamed log's chunk is sent whatever its rows."""
 
 
 def replay(cur: Any, calls: Sequence[tuple[str | None, Any, bool]], fts: Any) -> None:

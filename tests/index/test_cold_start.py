@@ -153,6 +153,16 @@ def test_a_streamed_recording_arrives_in_order_with_its_blocks_compressed() -> N
     assert not cursor._sender.is_alive()  # noqa: SLF001
 
 
+def test_a_streamed_chunk_goes_once_its_uncompressed_blocks_reach_their_bound() -> None:
+    connection = _Connection()
+    cursor = StreamingCursor(connection, chunk_rows=1_000_000)
+    payload = b"x" * (preparation.CHUNK_PAYLOAD_BYTES // 2 + 1)
+    for index in range(6):
+        cursor.insert_block((1, index, 1, 0), payload)
+    cursor.finish()
+    assert [len(calls) for _, calls in connection.sent] == [2, 2, 2]  # memory: a few MB per chunk, compressed or not
+
+
 def test_a_stream_whose_writer_stops_listening_fails_in_the_workers_thread() -> None:
     cursor = StreamingCursor(_Connection(fail_after=1), chunk_rows=1)
     with pytest.raises(BrokenPipeError):
