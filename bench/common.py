@@ -69,6 +69,19 @@ def peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
+def process_age_s() -> float | None:
+    """Seconds since this process started (Linux ``/proc``, 10 ms resolution; ``None`` elsewhere):
+    what an interpreter's start-up and imports cost before a benchmark's clock starts."""
+    try:
+        with open("/proc/self/stat") as fh:
+            started_ticks = int(fh.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as fh:
+            uptime = float(fh.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return round(uptime - started_ticks / os.sysconf("SC_CLK_TCK"), 2)
+
+
 _RUN_ID = os.environ.get("BENCH_RUN_ID") or time.strftime("%Y%m%dT%H%M%S")
 
 

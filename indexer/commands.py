@@ -162,7 +162,7 @@ def index_command(
         else:
             mode = _stored_compression(db) or Compression.ZSTD
 
-        def daemon_for(engine: Any) -> Daemon:
+        def daemon_for(engine: Any, cold_start: Any = None) -> Daemon:
             _note_root_change(engine, root, source)
             reconciler = Reconciler(
                 engine,
@@ -172,6 +172,7 @@ def index_command(
                 workers=workers,
                 redact=redact.lower(),  # type: ignore[arg-type]  # a click.Choice of the policies
                 source=source,
+                cold_start=cold_start,
             )
             if server:
                 reconciler.writer.lock = lock  # type: ignore[attr-defined]  # taken again after a reconnect
@@ -200,7 +201,7 @@ def index_command(
             if fresh is not None and _root_has_transcripts(root):
                 # No index yet: build it whole in a file of its own (indexer.freshbuild).  The
                 # daemon writes in place instead, so readers see sessions as they are committed.
-                report, interrupted = _fresh_build(fresh, root, mode.value, source, daemon_for, run_once, db)
+                report, interrupted = _fresh_build(fresh, root, mode.value, source, daemon_for, run_once, db, workers)
                 if interrupted:
                     return
                 if report is not None:
@@ -232,21 +233,33 @@ def index_command(
 
 
 def _fresh_build(
-    path: str, root: str, compression: str, source: str, daemon_for: Callable[[Any], Any], run_once: Callable[[Any], Any], db: str
+    path: str,
+    root: str,
+    compression: str,
+    source: str,
+    daemon_for: Callable[..., Any],
+    run_once: Callable[[Any], Any],
+    db: str,
+    workers: int | None = None,
 ) -> tuple[Any, bool]:
     """Build a missing index in a file of its own and publish it (:mod:`indexer.freshbuild`).
 
-    Returns the pass's report (``None`` when another source's daemon published
-    an index first: the caller indexes into that one) and whether a signal
-    interrupted the pass (nothing is published then).
+    The pass's workers, listing and dictionary training begin before the new
+    file's schema is created (:mod:`indexer.coldstart`).  Returns the pass's
+    report (``None`` when another source's daemon published an index first:
+    the caller indexes into that one) and whether a signal interrupted the
+    pass (nothing is published then).
     """
     from readmodel.store.database import IndexDatabaseError
 
+    from .coldstart import ColdStart
     from .freshbuild import Superseded, building
+    from .layout import Compression
 
+    cold_start = ColdStart(root, Compression(compression), workers)
     try:
         with building(path, root=root, compression=compression, source=source) as build:
-            daemon = daemon_for(build.engine)
+            daemon = daemon_for(build.engine, cold_start)
             report = run_once(daemon)
             if report is None or daemon.stopping:
                 return None, True
@@ -260,6 +273,8 @@ def _fresh_build(
     except Exception as exc:
         _refuse_full_disk(db, exc)
         raise
+    finally:
+        cold_start.close()  # workers no pass took (the pass shuts down those it took)
     return report, False
 
 

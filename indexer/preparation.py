@@ -38,6 +38,7 @@ import gc
 import logging
 import multiprocessing
 import os
+import queue
 import resource
 import select
 import signal
@@ -57,9 +58,9 @@ import msgspec
 from .failures import as_query_error
 from .ingest import LogOutcome, ingest_log, session_columns
 from .layout import Compression
-from .projection import insert_documents
+from .projection import INSERT_BLOCK, insert_documents
 from .records import LogFormatError
-from readmodel.store.blocks import active_dictionary, use_dictionary
+from readmodel.store.blocks import active_dictionary, compress_payload, use_dictionary
 
 log = logging.getLogger("sessionq.indexer")
 
@@ -187,15 +188,32 @@ class StreamingCursor(RecordingCursor):
 
     For one long log: the writer replays a chunk while the worker reads on,
     and the pipe's backpressure keeps at most a chunk or two in flight.
+
+    Chunks leave through a sender thread, which also compresses the chunk's
+    raw blocks (:meth:`insert_block` records them uncompressed): libzstd and
+    the pipe's writes release the GIL, so compressing and sending overlap
+    with the reading and folding of the next chunk — one log's preparation
+    uses more than one core where one is free, and the worker no longer
+    stops while the writer has not taken the previous chunk yet.  At most
+    :data:`SEND_AHEAD` chunks wait for the sender (memory stays bounded), and
+    every message leaves in the order it was posted: :meth:`post` is the only
+    way to the connection while the sender runs, and :meth:`finish` must be
+    called before the connection is used (or closed) by anyone else.
     """
 
-    __slots__ = ("connection", "chunk_rows", "rows")
+    __slots__ = ("connection", "chunk_rows", "rows", "blocks", "payload_bytes", "_outbox", "_sender", "_failure")
 
     def __init__(self, connection: Any, chunk_rows: int) -> None:
         super().__init__()
         self.connection = connection
         self.chunk_rows = chunk_rows
         self.rows = 0
+        self.blocks: list[int] = []  # positions in ``calls`` of raw blocks still to compress
+        self.payload_bytes = 0  # their uncompressed bytes
+        self._outbox: queue.Queue[Any] = queue.Queue(maxsize=SEND_AHEAD)
+        self._failure: BaseException | None = None
+        self._sender = threading.Thread(target=self._send_all, name="stream-sender", daemon=True)
+        self._sender.start()
 
     def execute(self, sql: str, parameters: Sequence[Any] = ()) -> Any:
         result = super().execute(sql, parameters)
@@ -211,11 +229,70 @@ class StreamingCursor(RecordingCursor):
             self.send()
         return self
 
+    def insert_block(self, key: tuple[int, int, int, int], payload: bytes) -> None:
+        """Record a raw block's row with its payload uncompressed (the sender compresses it).
+
+        Uncompressed payloads are several times their compressed size: a chunk also
+        goes once it holds :data:`CHUNK_PAYLOAD_BYTES` of them."""
+        self.blocks.append(len(self.calls))
+        self.calls.append((INSERT_BLOCK, (*key, payload), False))
+        self.rows += 1
+        self.payload_bytes += len(payload)
+        if self.rows >= self.chunk_rows or self.payload_bytes >= CHUNK_PAYLOAD_BYTES:
+            self.send()
+
     def send(self) -> None:
+        """Hand the recording so far to the sender (waits while :data:`SEND_AHEAD` chunks are queued)."""
         if self.calls:
-            self.connection.send(("calls", self.calls))
-            self.calls = []
-            self.rows = 0
+            calls, blocks = self.calls, self.blocks
+            self.calls, self.blocks, self.rows, self.payload_bytes = [], [], 0, 0
+            self._post(("calls", calls, blocks))
+
+    def post(self, message: tuple[Any, ...]) -> None:
+        """Send ``message`` after every chunk handed over so far (rows recorded since the
+        last :meth:`send` are not sent)."""
+        self._post(message)
+
+    def finish(self) -> None:
+        """Wait until everything posted has been sent; raises what stopped the sender, if anything."""
+        if self._sender.is_alive():
+            self._put(None)
+            self._sender.join()
+        if self._failure is not None:
+            raise self._failure
+
+    def _post(self, item: Any) -> None:
+        self._put(item)
+        if self._failure is not None:
+            raise self._failure
+
+    def _put(self, item: Any) -> None:
+        while self._sender.is_alive():
+            try:
+                self._outbox.put(item, timeout=0.2)
+                return
+            except queue.Full:
+                continue  # the sender is blocked on the pipe, or has just failed
+
+    def _send_all(self) -> None:
+        try:
+            while (item := self._outbox.get()) is not None:
+                if item[0] == "calls":
+                    _, calls, blocks = item
+                    for at in blocks:
+                        sql, args, many = calls[at]
+                        calls[at] = (sql, (*args[:4], bytearray(compress_payload(args[4]))), many)
+                    self.connection.send(("calls", calls))
+                else:
+                    self.connection.send(item)
+        except BaseException as exc:  # noqa: BLE001 - raised in the worker's thread by the next post or finish
+            self._failure = exc
+
+
+SEND_AHEAD: Final = 2
+"""Chunks of a streamed log recorded and waiting for the sender thread (a few MB each)."""
+CHUNK_PAYLOAD_BYTES: Final = 4 * 1024 * 1024
+"""Uncompressed raw-block bytes after which a streamed log's chunk is sent whatever its rows."""
 
 
 def replay(cur: Any, calls: Sequence[tuple[str | None, Any, bool]], fts: Any) -> None:
@@ -288,6 +365,9 @@ def _init_worker(writer_pid: int) -> None:
     global _capture
     # The writer owns shutdown: a terminal's ^C reaches the whole process group.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A forked worker inherits the writer's handlers (the daemon's stop-at-a-boundary):
+    # a terminated worker must end like a fork server's does.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     # The writer is the one serial stage: when the cores are short, it goes first.
     _lower_priority()
     threading.Thread(target=_exit_with, args=(writer_pid,), name="writer-watch", daemon=True).start()
@@ -396,17 +476,22 @@ def stream_session(
                 )  # fmt: skip
             cursor.send()
         except BAD_LOG_ERRORS as exc:
-            connection.send(("failed", failure_of(exc, task.header["id"])))
+            cursor.post(("failed", failure_of(exc, task.header["id"])))
             return
         except Exception as exc:  # noqa: BLE001 - handed back: the writer redoes the session itself
-            connection.send(("crashed", f"{type(exc).__name__}: {exc}"))
+            cursor.post(("crashed", f"{type(exc).__name__}: {exc}"))
             return
         warnings = list(_capture.messages) if _capture is not None else []
+        cursor.finish()  # every chunk sent: the sender's CPU time counts too, and the connection is free
         cost = (time.process_time() - started, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
         connection.send(("done", outcome, warnings, cost))
     except OSError:
         pass  # the writer stopped listening (it failed the session, or it is gone)
     finally:
+        try:
+            cursor.finish()
+        except OSError:
+            pass
         connection.close()
 
 
@@ -571,8 +656,39 @@ def failure_detail(exc: BaseException, pool: ProcessPoolExecutor) -> str:
 
 
 def start_pool(workers: int) -> ProcessPoolExecutor:
-    """Worker processes for one pass (shut them down with ``shutdown(cancel_futures=True)``)."""
+    """Worker processes for one pass, started from the fork server when the first task
+    arrives (shut them down with ``shutdown(cancel_futures=True)``)."""
     return ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_init_worker, initargs=(os.getpid(),))
+
+
+def forked_pool(workers: int) -> ProcessPoolExecutor | None:
+    """Workers forked from this process at once; ``None`` when another thread runs here.
+
+    The fork server's first worker costs a fresh interpreter importing the
+    indexer (≈ 0.4 CPU-s and ≈ 0.5 s before the first task on this machine,
+    a third of a 10 MB root's build); a fork of this process, which has
+    imported everything already, costs a few milliseconds.  Forking is safe
+    only while this thread is the process's only one (no other thread can
+    hold a lock the children would inherit locked): a cold ``sessionq index
+    --once`` at the start of its pass, before it starts any thread of its
+    own.  The pool forks all of its workers on its first task, in the
+    submitting thread, before starting its manager thread; so the first task
+    is submitted here.  The workers never touch the parent's database
+    connections (SQLite's locks are per process; they exit without closing
+    anything; see also ``gc.freeze`` below).
+    """
+    if threading.active_count() != 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return None
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"), initializer=_init_worker, initargs=(os.getpid(),))
+    # Everything the workers inherit goes to the collector's permanent generation first:
+    # their collector never finalises a copy of the writer's objects (an unreachable
+    # database connection closed by a worker), nor touches those pages (copy on write).
+    gc.freeze()
+    try:
+        pool.submit(int)  # forks every worker now, from this (the only) thread
+    finally:
+        gc.unfreeze()
+    return pool
 
 
 _QUIET_TRACKER: Final = "ignore:resource_tracker:UserWarning:multiprocessing.resource_tracker"

@@ -43,6 +43,7 @@ from readmodel.store.blocks import (
 from readmodel.projection.extraction import TEXT_EVENT_TYPES, extract_event_text
 from readmodel.projection.secrets import redact
 from readmodel.projection.texthash import text_hash
+from readmodel.core.checkedcache import CheckedCache
 from readmodel.core.jsvalues import MAX_SAFE_INTEGER
 from readmodel.store import gramindex, texts, textsearch
 from readmodel.store.texts import TextStore
@@ -96,6 +97,37 @@ def sanitize_document(text: str) -> str:
     return text
 
 
+STORED_TEXTS_CHARS: Final = 8_000_000
+"""Characters of extracted texts (and of what they became) :func:`stored_text` remembers."""
+_stored_texts: Final[tuple[CheckedCache[str, tuple[str, int]], ...]] = tuple(
+    CheckedCache(STORED_TEXTS_CHARS, lambda value: 2 * len(value[0])) for _ in range(2)
+)
+
+
+def stored_text(text: str, redact_documents: bool) -> tuple[str, int]:
+    """A document's stored text and its :func:`~readmodel.projection.texthash.text_hash`, from
+    the text extracted from its event: sanitised, and with secrets replaced by markers
+    when ``redact_documents``.
+
+    A pure function of its arguments, remembered for the texts seen last: agent
+    histories repeat the same texts (harness messages, tool outputs, the same
+    file read again; the 160 MB benchmark root's 101,230 documents hold 1,641
+    distinct texts), and secret detection and hashing are most of a document's
+    cost.  A hit compares the whole text (the cache's key), so it is exact.
+    """
+    cache = _stored_texts[redact_documents]
+    known = cache.get(text, True)
+    if known is not None:
+        return known
+    stored = sanitize_document(text)
+    if redact_documents:
+        stored = redact(stored)
+    result = (stored, text_hash(stored))
+    if len(text) <= STORED_TEXTS_CHARS // 64:  # a huge text would flush everything else
+        cache.put(text, True, result)
+    return result
+
+
 FTS_BUFFER_CHARS: Final = 8_000_000
 """Text the FTS5 buffer holds before it writes early (memory stays bounded by it)."""
 
@@ -105,6 +137,9 @@ FtsRow = tuple[int, str]
 TextRow = tuple[int, str]
 """``(text id, text)``: a text row created in the open transaction, which ``texts_fts`` and
 ``document_grams`` index (:func:`index_texts`)."""
+
+INSERT_BLOCK: Final = 'INSERT INTO "event_blocks" ("sid", "first_seq", "count", "synthetic", "data") VALUES (?, ?, ?, ?, ?)'
+"""One raw block: its four key columns, then its compressed payload (:func:`readmodel.store.blocks.compress_payload`)."""
 
 _texts: Final = TextStore()
 _INSERT_ROWS: Final = 'INSERT INTO "document_rows" ("docid", "sid", "seq", "type", "time", "surface", "text_id") VALUES (?, ?, ?, ?, ?, ?, ?)'
@@ -479,11 +514,9 @@ class SessionProjector:
             log.warning("no document for session %s seq %s: %s", self.sid, seq, exc)
             return
         if text:
-            text = sanitize_document(text)
-            if self.redact_documents:
-                text = redact(text)
+            text, digest = stored_text(text, self.redact_documents)
             self.doc_index[seq] = len(self.docs)
-            self.docs.append([docid(self.sid, seq), self.sid, seq, etype, event.get("time"), surface, len(text), text])
+            self.docs.append([docid(self.sid, seq), self.sid, seq, etype, event.get("time"), surface, len(text), text, digest])
 
     def replacement(self, seq: int, shadowed: Sequence[int]) -> None:
         """A replacement at ``seq`` removed ``shadowed`` from the surface."""
@@ -521,11 +554,17 @@ class SessionProjector:
 
     # -- writing --------------------------------------------------------------
     def _insert_block(self, first_seq: int, payload: bytes, count: int) -> None:
-        """Store ``count`` events' LF-joined lines as one compressed block."""
-        self.cur.execute(
-            'INSERT INTO "event_blocks" ("sid", "first_seq", "count", "synthetic", "data") VALUES (?, ?, ?, ?, ?)',
-            (self.sid, first_seq, count, self.synthetic, bytearray(compress_payload(payload))),
-        )
+        """Store ``count`` events' LF-joined lines as one compressed block.
+
+        A cursor with an ``insert_block`` method takes the uncompressed payload
+        and compresses it itself before the row is written (a streamed log's
+        recording compresses on a thread of its own: :mod:`indexer.preparation`).
+        """
+        own = getattr(self.cur, "insert_block", None)
+        if own is not None:
+            own((self.sid, first_seq, count, self.synthetic), payload)
+            return
+        self.cur.execute(INSERT_BLOCK, (self.sid, first_seq, count, self.synthetic, bytearray(compress_payload(payload))))
 
     def _close_block(self) -> None:
         if not self.block_count:
@@ -563,8 +602,6 @@ class SessionProjector:
         if self.links:
             cur.executemany('INSERT OR IGNORE INTO "event_links" ("sid", "source_seq", "seq", "span") VALUES (?, ?, ?, ?)', self.links)
         if self.docs:
-            for doc in self.docs:  # hashed here: in a preparation worker for a new session
-                doc.append(text_hash(doc[7]))
             insert_documents(cur, self.docs, self.fts)
         if self.pending_shadow:
             cur.executemany(

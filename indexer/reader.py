@@ -21,6 +21,7 @@ from __future__ import annotations
 import io
 import os
 import stat
+from contextlib import closing
 from collections.abc import Callable
 from typing import Any, BinaryIO, Final
 
@@ -332,12 +333,14 @@ class LogReader:
         torn_frame: TornFrame | None = None
         last_end = start
         feed = scanner.feed
-        for item in iter_region(fh, start, size, self.max_frame_plaintext, data):
-            if isinstance(item, TornFrame):
-                torn_frame = item
-                break
-            plaintext, last_end = item
-            feed(plaintext)
+        # Closed before ``fh`` is read again: a long log's frames may be decoded on a thread (zstdframes.prefetched).
+        with closing(iter_region(fh, start, size, self.max_frame_plaintext, data)) as region:
+            for item in region:
+                if isinstance(item, TornFrame):
+                    torn_frame = item
+                    break
+                plaintext, last_end = item
+                feed(plaintext)
         if scanner.issue is not None or scanner.committed != scanner.consumed:
             raise LogFormatError(f"complete frame contains a torn JSONL record ({scanner.issue or 'partial final line'})")
         final = torn_frame is None

@@ -32,6 +32,7 @@ from readmodel.store.activity import store_last_activity
 from readmodel.store.sources import check_source, default_source
 
 from . import dictionary as block_dictionary
+from .coldstart import ColdStart, Training
 from .ingest import LogOutcome, ingest_log
 from .layout import Compression, LayoutProblem, discover, revision_token
 from .ownership import clashes, has_problem, other_owners, owned_elsewhere, refuse_owned_elsewhere, register_source, store_problems
@@ -46,6 +47,7 @@ from .preparation import (
     StreamBroken,
     default_workers,
     failure_of,
+    forked_pool,
     replay,
     start_pool,
 )
@@ -94,32 +96,6 @@ class ReconcileReport(msgspec.Struct):
         return self.appended + self.reloaded + self.deleted + self.failed
 
 
-class _Training(threading.Thread):
-    """Trains a block dictionary on samples of ``paths`` in the background (a failure: none)."""
-
-    def __init__(self, paths: list[str], compression: Compression) -> None:
-        super().__init__(name="block-dictionary", daemon=True)
-        self.paths = paths
-        self.compression = compression
-        self._trained: tuple[int, bytes] | None = None
-
-    def run(self) -> None:
-        try:
-            total = 0
-            for path in self.paths:
-                try:
-                    total += os.stat(path).st_size
-                except OSError:
-                    continue
-            self._trained = block_dictionary.train_for(self.paths, total, self.compression)
-        except Exception as exc:  # noqa: BLE001 - only a smaller index is lost: blocks stay plain
-            log.warning("cannot train a block dictionary (%s: %s); raw blocks stay without one", type(exc).__name__, exc)
-
-    def result(self) -> tuple[int, bytes] | None:
-        self.join()
-        return self._trained
-
-
 class Reconciler:
     """Brings an index up to date with a root.  Not thread-safe: one writer."""
 
@@ -137,6 +113,7 @@ class Reconciler:
         parallel_min_bytes: int | None = None,
         redact: Policy | None = None,
         source: str | None = None,
+        cold_start: ColdStart | None = None,
     ) -> None:
         self.engine = engine
         self.writer = writer_for(engine)  # the backend: transactions, sids, generations, search rows
@@ -166,6 +143,8 @@ class Reconciler:
         self.parallel_min_bytes = parallel_min_bytes
         self._preparer: Preparer | None = None
         self._pool: ProcessPoolExecutor | None = None  # started on demand, for one pass
+        # What a cold build began before its index was opened (workers, listing, training): used by the first pass.
+        self._cold_start = cold_start
         # The open savepoint of consecutive prepared sessions (:meth:`_index_grouped`): its
         # members in order, and the report's counters and FTS buffer mark before it.
         self._group: list[tuple[tuple[Any, ...] | None, Observed, Prepared]] | None = None
@@ -186,12 +165,24 @@ class Reconciler:
     def _full_pass(self, started: float) -> ReconcileReport:
         report = ReconcileReport()
         cold = self._index_is_empty()
-        if self.workers > 0 and cold:
-            # A cold build: start the workers while the root is walked (~0.4 s).
-            pool = self._worker_pool()
-            threading.Thread(target=_warm_up, args=(pool,), name="pool-warm-up", daemon=True).start()
-        found = discover(self.root, self.compression)
-        training = self._start_training([ref.path for ref in found.transcripts]) if cold else None
+        begun, self._cold_start = self._cold_start, None
+        if begun is not None and not begun.fits(self.root, self.compression, self.workers, cold):
+            begun.close()
+            begun = None
+        if begun is not None and self._pool is None:
+            self._pool = begun.take_pool()
+        elif self.workers > 0 and cold and self._pool is None:
+            # A cold build: workers forked now if this is the process's only thread (a few
+            # ms), else started from the fork server while the root is walked (~0.4 s).
+            self._pool = forked_pool(self.workers)
+            if self._pool is None:
+                threading.Thread(target=_warm_up, args=(self._worker_pool(),), name="pool-warm-up", daemon=True).start()
+        if begun is not None:
+            found = begun.found
+            training = begun.training if self._dictionary_missing() else None
+        else:
+            found = discover(self.root, self.compression)
+            training = self._start_training([ref.path for ref in found.transcripts]) if cold else None
         observed = [self.writer.storable(item) for item in self._observe_all([ref.path for ref in found.transcripts])]
         problems = list(found.problems)
         by_id: dict[str, list[Observed]] = {}
@@ -263,16 +254,19 @@ class Reconciler:
                 log.warning("listing in worker processes failed (%s: %s); listing here", type(exc).__name__, exc)
         return [self._observe(path) for path in paths]
 
-    def _start_training(self, paths: list[str]) -> _Training | None:
+    def _start_training(self, paths: list[str]) -> Training | None:
         """A cold build trains the index's block dictionary while the root is listed (see :mod:`indexer.dictionary`)."""
-        with self.writer.cursor() as cur:
-            if cur.execute('SELECT 1 FROM "block_dictionaries" LIMIT 1').fetchone() is not None:
-                return None
-        training = _Training(sorted(paths), self.compression)
+        if not self._dictionary_missing():
+            return None
+        training = Training(sorted(paths), self.compression)
         training.start()
         return training
 
-    def _store_dictionary(self, training: _Training) -> None:
+    def _dictionary_missing(self) -> bool:
+        with self.writer.cursor() as cur:
+            return cur.execute('SELECT 1 FROM "block_dictionaries" LIMIT 1').fetchone() is None
+
+    def _store_dictionary(self, training: Training) -> None:
         trained = training.result()
         if trained is None:
             return

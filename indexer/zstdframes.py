@@ -19,9 +19,10 @@ decoded in bounded pieces (see :mod:`readmodel.export.frames`).
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections.abc import Callable, Iterator
-from typing import BinaryIO, Final
+from typing import Any, BinaryIO, Final, TypeVar
 
 import zstandard
 
@@ -61,6 +62,7 @@ _ONE_SHOT_MAX_COMPRESSED: Final = 1 << 20
 REGION_BATCH_BYTES: Final = 1 << 20
 
 _local = threading.local()
+T = TypeVar("T")
 
 
 class FrameTooLarge(LogFormatError):
@@ -245,7 +247,10 @@ def iter_region(
     :data:`REGION_BATCH_BYTES` (whole frames; a larger frame goes alone).
     """
     if data is None or len(data) != size:
-        yield from _iter_region_from_file(fh, start, size, max_plaintext)
+        if size - start >= PREFETCH_MIN_BYTES:
+            yield from prefetched(_iter_region_from_file(fh, start, size, max_plaintext), PREFETCH_BATCHES)
+        else:
+            yield from _iter_region_from_file(fh, start, size, max_plaintext)
         return
     view = memoryview(data)
     batch: list[bytes] = []
@@ -280,6 +285,68 @@ def iter_region(
         yield (b"".join(batch) if len(batch) != 1 else batch[0]), pos
     if pos < size:
         yield TornFrame(pos)
+
+
+PREFETCH_MIN_BYTES: Final = 4 << 20
+"""A region of a log read from its file is decoded ahead on a thread of its own from this many compressed bytes."""
+PREFETCH_BATCHES: Final = 2
+"""Batches (of up to :data:`REGION_BATCH_BYTES` of plaintext) decoded ahead of the consumer."""
+
+_END: Final = object()
+
+
+def prefetched(items: Iterator[T], depth: int) -> Iterator[T]:
+    """``items``, produced on a thread of its own at most ``depth`` items ahead of the consumer.
+
+    For a long log read from its file: reading and decompressing frames
+    (system calls and libzstd, which release the GIL) overlap with the
+    consumer's decoding and validation of the previous batch, so one log's
+    reading can use more than one core.  The same items in the same order; an
+    exception ``items`` raises is raised here at the same point of the
+    sequence.  Closing this generator (or the consumer failing) stops the
+    thread and waits for it, so whatever ``items`` reads (a file object) is
+    free again when the generator is closed or exhausted.
+    """
+    out: queue.Queue[Any] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if not _offer(out, (item, None), stop):
+                    return
+            _offer(out, (_END, None), stop)
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, in order
+            _offer(out, (_END, exc), stop)
+        finally:
+            closer = getattr(items, "close", None)
+            if closer is not None:
+                closer()
+
+    thread = threading.Thread(target=produce, name="frame-prefetch", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item, error = out.get()
+            if item is _END:
+                if error is not None:
+                    raise error
+                return
+            yield item
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _offer(out: queue.Queue[Any], item: Any, stop: threading.Event) -> bool:
+    """Put ``item`` unless ``stop`` is set first; whether it was put."""
+    while not stop.is_set():
+        try:
+            out.put(item, timeout=0.05)
+            return True
+        except queue.Full:
+            continue
+    return False
 
 
 def _iter_region_from_file(fh: BinaryIO, start: int, size: int, max_plaintext: int) -> Iterator[tuple[bytes, int] | TornFrame]:

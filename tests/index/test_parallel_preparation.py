@@ -264,7 +264,12 @@ def _gone(pid: int) -> bool:
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process states from /proc")
 def test_workers_end_when_the_writer_is_killed() -> None:
-    writer = subprocess.Popen([sys.executable, "-c", _WRITER_SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO)
+    assert_workers_end_with_their_writer(_WRITER_SCRIPT)
+
+
+def assert_workers_end_with_their_writer(script: str) -> None:
+    """Run ``script`` (it prints its workers' pids, then waits), SIGKILL it, and see every worker end."""
+    writer = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO)
     try:
         assert writer.stdout is not None
         pids = [int(pid) for pid in writer.stdout.readline().split()]

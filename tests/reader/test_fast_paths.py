@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import readmodel.projection.surface as surface_module
-from indexer import records
+from indexer import records, zstdframes
 from indexer.layout import Compression
 from indexer.reader import LogReader
 from indexer.records import (
@@ -125,8 +125,8 @@ def _mutate(event: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
     return event
 
 
-def _read(path: Path, compression: Compression, fast: bool, monkeypatch: pytest.MonkeyPatch, in_memory: bool = True) -> Any:
-    with decode_paths(monkeypatch, fast=fast, in_memory=in_memory):
+def _read(path: Path, compression: Compression, fast: bool, monkeypatch: pytest.MonkeyPatch, in_memory: bool = True, prefetch: bool = False) -> Any:
+    with decode_paths(monkeypatch, fast=fast, in_memory=in_memory, prefetch=prefetch):
         try:
             log = LogReader(path, compression).read()
         except LogFormatError as exc:
@@ -167,6 +167,7 @@ def test_fused_pass_equals_per_line_pass(
     slow = _read(path, compression, False, monkeypatch)
     assert _read(path, compression, True, monkeypatch) == slow
     assert _read(path, compression, True, monkeypatch, in_memory=False) == slow
+    assert _read(path, compression, True, monkeypatch, in_memory=False, prefetch=True) == slow
 
 
 # ---------------------------------------------------------------------------
@@ -267,10 +268,12 @@ def test_expand_row_equals_reference(row: dict[str, Any]) -> None:
 # ---------------------------------------------------------------------------
 
 
-def _walk(data: bytes, size: int, in_memory: bool) -> tuple[Any, ...]:
+def _walk(data: bytes, size: int, in_memory: bool, prefetch: bool = False) -> tuple[Any, ...]:
     pieces: list[bytes] = []
     end = 0
     torn = None
+    threshold = zstdframes.PREFETCH_MIN_BYTES
+    zstdframes.PREFETCH_MIN_BYTES = 0 if prefetch else threshold  # type: ignore[misc]
     try:
         for item in iter_region(io.BytesIO(data), 0, size, 1 << 16, data if in_memory else None):
             if isinstance(item, tuple):
@@ -281,6 +284,8 @@ def _walk(data: bytes, size: int, in_memory: bool) -> tuple[Any, ...]:
         error = None
     except LogFormatError as exc:
         error = exc.message
+    finally:
+        zstdframes.PREFETCH_MIN_BYTES = threshold  # type: ignore[misc]
     return b"".join(pieces), end if error is None else None, torn, error
 
 
@@ -319,6 +324,7 @@ def test_in_memory_frame_walk_equals_streaming(plaintexts: list[bytes], checksum
     expected = _reference_walk(blob, len(blob))
     assert _walk(blob, len(blob), True) == expected
     assert _walk(blob, len(blob), False) == expected
+    assert _walk(blob, len(blob), False, prefetch=True) == expected
 
 
 # ---------------------------------------------------------------------------
@@ -468,3 +474,23 @@ def test_two_events_on_one_line_balanced_by_a_blank_line_are_a_defect() -> None:
     delivered, issue, committed, next_seq = _scan(first + second + b"\n\n", fast=True)
     assert delivered == [] and next_seq == 0 and committed == 0
     assert issue is not None and "unparsable" in issue
+
+
+def test_a_prefetched_region_stops_its_thread_when_the_reader_stops_early() -> None:
+    import threading
+
+    frames = b"".join(zstandard.ZstdCompressor().compress(b"x" * 1000 + b"\n") for _ in range(64))
+    threads = threading.active_count()
+    region = zstdframes.prefetched(iter(range(10_000)), 2)
+    assert next(region) == 0
+    region.close()  # the reader's `closing`: the producer is stopped and joined
+    assert threading.active_count() == threads
+    before = zstdframes.PREFETCH_MIN_BYTES
+    zstdframes.PREFETCH_MIN_BYTES = 0  # type: ignore[misc]
+    try:
+        fh = io.BytesIO(frames)
+        items = list(iter_region(fh, 0, len(frames), 1 << 16, None))
+    finally:
+        zstdframes.PREFETCH_MIN_BYTES = before  # type: ignore[misc]
+    assert b"".join(item[0] for item in items) == (b"x" * 1000 + b"\n") * 64
+    assert items[-1][1] == len(frames) and threading.active_count() == threads
