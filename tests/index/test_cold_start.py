@@ -10,10 +10,12 @@ form of texts seen last.  Each must leave the index exactly as before.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
 from hypothesis import given, settings
@@ -31,13 +33,30 @@ from tests.index.test_parallel_preparation import assert_workers_end_with_their_
 from tests.indexstate import index_state
 
 
-def _only_thread() -> None:
-    """Stop the thread an earlier stream left (multiprocessing's descriptor sharer serves for
-    the life of the process): forking needs this thread to be the only one."""
+_ALONE: Final = "SESSIONQ_TEST_ONE_THREAD"
+"""Set in the fresh pytest process :func:`_elsewhere_if_not_alone` starts."""
+
+
+def _elsewhere_if_not_alone(request: pytest.FixtureRequest) -> bool:
+    """Whether the calling test already ran, in a fresh pytest process of one thread.
+
+    Forking needs the test's thread to be the process's only one.  Stop the thread an earlier
+    stream left (multiprocessing's descriptor sharer serves for the life of the process); if
+    others remain — an earlier test's event-loop portal or worker threads in the full suite —
+    run this test alone in a new process, where nothing else has run, and pass when it passes."""
     from multiprocessing import resource_sharer
 
     resource_sharer.stop()
-    assert threading.active_count() == 1, threading.enumerate()
+    if threading.active_count() == 1:
+        return False
+    assert _ALONE not in os.environ, threading.enumerate()
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", request.node.nodeid],
+        cwd=repo, env={**os.environ, _ALONE: "1"}, capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0 and " passed" in done.stdout, done.stdout[-4000:] + done.stderr[-2000:]
+    return True
 
 
 def _pools(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
@@ -63,10 +82,11 @@ def _pools(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     return started
 
 
-def test_a_cold_pass_forks_its_workers_when_it_runs_no_other_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_cold_pass_forks_its_workers_when_it_runs_no_other_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    if _elsewhere_if_not_alone(request):
+        return
     damaged_root(tmp_path / "root")
     pools = _pools(monkeypatch)
-    _only_thread()
     _built_as_by_the_writer_alone(tmp_path, pools, "fork")
 
 
@@ -92,12 +112,13 @@ def _built_as_by_the_writer_alone(tmp_path: Path, pools: list[Any], start_method
     assert index_state(str(tmp_path / "index.db")) == index_state(str(tmp_path / "alone.db"))
 
 
-def test_a_long_log_streamed_by_forked_workers_lands_as_the_writer_writes_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_long_log_streamed_by_forked_workers_lands_as_the_writer_writes_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    if _elsewhere_if_not_alone(request):
+        return
     damaged_root(tmp_path / "root")
     monkeypatch.setattr("indexer.reconcile.PREPARE_MAX_BYTES", 0)  # every log streams
     monkeypatch.setattr(preparation, "STREAM_CHUNK_ROWS", 3)
     pools = _pools(monkeypatch)
-    _only_thread()
     _built_as_by_the_writer_alone(tmp_path, pools, "fork", workers=1)
 
 
@@ -202,7 +223,9 @@ def test_the_stored_texts_stay_within_their_bound(monkeypatch: pytest.MonkeyPatc
     assert cache.get(huge, True) is None  # too large to keep: it would push out everything else
 
 
-def test_a_pass_begun_before_its_index_existed_builds_the_same_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_pass_begun_before_its_index_existed_builds_the_same_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    if _elsewhere_if_not_alone(request):
+        return
     from indexer import dictionary as block_dictionary
     from indexer.coldstart import ColdStart
     from readmodel.store.database import open_writer
@@ -210,7 +233,6 @@ def test_a_pass_begun_before_its_index_existed_builds_the_same_index(tmp_path: P
     damaged_root(tmp_path / "root")
     monkeypatch.setattr(block_dictionary, "MIN_BYTES", 0)  # a dictionary is trained even for this small root
     pools = _pools(monkeypatch)
-    _only_thread()
     begun = ColdStart(tmp_path / "root", Compression.ZSTD, 2)
     assert begun.pool is not None
     engine = open_writer(str(tmp_path / "index.db"))  # the schema, created while the training runs
