@@ -26,6 +26,7 @@ from readmodel.query import SessionQuery
 from tests import indexdb
 from tests import logfactory as lf
 from tests.backends import Backend
+from tests.contract.test_search_contract import _all_pages, _phrase
 from tests.corpus import ZSTD_ROOT, require_corpus
 
 require_corpus()
@@ -83,22 +84,6 @@ def _queries(texts: list[str], count: int, seed: int) -> list[str]:
             at = rng.randrange(len(words))
             queries.append(" ".join(words[at : at + rng.choice((1, 2))]))
     return queries
-
-
-def _phrase(query: str) -> str:
-    return '"' + query.replace('"', '""') + '"'
-
-
-def _all_pages(fetch: Any, limit: int) -> list[Any]:
-    items: list[Any] = []
-    cursor = None
-    while True:
-        page = fetch(cursor)
-        assert len(page.items) <= limit
-        items.extend(page.items)
-        if not page.next_cursor:
-            return items
-        cursor = page.next_cursor
 
 
 def test_cross_session_search_with_live_sessions_returns_exactly_the_matching_sessions(overlaid: Any) -> None:
