@@ -7,8 +7,6 @@
  *   sessionq_snippet_source(tbl, ...)  the part of highlight()'s output that a
  *                              snippet can depend on: the text around the first
  *                              span, with markers (see below);
- *   sessionq_leaders(doc, n, k)  an aggregate that prunes a cross-session
- *                              ranking to the documents that can lead it;
  *   sessionq_tokens(text, spec)  the tokens FTS5's tokenizer ``spec`` (e.g.
  *                              'unicode61') makes of a document, as FTS5's
  *                              index stores them (at most 32,768 bytes each),
@@ -272,130 +270,6 @@ static void snippet_source_function(const Fts5ExtensionApi *api, Fts5Context *ft
     result_text(ctx, out);
 }
 
-/* ---- sessionq_leaders ------------------------------------------------------
- *
- * sessionq_leaders(doc, n, k), an aggregate over (docid, span count) rows in
- * ascending docid order, where a docid's high 32 bits are its session:
- * returns a JSON array of [doc, n] pairs holding every document that can be
- * the strongest match of a session among the k strongest sessions: each
- * session's documents with its highest count, for the sessions whose highest
- * count is at least the k-th highest of all sessions.  Pruning only needs the
- * counts: a session below that cut has k sessions ahead of it whatever the
- * other keys say.  Rows out of docid order disable pruning (every pair is
- * returned), so the answer stays a superset of the leaders.
- */
-
-typedef struct {
-    sqlite3_int64 doc;
-    sqlite3_int64 n;
-} Pair;
-
-typedef struct {
-    sqlite3_int64 sid;
-    sqlite3_int64 best;
-    int first; /* index of the session's first pair */
-    int end;   /* one past its last pair */
-} Group;
-
-typedef struct {
-    Pair *pairs;
-    int pair_count, pair_capacity;
-    Group *groups;
-    int group_count, group_capacity;
-    sqlite3_int64 k;
-    int ordered;
-    int failed;
-} Leaders;
-
-static int grow(void **items, int *capacity, int count, size_t size) {
-    if (count < *capacity) return 1;
-    int wanted = *capacity ? *capacity * 2 : 1024;
-    void *grown = sqlite3_realloc64(*items, (sqlite3_uint64)wanted * size);
-    if (grown == NULL) return 0;
-    *items = grown;
-    *capacity = wanted;
-    return 1;
-}
-
-static void leaders_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-    (void)argc;
-    Leaders *state = (Leaders *)sqlite3_aggregate_context(ctx, sizeof(Leaders));
-    if (state == NULL || state->failed) return;
-    if (state->pair_count == 0 && state->group_count == 0) {
-        state->k = sqlite3_value_int64(argv[2]);
-        state->ordered = 1;
-    }
-    sqlite3_int64 doc = sqlite3_value_int64(argv[0]);
-    sqlite3_int64 n = sqlite3_value_int64(argv[1]);
-    if (state->pair_count > 0 && doc <= state->pairs[state->pair_count - 1].doc) state->ordered = 0;
-    if (!grow((void **)&state->pairs, &state->pair_capacity, state->pair_count, sizeof(Pair))) {
-        state->failed = 1;
-        return;
-    }
-    state->pairs[state->pair_count] = (Pair){doc, n};
-    sqlite3_int64 sid = doc >> 32;
-    Group *last = state->group_count ? &state->groups[state->group_count - 1] : NULL;
-    if (last != NULL && last->sid == sid && last->end == state->pair_count) {
-        if (n > last->best) last->best = n;
-        last->end++;
-    } else {
-        if (!grow((void **)&state->groups, &state->group_capacity, state->group_count, sizeof(Group))) {
-            state->failed = 1;
-            return;
-        }
-        state->groups[state->group_count++] = (Group){sid, n, state->pair_count, state->pair_count + 1};
-    }
-    state->pair_count++;
-}
-
-static int descending(const void *a, const void *b) {
-    sqlite3_int64 x = *(const sqlite3_int64 *)a, y = *(const sqlite3_int64 *)b;
-    return (x < y) - (x > y);
-}
-
-/* The k-th highest session maximum (0 when there are fewer sessions), or -1 on OOM. */
-static sqlite3_int64 leaders_cut(Leaders *state) {
-    if (state->k <= 0 || state->group_count < state->k) return 0;
-    sqlite3_int64 *best = sqlite3_malloc64((sqlite3_uint64)state->group_count * sizeof(sqlite3_int64));
-    if (best == NULL) return -1;
-    for (int i = 0; i < state->group_count; i++) best[i] = state->groups[i].best;
-    qsort(best, (size_t)state->group_count, sizeof(sqlite3_int64), descending);
-    sqlite3_int64 cut = best[state->k - 1];
-    sqlite3_free(best);
-    return cut;
-}
-
-static void leaders_final(sqlite3_context *ctx) {
-    Leaders *state = (Leaders *)sqlite3_aggregate_context(ctx, 0);
-    if (state == NULL) {
-        sqlite3_result_text(ctx, "[]", 2, SQLITE_STATIC);
-        return;
-    }
-    sqlite3_int64 cut = state->ordered ? leaders_cut(state) : 0;
-    if (state->failed || cut < 0) {
-        sqlite3_free(state->pairs);
-        sqlite3_free(state->groups);
-        sqlite3_result_error_nomem(ctx);
-        return;
-    }
-    sqlite3_str *out = sqlite3_str_new(NULL);
-    sqlite3_str_appendchar(out, 1, '[');
-    int written = 0;
-    for (int g = 0; g < state->group_count; g++) {
-        const Group *group = &state->groups[g];
-        if (state->ordered && group->best < cut) continue;
-        for (int i = group->first; i < group->end; i++) {
-            const Pair *pair = &state->pairs[i];
-            if (state->ordered && pair->n != group->best) continue;
-            sqlite3_str_appendf(out, written++ ? ",[%lld,%lld]" : "[%lld,%lld]", pair->doc, pair->n);
-        }
-    }
-    sqlite3_str_appendchar(out, 1, ']');
-    sqlite3_free(state->pairs);
-    sqlite3_free(state->groups);
-    result_text(ctx, out);
-}
-
 /* ---- tokens --------------------------------------------------------------- */
 
 /* FTS5 stores at most this many bytes of a token (FTS5_MAX_TOKEN_SIZE); longer
@@ -493,9 +367,7 @@ static PyObject *register_functions(PyObject *module, PyObject *connection) {
         PyErr_SetString(PyExc_RuntimeError, "this SQLite has no FTS5 extension API");
         return NULL;
     }
-    if (sqlite3_create_function_v2(db, "sessionq_leaders", 3, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, NULL, leaders_step,
-                                   leaders_final, NULL) != SQLITE_OK ||
-        sqlite3_create_function_v2(db, "sessionq_tokens", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, api, tokens_function, NULL,
+    if (sqlite3_create_function_v2(db, "sessionq_tokens", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, api, tokens_function, NULL,
                                    NULL, NULL) != SQLITE_OK ||
         api->xCreateFunction(api, "sessionq_spans", NULL, spans_function, NULL) != SQLITE_OK ||
         api->xCreateFunction(api, "sessionq_snippet_source", NULL, snippet_source_function, NULL) != SQLITE_OK) {
@@ -513,7 +385,7 @@ static PyObject *library_version(PyObject *module, PyObject *unused) {
 
 static PyMethodDef methods[] = {
     {"register", register_functions, METH_O,
-     "register(connection): add sessionq_spans(), sessionq_snippet_source(), sessionq_leaders() and sessionq_tokens() to a sqlite3.Connection."},
+     "register(connection): add sessionq_spans(), sessionq_snippet_source() and sessionq_tokens() to a sqlite3.Connection."},
     {"library_version", library_version, METH_NOARGS,
      "The SQLITE_VERSION_NUMBER of the SQLite library this module is linked with."},
     {NULL, NULL, 0, NULL},

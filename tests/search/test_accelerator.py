@@ -240,25 +240,6 @@ def test_filtered_pruned_rankings_equal_unpruned_ones(
         assert _pages(fast, "search_events", events) == _pages(plain, "search_events", events)
 
 
-def test_leaders_keep_each_sessions_best_documents_above_the_cut() -> None:
-    conn = indexdb.connect(":memory:")
-    assert ftsaux.install(conn)
-
-    def leaders(rows: list[tuple[int, int]], k: int) -> list[list[int]]:
-        values = ", ".join(f"({doc}, {n})" for doc, n in rows)
-        sql = f"WITH m(doc, n) AS (VALUES {values}) SELECT sessionq_leaders(doc, n, ?) FROM m"
-        return msgspec.json.decode(conn.execute(sql, (k,)).fetchone()[0])
-
-    session = lambda sid, seq: (sid << 32) | seq  # noqa: E731
-    rows = [(session(1, 0), 2), (session(1, 1), 5), (session(1, 2), 5), (session(2, 0), 3), (session(3, 4), 4), (session(3, 9), 1)]
-    assert leaders(rows, 1) == [[session(1, 1), 5], [session(1, 2), 5]]
-    assert leaders(rows, 2) == [[session(1, 1), 5], [session(1, 2), 5], [session(3, 4), 4]]
-    assert leaders(rows, 3) == leaders(rows, 9) == [[session(1, 1), 5], [session(1, 2), 5], [session(2, 0), 3], [session(3, 4), 4]]
-    # Out of docid order, nothing is pruned (the ranking SQL still groups exactly).
-    assert leaders(list(reversed(rows)), 1) == [[doc, n] for doc, n in reversed(rows)]
-    assert conn.execute("SELECT sessionq_leaders(1, 1, 1) WHERE 0").fetchone()[0] == "[]"
-
-
 def test_session_filters_read_the_covering_index(tie_heavy_index: str) -> None:
     """A workspace-scoped search picks its eligible sessions from ``sessions_filters`` (schema 0005)."""
     fast, _ = _pair(tie_heavy_index)
