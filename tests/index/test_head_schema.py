@@ -96,12 +96,13 @@ def test_a_snapshot_of_another_revision_is_refused(tmp_path: Path, monkeypatch: 
         engine.dispose()
 
 
-def test_a_new_index_is_created_without_importing_alembic(tmp_path: Path) -> None:
+def test_a_new_index_is_created_and_reopened_without_importing_alembic(tmp_path: Path) -> None:
     db = tmp_path / "index.db"
     code = (
         "import sys\n"
         "from readmodel.store.database import open_writer\n"
         f"open_writer({str(db)!r}, root='/r', compression='zstd').dispose()\n"
+        f"open_writer({str(db)!r}).dispose()\n"  # and an existing one at the head
         "print(sorted(name for name in sys.modules if name.split('.')[0] == 'alembic'))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
