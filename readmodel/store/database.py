@@ -33,7 +33,7 @@ from sqlalchemy.pool import NullPool
 
 from readmodel.core.errors import SessionQueryError
 from readmodel.store import doctext, headschema
-from readmodel.store.revisions import current_revision, upgrade
+from readmodel.store.revisions import current_revision, head_revision, upgrade  # noqa: F401 - head_revision re-exported (indexer.commands)
 from readmodel.store.readonly import on_read_only_mount, reader_uri, size_or_none, sqlite_path  # noqa: F401 - sqlite_path re-exported
 from readmodel.store.schema import APPLICATION_ID, KNOWN_TABLES, SCHEMA_REVISION
 from readmodel.projection.grams import scheme_fingerprint
