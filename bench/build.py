@@ -10,8 +10,9 @@ which also leaves the logs in the page cache for both).
 
 What the build's clock (``wall_s``) includes: everything ``sessionq index
 --once`` does for a missing index once its modules are imported — starting
-the workers, listing the root, training the block dictionary, importing
-Alembic and creating the schema, the pass, and publishing the file.  It
+the workers, listing the root, training the block dictionary, creating the
+schema (from the head's snapshot: :mod:`readmodel.store.headschema`), the pass,
+and publishing the file.  It
 leaves out the interpreter's start-up and the imports of the indexer and
 SQLAlchemy, which the command pays too: ``startup_s`` is that part (the
 build process's age when the clock starts; about a third of a second).  The

@@ -1,9 +1,10 @@
 """What a cold build can begin before its index exists.
 
-Opening a new index creates its schema (importing Alembic and running every
-revision: ≈ 0.15 s on a quiet machine, a sixth of a 10 MB root's build), and
+Opening a new index creates its schema (from the head's snapshot,
+:mod:`readmodel.store.headschema`: ≈ 0.01 s; through Alembic it was ≈ 0.2–0.3
+CPU-s, a fifth of a 10 MB root's build), and
 a cold pass then forks its workers, lists the root and trains the raw
-blocks' zstd dictionary (≈ 0.15–0.5 s, which libzstd runs without the GIL)
+blocks' zstd dictionary (0.03–0.15 CPU-s, which libzstd runs without the GIL)
 before the first session can be prepared.  None of those three needs the
 index, so ``sessionq index --once`` building a missing index begins them
 first (:class:`ColdStart`) and hands them to the reconciler, whose first pass

@@ -36,7 +36,7 @@ SAMPLE_LOGS: Final = 1024
 SAMPLE_BYTES: Final = 32 * 1024
 """Plaintext read from the start of each sampled log."""
 SAMPLE_TOTAL: Final = 16 * 1024 * 1024
-"""Training reads at most this much (≈ 0.5 s of training), and an eighth of the root's
+"""Training reads at most this much (≈ 0.15 CPU-s of training, see :func:`readmodel.store.blocks.train_dictionary`), and an eighth of the root's
 bytes (at least 2 MiB) on smaller roots.  Below ≈ 15 MB zstd trains
 smaller dictionaries: on the 160 MB root 8 MB of samples gave 52 KB and blocks
 0.45× their plain size, 15 MB gave the full 256 KB and 0.22×."""

@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+import sys
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cache
 from typing import Any, Final, TypeVar
 
@@ -369,6 +371,28 @@ _NEWER_FOLD_PAIRS: Final = (
 _CASED_LIMIT: Final = 0x20000
 
 
+_FOLD_SPAN: Final = 64
+
+
+def _folding_chars() -> Iterator[str]:
+    """Every code point below :data:`_CASED_LIMIT` whose ``casefold`` is not itself, in order.
+
+    Only those can simple-fold to another code point (:func:`_simple_fold`
+    returns the others unchanged).  A span of code points whose joined
+    ``casefold`` equals itself holds none (no code point folds to an empty
+    string, so equal lengths mean each one folded to one code point, itself):
+    most spans are skipped whole, and the code points are made in one decode
+    rather than one ``chr`` each, which makes building :func:`fold_classes`
+    (once per process, so once per preparation worker too) several times cheaper.
+    """
+    codes = array("I", range(_CASED_LIMIT)).tobytes()
+    every = codes.decode(f"utf-32-{sys.byteorder[0]}e", "surrogatepass")  # "utf-32-le" or "utf-32-be"
+    for start in range(0, _CASED_LIMIT, _FOLD_SPAN):
+        span = every[start : start + _FOLD_SPAN]
+        if span.casefold() != span:
+            yield from (char for char in span if char.casefold() != char)
+
+
 @cache
 def fold_classes() -> dict[str, frozenset[str]]:
     """Every simple-fold equivalence class with more than one member, keyed by its
@@ -380,8 +404,7 @@ def fold_classes() -> dict[str, frozenset[str]]:
     imports do not.
     """
     classes: dict[str, set[str]] = {}
-    for code in range(_CASED_LIMIT):
-        char = chr(code)
+    for char in _folding_chars():
         key = _simple_fold(char)
         if key != char:
             classes.setdefault(key, {key}).add(char)

@@ -32,8 +32,8 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import NullPool
 
 from readmodel.core.errors import SessionQueryError
-from readmodel.store import doctext
-from readmodel.store.revisions import current_revision, head_revision, upgrade
+from readmodel.store import doctext, headschema
+from readmodel.store.revisions import current_revision, head_revision, upgrade  # noqa: F401 - head_revision re-exported (indexer.commands)
 from readmodel.store.readonly import on_read_only_mount, reader_uri, size_or_none, sqlite_path  # noqa: F401 - sqlite_path re-exported
 from readmodel.store.schema import APPLICATION_ID, KNOWN_TABLES, SCHEMA_REVISION
 from readmodel.projection.grams import scheme_fingerprint
@@ -257,9 +257,16 @@ def check_identity(conn: Connection, where: str) -> bool:
 
 
 def initialise(conn: Connection, root: str | None, compression: str | None) -> None:
-    """Stamp a fresh database as a sessionq index: schema, identity, cursor secret, generation 0."""
+    """Stamp a fresh database as a sessionq index: schema, identity, cursor secret, generation 0.
+
+    SQLite's schema comes from the head's snapshot (:mod:`readmodel.store.headschema`:
+    the same database as Alembic's revisions give, without importing Alembic).
+    """
     conn.exec_driver_sql(f"PRAGMA application_id = {APPLICATION_ID}")
-    upgrade(conn)
+    if conn.dialect.name == "sqlite":
+        headschema.create(conn)
+    else:
+        upgrade(conn)
     conn.execute(
         text(
             "INSERT INTO index_meta (singleton, identity, global_generation, root, compression, created_at, cursor_secret, grams) "
@@ -304,7 +311,7 @@ def open_writer(
                 initialise(conn, root, compression)
                 return engine
             current = current_revision(conn)
-            head = head_revision()
+            head = SCHEMA_REVISION  # Alembic's head (a test pins it): no import of Alembic to open an index
             if current != head:
                 if not allow_upgrade:
                     raise IndexDatabaseError(

@@ -214,3 +214,25 @@ def test_a_small_root_trains_a_full_dictionary_of_the_size_its_samples_allow() -
         trained = block_dictionary.train_for(paths, 8 << 20, Compression.ZSTD)
     assert trained is not None
     assert len(trained[1]) in {16 << 10, 32 << 10}  # 1 MiB of samples: 32 KiB asked for, full or retrained at half
+
+
+def _log_like_samples(salt: int) -> list[bytes]:
+    """Samples resembling log heads: repeated headers with varying ids and texts."""
+    header = b'{"type":"session","tools":[' + b",".join(b'{"name":"tool%d","schema":{"type":"object"}}' % i for i in range(40)) + b"]}"
+    return [
+        header + b"\n" + b"\n".join(b'{"seq":%d,"type":"user/message","text":"word %d of %d"}' % (seq, (seq * 7919 + salt) % 1009, n) for seq in range(30))
+        for n in range(600)
+    ]
+
+
+def test_a_trained_dictionary_carries_an_id_derived_from_all_its_bytes() -> None:
+    dict_id, data = blocks.train_dictionary(_log_like_samples(0), 16 * 1024)
+    again = blocks.train_dictionary(_log_like_samples(0), 16 * 1024)
+    other_id, other = blocks.train_dictionary(_log_like_samples(1), 16 * 1024)
+    assert again == (dict_id, data)  # deterministic
+    assert 32768 <= dict_id < 1 << 31  # zstd's range for unregistered dictionaries
+    assert zstandard.ZstdCompressionDict(data).dict_id() == dict_id
+    frame = zstandard.ZstdCompressor(level=3, dict_data=zstandard.ZstdCompressionDict(data)).compress(_log_like_samples(2)[0])
+    assert blocks.frame_dictionary(frame) == dict_id
+    assert zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(data)).decompress(frame) == _log_like_samples(2)[0]
+    assert other != data and other_id != dict_id

@@ -58,6 +58,16 @@ def test_fold_maps_each_simple_fold_class_to_one_member_and_keeps_length() -> No
     assert grams.fold("a\u3000b\u2028c\ufeffd\te") == "a b c d e"
 
 
+def test_the_span_skipping_walk_finds_every_code_point_that_folds() -> None:
+    """``fold_classes`` visits only code points whose casefold differs (found span by span): the same
+    ones an exhaustive walk of every code point below the cased limit finds, in the same order."""
+    from readmodel.projection import filters
+
+    exhaustive = [chr(code) for code in range(filters._CASED_LIMIT) if chr(code).casefold() != chr(code)]
+    assert list(filters._folding_chars()) == exhaustive
+    assert {chr(code) for code in range(filters._CASED_LIMIT) if filters._simple_fold(chr(code)) != chr(code)} <= set(exhaustive)
+
+
 def test_the_ascii_shortcut_folds_as_the_table_does() -> None:
     table = grams._fold_map()
     for code in range(128):
