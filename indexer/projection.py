@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import re
 import sqlite3
+import sys
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from operator import itemgetter
@@ -102,6 +103,21 @@ STORED_TEXTS_CHARS: Final = 8_000_000
 _stored_texts: Final[tuple[CheckedCache[str, tuple[str, int]], ...]] = tuple(
     CheckedCache(STORED_TEXTS_CHARS, lambda value: 2 * len(value[0])) for _ in range(2)
 )
+LONG_TEXT_CHARS: Final = STORED_TEXTS_CHARS // 64
+"""Texts longer than this are remembered apart (:data:`LONG_TEXTS_BYTES`): among the
+others one would push out dozens of short ones."""
+LONG_TEXTS_BYTES: Final = 32 * 1024 * 1024
+"""Memory the long texts :func:`stored_text` remembers may take (the extracted and the
+stored text); one over a quarter of it is never kept."""
+
+
+def _footprint(value: tuple[str, int, int]) -> int:
+    return value[2]
+
+
+_long_texts: Final[tuple[CheckedCache[str, tuple[str, int, int]], ...]] = tuple(
+    CheckedCache(LONG_TEXTS_BYTES, _footprint) for _ in range(2)
+)
 
 
 def stored_text(text: str, redact_documents: bool) -> tuple[str, int]:
@@ -114,18 +130,42 @@ def stored_text(text: str, redact_documents: bool) -> tuple[str, int]:
     file read again; the 160 MB benchmark root's 101,230 documents hold 1,641
     distinct texts), and secret detection and hashing are most of a document's
     cost.  A hit compares the whole text (the cache's key), so it is exact.
+    Long texts (tool outputs of hundreds of KB) have a cache of their own, bounded
+    by memory: the 100 MB benchmark log repeats 14 of them 228 times (81 M of its
+    92 M characters of documents), and deriving them each time was 7% of its
+    preparation's CPU.
     """
+    if len(text) > LONG_TEXT_CHARS:
+        return _stored_long_text(text, redact_documents)
     cache = _stored_texts[redact_documents]
     known = cache.get(text, True)
     if known is not None:
         return known
+    result = _derive_stored_text(text, redact_documents)
+    cache.put(text, True, result)
+    return result
+
+
+def _stored_long_text(text: str, redact_documents: bool) -> tuple[str, int]:
+    """:func:`stored_text` of a text over :data:`LONG_TEXT_CHARS`."""
+    cache = _long_texts[redact_documents]
+    known = cache.get(text, True)
+    if known is not None:
+        return known[0], known[1]
+    stored, digest = _derive_stored_text(text, redact_documents)
+    # The cache keeps the extracted text (its key) and the stored one (the same object
+    # when nothing changed).
+    footprint = sys.getsizeof(text) + (sys.getsizeof(stored) if stored is not text else 0)
+    if footprint <= LONG_TEXTS_BYTES // 4:
+        cache.put(text, True, (stored, digest, footprint))
+    return stored, digest
+
+
+def _derive_stored_text(text: str, redact_documents: bool) -> tuple[str, int]:
     stored = sanitize_document(text)
     if redact_documents:
         stored = redact(stored)
-    result = (stored, text_hash(stored))
-    if len(text) <= STORED_TEXTS_CHARS // 64:  # a huge text would flush everything else
-        cache.put(text, True, result)
-    return result
+    return stored, text_hash(stored)
 
 
 FTS_BUFFER_CHARS: Final = 8_000_000
