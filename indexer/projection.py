@@ -23,8 +23,10 @@ import logging
 import re
 import sqlite3
 import sys
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from itertools import accumulate
 from operator import itemgetter
 from typing import Any, Final
 
@@ -490,26 +492,33 @@ class SessionProjector:
     def _split_blocks(self) -> None:
         """Close full blocks off the front of the open one (the long-session case).
 
-        Walks the LFs of the joined pieces (every line ends with one) instead of
-        splitting them into lines and joining each block again: a block is one
-        slice of the buffer.
+        Finds each block's last line from the running sums of the line lengths
+        (C-level passes: a split, a map and an accumulate, then one bisection
+        per block) instead of walking the lines in Python, and cuts each block
+        as one slice of the joined pieces.
         """
         data = b"".join(self.block_pieces)
         first = self.block_first
         assert first is not None
-        find = data.find
-        start = position = count = size = 0  # the open block: its offset, its lines and bytes (LFs not counted)
-        while (end := find(b"\n", position)) >= 0:
-            size += end - position
-            count += 1
-            position = end + 1
-            if count >= BLOCK_EVENTS or size >= BLOCK_BYTES:
-                self._insert_block(first, data[start:end], count)
-                first += count
-                start, count, size = position, 0, 0
-        self.block_pieces = [data[start:]] if count else []
+        lines = data.split(b"\n")
+        lines.pop()  # the empty piece after the final LF
+        ends = list(accumulate(map(len, lines)))  # bytes through each line, LFs not counted
+        total = len(lines)
+        line = offset = base = 0  # the open block: its first line, its offset, and the bytes before it
+        while True:
+            # Its last line: the BLOCK_EVENTS-th, or the first that brings it to BLOCK_BYTES.
+            last = min(line + BLOCK_EVENTS - 1, bisect_left(ends, base + BLOCK_BYTES, line))
+            if last >= total:
+                break
+            end = ends[last] + last  # the offset of the LF ending that line
+            count = last - line + 1
+            self._insert_block(first, data[offset:end], count)
+            first += count
+            line, offset, base = last + 1, end + 1, ends[last]
+        count = total - line
+        self.block_pieces = [data[offset:]] if count else []
         self.block_count = count
-        self.block_bytes = size
+        self.block_bytes = ends[-1] - base if count else 0
         self.block_first = first if count else None
 
     def _log_only_extras(self, event: dict[str, Any], etype: str) -> None:
