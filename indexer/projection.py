@@ -23,11 +23,10 @@ import logging
 import re
 import sqlite3
 import sys
-from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from itertools import accumulate
-from operator import itemgetter
+from itertools import compress, count as numbers, repeat
+from operator import is_, itemgetter
 from typing import Any, Final
 
 import msgspec
@@ -53,6 +52,8 @@ from readmodel.store.texts import TextStore
 from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, docid
 from readmodel.projection.surface import SURFACE_EVENT_TYPES, tool_result_fingerprint
 
+from .records import CHUNK_TYPE, PackedRow
+
 log = logging.getLogger("sessionq.indexer")
 
 FLUSH_EVENTS: Final = 4096
@@ -77,6 +78,34 @@ def _blob(value: Any) -> bytearray:
     out = bytearray()
     _pack_into(value, out)
     return out
+
+
+def encode_items(items: Sequence[Any]) -> bytes:
+    """:func:`~readmodel.store.blocks.encode_events` of the events ``items`` stand for, a
+    :class:`~indexer.records.PackedRow` for its members (their lines written from the row)."""
+    pieces: list[bytes] = []
+    start = 0
+    for at in compress(numbers(), map(is_, map(type, items), repeat(PackedRow))):
+        if at > start:
+            pieces.append(encode_events(items[start:at]))
+        row = items[at]
+        lines = row.encode()
+        pieces.append(lines if lines is not None else encode_events(row.members()))
+        start = at + 1
+    if start < len(items):
+        pieces.append(encode_events(items[start:]))
+    return b"".join(pieces)
+
+
+def _expanded(items: Sequence[Any]) -> list[dict[str, Any]]:
+    """The events ``items`` stand for, each :class:`~indexer.records.PackedRow` expanded."""
+    events: list[dict[str, Any]] = []
+    for item in items:
+        if type(item) is PackedRow:
+            events += item.members()
+        else:
+            events.append(item)
+    return events
 
 
 _SURROGATES: Final = re.compile("[\ud800-\udfff]")
@@ -427,24 +456,44 @@ class SessionProjector:
         self.block_bytes = len(payload) - (row[1] - 1)
 
     # -- sinks ----------------------------------------------------------------
-    def add(self, events: Iterable[dict[str, Any]]) -> None:
+    def add(self, events: Iterable[Any]) -> None:
         """Project a run of consecutive events (the reader's sink).
 
         Contract: ``events`` continue the session's seqs without a gap, and a
         replacement's :meth:`replacement` call comes after the ``add`` of every
-        node it shadows and before the ``add`` of the replacement itself.
+        node it shadows and before the ``add`` of the replacement itself.  An
+        item may be a :class:`~indexer.records.PackedRow` standing for its
+        members (a pipeline with ``packed_rows``): they join the open run by
+        their times, and their raw lines are written from the row.
         """
         if type(events) is not list:
             events = list(events)
         if not events:
             return
+        if not self.use_runs and PackedRow in map(type, events):
+            events = _expanded(events)  # a row per event: the members are needed one by one
         # Locals: this loop runs once per event of the log.
         runs = self.runs
         run = self.open_run
         run_types, run_times = (run[1], run[2]) if run is not None else ([], [])
         use_runs = self.use_runs
         rich_types, extras, min_time, max_time = SURFACE_EVENT_TYPES, _LOG_ONLY_EXTRAS, _MIN_TIME, _MAX_TIME
+        count = len(events)
+        packed = False
         for event in events:
+            if type(event) is PackedRow:
+                # Its members: log-only chunks with safe integer times, all in the run.
+                times = event.times
+                if run is None:
+                    run_types, run_times = [CHUNK_TYPE] * len(times), list(times)
+                    run = [event.first_seq, run_types, run_times]
+                    runs.append(run)
+                else:
+                    run_types += [CHUNK_TYPE] * len(times)
+                    run_times += times
+                count += len(times) - 1
+                packed = True
+                continue
             etype = event["type"]
             if etype in rich_types or "sourceEventSeqs" in event:
                 run = None
@@ -468,8 +517,13 @@ class SessionProjector:
             if etype in extras:
                 self._log_only_extras(event, etype)
         self.open_run = run
-        self._block_extend(events[0]["seq"], encode_events(events), len(events))
-        self.pending += len(events)
+        first = events[0]
+        if packed:
+            first_seq = first.first_seq if type(first) is PackedRow else first["seq"]
+            self._block_extend(first_seq, encode_items(events), count)
+        else:
+            self._block_extend(first["seq"], encode_events(events), count)
+        self.pending += count
         if self.pending >= self.flush_events:
             self.flush()
 
@@ -492,33 +546,26 @@ class SessionProjector:
     def _split_blocks(self) -> None:
         """Close full blocks off the front of the open one (the long-session case).
 
-        Finds each block's last line from the running sums of the line lengths
-        (C-level passes: a split, a map and an accumulate, then one bisection
-        per block) instead of walking the lines in Python, and cuts each block
-        as one slice of the joined pieces.
+        Walks the LFs of the joined pieces (every line ends with one) instead of
+        splitting them into lines and joining each block again: a block is one
+        slice of the buffer.
         """
         data = b"".join(self.block_pieces)
         first = self.block_first
         assert first is not None
-        lines = data.split(b"\n")
-        lines.pop()  # the empty piece after the final LF
-        ends = list(accumulate(map(len, lines)))  # bytes through each line, LFs not counted
-        total = len(lines)
-        line = offset = base = 0  # the open block: its first line, its offset, and the bytes before it
-        while True:
-            # Its last line: the BLOCK_EVENTS-th, or the first that brings it to BLOCK_BYTES.
-            last = min(line + BLOCK_EVENTS - 1, bisect_left(ends, base + BLOCK_BYTES, line))
-            if last >= total:
-                break
-            end = ends[last] + last  # the offset of the LF ending that line
-            count = last - line + 1
-            self._insert_block(first, data[offset:end], count)
-            first += count
-            line, offset, base = last + 1, end + 1, ends[last]
-        count = total - line
-        self.block_pieces = [data[offset:]] if count else []
+        find = data.find
+        start = position = count = size = 0  # the open block: its offset, its lines and bytes (LFs not counted)
+        while (end := find(b"\n", position)) >= 0:
+            size += end - position
+            count += 1
+            position = end + 1
+            if count >= BLOCK_EVENTS or size >= BLOCK_BYTES:
+                self._insert_block(first, data[start:end], count)
+                first += count
+                start, count, size = position, 0, 0
+        self.block_pieces = [data[start:]] if count else []
         self.block_count = count
-        self.block_bytes = ends[-1] - base if count else 0
+        self.block_bytes = size
         self.block_first = first if count else None
 
     def _log_only_extras(self, event: dict[str, Any], etype: str) -> None:
