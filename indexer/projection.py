@@ -85,6 +85,7 @@ def encode_items(items: Sequence[Any]) -> bytes:
     :class:`~indexer.records.PackedRow` for its members (their lines written from the row)."""
     pieces: list[bytes] = []
     start = 0
+    # The packed rows' positions, found by C-level iterators (no Python step per event).
     for at in compress(numbers(), map(is_, map(type, items), repeat(PackedRow))):
         if at > start:
             pieces.append(encode_events(items[start:at]))
