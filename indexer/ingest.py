@@ -113,6 +113,8 @@ def ingest_log(
         # Nothing here looks inside a request header's system prompt or tool schemas:
         # they stay raw JSON, validated and stored byte for byte as they were.
         lazy_payloads=True,
+        # The projector takes a packed row whole (its members' lines written from the row).
+        packed_rows=True,
     )
     decoded = reader.read(resume)
     projector.finish()

@@ -35,7 +35,7 @@ from readmodel.core.jsvalues import MAX_SAFE_INTEGER
 from readmodel.projection.surface import SurfaceFold, SurfaceFoldError
 
 from .legacy import is_legacy_tool_result_replacement, upgrade_event
-from .records import ROW_TAGS, LogFormatError, RecordError, accept_values, deliver_per_line, expand_row
+from .records import ROW_TAGS, LogFormatError, PackedRow, RecordError, accept_values, check_row, deliver_per_line, row_members
 from .repair import WALK_STEPS, CloserState
 
 Event = dict[str, Any]
@@ -65,6 +65,9 @@ class Pipeline:
         self.last_seq: int | None = None
         self.last_time: Any = None
         self.replacements: list[tuple[int, tuple[int, ...]]] = []
+        # Whether the sink takes a packed row accepted on the fast path as one PackedRow
+        # item, its members unbuilt (the indexer's projector does), instead of its members.
+        self.packed_rows = False
         self.on_replacement: Callable[[int, tuple[int, ...]], None] = lambda seq, shadowed: self.replacements.append((seq, shadowed))
 
     def skip_restore(self) -> None:
@@ -97,13 +100,16 @@ class Pipeline:
         takes :meth:`_process_clean`.  The sink sees the events in log order,
         and rows buffered before a surface event are handed over before it is
         folded, so a replacement's callback never precedes the rows it shadows.
+        With :attr:`packed_rows` a packed row whose times are exact ints reaches
+        the sink as one :class:`~indexer.records.PackedRow` in its members' place.
         """
         if self.error_rank != NO_ERROR or self.defer_restore:
             items, accepted, expected = accept_values(values, 0, expected)
             self._accept_items(items)
             return accepted, expected
-        out: list[Event] = []
+        out: list[Any] = []
         run_seq = run_len = 0
+        packed = self.packed_rows
         line_kinds = _LINE_KINDS
         walk_steps, closers = WALK_STEPS, self.closers
         lowest, highest = -MAX_SAFE_INTEGER, MAX_SAFE_INTEGER
@@ -115,18 +121,21 @@ class Pipeline:
             kind = line_kinds.get(etype) if type(etype) is str else None  # a list or object type is not hashable
             if kind is _ROW:
                 try:
-                    members = expand_row(value)
+                    first, times = check_row(value)
                 except RecordError:
                     break
-                if members[0]["seq"] != expected:
+                if first != expected:
                     break
                 # Row members are inert, valid and log-only by construction: part of the run.
                 if not run_len:
                     run_seq = expected
-                count = len(members)
+                count = len(times)
                 expected += count
                 run_len += count
-                out.extend(members)
+                if packed and type(times[-1]) is int:  # every time an exact int (a float would stay in the sums)
+                    out.append(PackedRow(value, first, times))
+                else:
+                    out.extend(row_members(value, first, times))
                 continue
             seq = value.get("seq")
             if seq != expected or type(seq) is not int:
@@ -170,7 +179,10 @@ class Pipeline:
             self._skip_run(run_seq, run_len)
         if out and self.error is None:
             last = out[-1]
-            self.last_seq, self.last_time = last["seq"], last["time"]
+            if type(last) is PackedRow:
+                self.last_seq, self.last_time = expected - 1, last.times[-1]
+            else:
+                self.last_seq, self.last_time = last["seq"], last["time"]
             self.sink(out)
         return index, expected
 

@@ -22,9 +22,11 @@ from __future__ import annotations
 import logging
 import re
 import sqlite3
+import sys
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from operator import itemgetter
+from itertools import compress, count as numbers, repeat
+from operator import is_, itemgetter
 from typing import Any, Final
 
 import msgspec
@@ -50,6 +52,8 @@ from readmodel.store.texts import TextStore
 from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, docid
 from readmodel.projection.surface import SURFACE_EVENT_TYPES, tool_result_fingerprint
 
+from .records import CHUNK_TYPE, PackedRow
+
 log = logging.getLogger("sessionq.indexer")
 
 FLUSH_EVENTS: Final = 4096
@@ -74,6 +78,35 @@ def _blob(value: Any) -> bytearray:
     out = bytearray()
     _pack_into(value, out)
     return out
+
+
+def encode_items(items: Sequence[Any]) -> bytes:
+    """:func:`~readmodel.store.blocks.encode_events` of the events ``items`` stand for, a
+    :class:`~indexer.records.PackedRow` for its members (their lines written from the row)."""
+    pieces: list[bytes] = []
+    start = 0
+    # The packed rows' positions, found by C-level iterators (no Python step per event).
+    for at in compress(numbers(), map(is_, map(type, items), repeat(PackedRow))):
+        if at > start:
+            pieces.append(encode_events(items[start:at]))
+        row = items[at]
+        lines = row.encode()
+        pieces.append(lines if lines is not None else encode_events(row.members()))
+        start = at + 1
+    if start < len(items):
+        pieces.append(encode_events(items[start:]))
+    return b"".join(pieces)
+
+
+def _expanded(items: Sequence[Any]) -> list[dict[str, Any]]:
+    """The events ``items`` stand for, each :class:`~indexer.records.PackedRow` expanded."""
+    events: list[dict[str, Any]] = []
+    for item in items:
+        if type(item) is PackedRow:
+            events += item.members()
+        else:
+            events.append(item)
+    return events
 
 
 _SURROGATES: Final = re.compile("[\ud800-\udfff]")
@@ -102,6 +135,21 @@ STORED_TEXTS_CHARS: Final = 8_000_000
 _stored_texts: Final[tuple[CheckedCache[str, tuple[str, int]], ...]] = tuple(
     CheckedCache(STORED_TEXTS_CHARS, lambda value: 2 * len(value[0])) for _ in range(2)
 )
+LONG_TEXT_CHARS: Final = STORED_TEXTS_CHARS // 64
+"""Texts longer than this are remembered apart (:data:`LONG_TEXTS_BYTES`): among the
+others one would push out dozens of short ones."""
+LONG_TEXTS_BYTES: Final = 32 * 1024 * 1024
+"""Memory the long texts :func:`stored_text` remembers may take (the extracted and the
+stored text); one over a quarter of it is never kept."""
+
+
+def _footprint(value: tuple[str, int, int]) -> int:
+    return value[2]
+
+
+_long_texts: Final[tuple[CheckedCache[str, tuple[str, int, int]], ...]] = tuple(
+    CheckedCache(LONG_TEXTS_BYTES, _footprint) for _ in range(2)
+)
 
 
 def stored_text(text: str, redact_documents: bool) -> tuple[str, int]:
@@ -114,18 +162,42 @@ def stored_text(text: str, redact_documents: bool) -> tuple[str, int]:
     file read again; the 160 MB benchmark root's 101,230 documents hold 1,641
     distinct texts), and secret detection and hashing are most of a document's
     cost.  A hit compares the whole text (the cache's key), so it is exact.
+    Long texts (tool outputs of hundreds of KB) have a cache of their own, bounded
+    by memory: the 100 MB benchmark log repeats 14 of them 228 times (81 M of its
+    92 M characters of documents), and deriving them each time was 7% of its
+    preparation's CPU.
     """
+    if len(text) > LONG_TEXT_CHARS:
+        return _stored_long_text(text, redact_documents)
     cache = _stored_texts[redact_documents]
     known = cache.get(text, True)
     if known is not None:
         return known
+    result = _derive_stored_text(text, redact_documents)
+    cache.put(text, True, result)
+    return result
+
+
+def _stored_long_text(text: str, redact_documents: bool) -> tuple[str, int]:
+    """:func:`stored_text` of a text over :data:`LONG_TEXT_CHARS`."""
+    cache = _long_texts[redact_documents]
+    known = cache.get(text, True)
+    if known is not None:
+        return known[0], known[1]
+    stored, digest = _derive_stored_text(text, redact_documents)
+    # The cache keeps the extracted text (its key) and the stored one (the same object
+    # when nothing changed).
+    footprint = sys.getsizeof(text) + (sys.getsizeof(stored) if stored is not text else 0)
+    if footprint <= LONG_TEXTS_BYTES // 4:
+        cache.put(text, True, (stored, digest, footprint))
+    return stored, digest
+
+
+def _derive_stored_text(text: str, redact_documents: bool) -> tuple[str, int]:
     stored = sanitize_document(text)
     if redact_documents:
         stored = redact(stored)
-    result = (stored, text_hash(stored))
-    if len(text) <= STORED_TEXTS_CHARS // 64:  # a huge text would flush everything else
-        cache.put(text, True, result)
-    return result
+    return stored, text_hash(stored)
 
 
 FTS_BUFFER_CHARS: Final = 8_000_000
@@ -385,24 +457,44 @@ class SessionProjector:
         self.block_bytes = len(payload) - (row[1] - 1)
 
     # -- sinks ----------------------------------------------------------------
-    def add(self, events: Iterable[dict[str, Any]]) -> None:
+    def add(self, events: Iterable[Any]) -> None:
         """Project a run of consecutive events (the reader's sink).
 
         Contract: ``events`` continue the session's seqs without a gap, and a
         replacement's :meth:`replacement` call comes after the ``add`` of every
-        node it shadows and before the ``add`` of the replacement itself.
+        node it shadows and before the ``add`` of the replacement itself.  An
+        item may be a :class:`~indexer.records.PackedRow` standing for its
+        members (a pipeline with ``packed_rows``): they join the open run by
+        their times, and their raw lines are written from the row.
         """
         if type(events) is not list:
             events = list(events)
         if not events:
             return
+        if not self.use_runs and PackedRow in map(type, events):
+            events = _expanded(events)  # a row per event: the members are needed one by one
         # Locals: this loop runs once per event of the log.
         runs = self.runs
         run = self.open_run
         run_types, run_times = (run[1], run[2]) if run is not None else ([], [])
         use_runs = self.use_runs
         rich_types, extras, min_time, max_time = SURFACE_EVENT_TYPES, _LOG_ONLY_EXTRAS, _MIN_TIME, _MAX_TIME
+        count = len(events)
+        packed = False
         for event in events:
+            if type(event) is PackedRow:
+                # Its members: log-only chunks with safe integer times, all in the run.
+                times = event.times
+                if run is None:
+                    run_types, run_times = [CHUNK_TYPE] * len(times), list(times)
+                    run = [event.first_seq, run_types, run_times]
+                    runs.append(run)
+                else:
+                    run_types += [CHUNK_TYPE] * len(times)
+                    run_times += times
+                count += len(times) - 1
+                packed = True
+                continue
             etype = event["type"]
             if etype in rich_types or "sourceEventSeqs" in event:
                 run = None
@@ -426,8 +518,13 @@ class SessionProjector:
             if etype in extras:
                 self._log_only_extras(event, etype)
         self.open_run = run
-        self._block_extend(events[0]["seq"], encode_events(events), len(events))
-        self.pending += len(events)
+        first = events[0]
+        if packed:
+            first_seq = first.first_seq if type(first) is PackedRow else first["seq"]
+            self._block_extend(first_seq, encode_items(events), count)
+        else:
+            self._block_extend(first["seq"], encode_events(events), count)
+        self.pending += count
         if self.pending >= self.flush_events:
             self.flush()
 

@@ -138,6 +138,10 @@ class LogReader:
     never falls back to it for such an event, whose other strings msgspec
     decoded and so hold no lone surrogate.)  Callers that look at those
     values (inspect views, replay, conformance) keep the default.
+
+    ``packed_rows`` (for a sink that takes them, the indexer's projector):
+    a packed chunk row accepted on the fast path may reach ``sink`` as one
+    :class:`~indexer.records.PackedRow` instead of its members.
     """
 
     def __init__(
@@ -153,8 +157,10 @@ class LogReader:
         restore: bool = True,
         surface_base: SurfaceBase | None = None,
         lazy_payloads: bool = False,
+        packed_rows: bool = False,
     ) -> None:
         self.lazy_payloads = lazy_payloads
+        self.packed_rows = packed_rows
         self.on_replacement = on_replacement
         self.surface_base = surface_base
         self.restore = restore
@@ -217,6 +223,7 @@ class LogReader:
             else:
                 pipeline.skip_restore()
             scanner = LineScanner(pipeline.accept, offset=start, line_no=1, region_consumer=pipeline.consume_region, lazy_payloads=self.lazy_payloads)
+        pipeline.packed_rows = self.packed_rows
         if self.on_replacement is not None:
             pipeline.on_replacement = self.on_replacement
         if self.compression is Compression.ZSTD:

@@ -125,6 +125,17 @@ def expand_row(row: dict[str, Any]) -> list[dict[str, Any]]:
     ``{type, seq, time, data: {turn, step, chunk}}`` dict (key order as the
     harness builds it); members share no mutable objects.
     """
+    seq0, times = check_row(row)
+    return row_members(row, seq0, times)
+
+
+def check_row(row: dict[str, Any]) -> tuple[int, list[Any]]:
+    """Validate a packed chunk row: its first member's seq and every member's time.
+
+    Raises :class:`RecordError` for any malformed row (exactly when
+    :func:`expand_row` does).  The times are exact ints whenever ``time0`` and
+    every gap are.
+    """
     tag = row["type"]
     if row.keys() != _ROW_ENVELOPE_KEYS:
         raise _malformed_row(tag)
@@ -137,8 +148,7 @@ def expand_row(row: dict[str, Any]) -> list[dict[str, Any]]:
     if type(data) is not dict:
         raise _malformed_row(tag)
     keys = data.keys()
-    tool = tag == "tool-call-chunks"
-    if tool:
+    if tag == "tool-call-chunks":
         if not (keys == _TOOL_ROW_KEYS or keys == _TOOL_ROW_KEYS_NAMED):
             raise _malformed_row(tag)
         if type(data["id"]) is not str or ("name" in data and type(data["name"]) is not str):
@@ -148,26 +158,32 @@ def expand_row(row: dict[str, Any]) -> list[dict[str, Any]]:
         if keys != _TEXT_ROW_KEYS:
             raise _malformed_row(tag)
         fragments = data["texts"]
-    turn, step, index, gaps = data["turn"], data["step"], data["index"], data["dt"]
-    if not (type(turn) in _NUMBER_TYPES and type(step) in _NUMBER_TYPES and type(index) in _NUMBER_TYPES):
+    if not (type(data["turn"]) in _NUMBER_TYPES and type(data["step"]) in _NUMBER_TYPES and type(data["index"]) in _NUMBER_TYPES):
         raise _malformed_row(tag)
     if not (type(fragments) is list and fragments and set(map(type, fragments)) == _STR_ONLY):
         raise _malformed_row(tag)
     count = len(fragments)
+    gaps = data["dt"]
     if type(gaps) is not list or len(gaps) != count - 1:
         raise _malformed_row(tag)
     last_seq = seq0 + count - 1
     if not (type(last_seq) is int and last_seq <= MAX_SAFE_INTEGER or is_safe_integer(last_seq)):
         raise _malformed_row(tag)
-    times = _row_times(tag, time0, gaps)
-    seq0 = int(seq0)
-    seqs = range(seq0, seq0 + count)
-    if not tool:
+    return int(seq0), _row_times(tag, time0, gaps)
+
+
+def row_members(row: dict[str, Any], seq0: int, times: list[Any]) -> list[dict[str, Any]]:
+    """The members of a row :func:`check_row` accepted (``seq0`` and ``times`` its answer)."""
+    tag, data = row["type"], row["data"]
+    turn, step, index = data["turn"], data["step"], data["index"]
+    if tag != "tool-call-chunks":
         kind = "text-delta" if tag == "text-chunks" else "reasoning-delta"
         return [
             {"type": "assistant/chunk", "seq": seq, "time": time, "data": {"turn": turn, "step": step, "chunk": {"type": kind, "index": index, "text": text}}}
-            for seq, time, text in zip(seqs, times, fragments)
+            for seq, time, text in zip(range(seq0, seq0 + len(times)), times, data["texts"])
         ]
+    seqs = range(seq0, seq0 + len(times))
+    fragments = data["args"]
     call_id = data["id"]
     if "name" in data:
         name = data["name"]
@@ -189,6 +205,78 @@ def expand_row(row: dict[str, Any]) -> list[dict[str, Any]]:
         }
         for seq, time, args in zip(seqs, times, fragments)
     ]
+
+
+CHUNK_TYPE: Final = "assistant/chunk"
+"""The type of every member of a packed row."""
+_ROW_CHUNK_KINDS: Final = {"text-chunks": "text-delta", "reasoning-chunks": "reasoning-delta"}
+_MEMBER_START: Final = b'{"type":"assistant/chunk","seq":'
+_MEMBER_END: Final = b"}}}\n"
+_encode_member_lines: Final = msgspec.json.Encoder().encode_lines
+
+
+class PackedRow:
+    """A packed chunk row accepted whole, its members not built (see :attr:`Pipeline.packed_rows`).
+
+    ``first_seq`` and ``times`` are :func:`check_row`'s answer, the times
+    exact ints (a row with other times is expanded instead).  A consumer
+    that only counts the members, keeps their times and stores their JSON
+    lines (the indexer's projector) needs no member dicts: :meth:`encode`
+    writes the lines from the row.  :meth:`members` builds them when needed.
+    """
+
+    __slots__ = ("row", "first_seq", "times")
+
+    def __init__(self, row: dict[str, Any], first_seq: int, times: list[int]) -> None:
+        self.row = row
+        self.first_seq = first_seq
+        self.times = times
+
+    def members(self) -> list[dict[str, Any]]:
+        """The members, as :func:`expand_row` returns them."""
+        return row_members(self.row, self.first_seq, self.times)
+
+    def encode(self) -> bytes | None:
+        """The members' compact JSON, one LF-terminated line each: exactly msgspec's encoding of
+        :meth:`members` (``readmodel.store.blocks.encode_events``), in a few C-level passes;
+        ``None`` when msgspec cannot encode them (a lone surrogate, which the caller's
+        fallback encodes member by member).
+
+        Every line is the same but for its seq, its time and its fragment: the
+        seqs and times are encoded together as ``[seq,time]`` lines and spliced
+        into the members' common prefix by byte replacements (those lines hold
+        only digits, ``-``, ``,`` and brackets), the fragments as JSON strings
+        by one encoder call (a JSON string holds no raw LF), and the pieces
+        joined by one interleaving slice assignment per kind.
+        """
+        row = self.row
+        data = row["data"]
+        tag = row["type"]
+        count = len(self.times)
+        if tag == "tool-call-chunks":
+            fragments = data["args"]
+            chunk = {"type": "tool-call-delta", "index": data["index"], "id": data["id"]}
+            if "name" in data:
+                chunk["name"] = data["name"]
+            chunk["argumentsDelta"] = ""
+        else:
+            fragments = data["texts"]
+            chunk = {"type": _ROW_CHUNK_KINDS[tag], "index": data["index"], "text": ""}
+        try:
+            # ',"data":{"turn":…,"step":…,"chunk":{…,"text":' without the empty fragment's '""}}'.
+            head = b',"data":' + _encode({"turn": data["turn"], "step": data["step"], "chunk": chunk})[:-4]
+            texts = _encode_member_lines(fragments).split(b"\n")
+        except UnicodeEncodeError:
+            return None
+        first = self.first_seq
+        keys = _encode_member_lines(list(zip(range(first, first + count), self.times)))
+        starts = keys.replace(b",", b',"time":').replace(b"[", _MEMBER_START).replace(b"]", head).split(b"\n")
+        starts.pop()  # the empty piece after each final LF
+        texts.pop()
+        pieces = [_MEMBER_END] * (3 * count)
+        pieces[0::3] = starts
+        pieces[1::3] = texts
+        return b"".join(pieces)
 
 
 def _row_times(tag: str, time0: Any, gaps: list[Any]) -> list[Any]:

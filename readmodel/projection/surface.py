@@ -69,10 +69,8 @@ from readmodel.core.vocabulary import Event, Surface
 from readmodel.projection.toolresults import (
     UNBLANKABLE,
     UNDEFINED,
-    NullishRead,
     PendingDigest,
-    blanked_tool_result,
-    digest_of,
+    defer_fingerprint,
     tool_result_fingerprint,
 )
 
@@ -646,12 +644,10 @@ class SurfaceFold:
 
     def _defer_fingerprint(self, seq: int, data: Any) -> None:
         """Record a new tool/result node's fingerprint, hashed only when needed."""
-        try:
-            blanked = blanked_tool_result(data)
-        except NullishRead:
-            self._tool_results[seq] = UNBLANKABLE
+        fingerprint = defer_fingerprint(data)
+        self._tool_results[seq] = fingerprint
+        if type(fingerprint) is not PendingDigest:
             return
-        self._tool_results[seq] = PendingDigest(blanked)
         self._pending.append(seq)
         if len(self._pending) > _PENDING_DIGESTS_MAX:
             self._resolve_pending()
@@ -660,7 +656,7 @@ class SurfaceFold:
         """Compute the digest of node ``seq`` if it is still pending."""
         entry = self._tool_results.get(seq)
         if type(entry) is PendingDigest:
-            self._tool_results[seq] = digest_of(entry.blanked)
+            self._tool_results[seq] = entry.resolve()
 
     def _resolve_pending(self) -> None:
         """Compute every pending digest (in place: the mapping's order is kept)."""

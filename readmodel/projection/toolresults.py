@@ -182,8 +182,13 @@ def tool_result_fingerprint(data: Any) -> bytes:
     reference could not even blank it.
 
     Two tool results satisfy the rewrite rule iff their fingerprints are equal
-    and non-empty (up to a BLAKE2b-256 collision, which we accept).
+    and non-empty (up to a BLAKE2b-256 collision, which we accept).  When ``data``
+    is the very object :func:`defer_fingerprint` was last given, its pending
+    digest is resolved instead (computed once for both: see there).
     """
+    latest, pending = _latest
+    if latest is data and pending is not None:
+        return pending.resolve()
     try:
         blanked = blanked_tool_result(data)
     except NullishRead:
@@ -203,9 +208,42 @@ class PendingDigest:
     which few do; hashing every appended one up front was most of the cost of
     folding a tool result.  The blanked copy (the result content dropped) is
     taken at append time, so the digest computed later is the one computed then.
+    :meth:`resolve` computes it once, whoever asks first.
     """
 
-    __slots__ = ("blanked",)
+    __slots__ = ("blanked", "digest")
 
     def __init__(self, blanked: dict[str, Any]) -> None:
         self.blanked = blanked
+        self.digest: bytes | None = None
+
+    def resolve(self) -> bytes:
+        """The digest (computed on the first call)."""
+        digest = self.digest
+        if digest is None:
+            digest = self.digest = digest_of(self.blanked)
+        return digest
+
+
+def defer_fingerprint(data: Any) -> bytes | PendingDigest:
+    """:func:`tool_result_fingerprint` of ``data``, the digest deferred: ``UNBLANKABLE``, or
+    a :class:`PendingDigest` of the blanked copy taken now.
+
+    The latest one is remembered with ``data`` itself (one entry, by identity, for the
+    process): an indexer folds a tool result and then stores the same event's digest, and
+    :func:`tool_result_fingerprint` of the same object resolves this one instead of hashing
+    it again, so the fold's deferred digest and the stored one are computed once.  The
+    events a log decodes to are never mutated, so the identity stands for the value; any
+    other object (or another thread's latest) is computed as usual.
+    """
+    global _latest
+    try:
+        blanked = blanked_tool_result(data)
+    except NullishRead:
+        return UNBLANKABLE
+    pending = PendingDigest(blanked)
+    _latest = (data, pending)
+    return pending
+
+
+_latest: tuple[Any, PendingDigest | None] = (None, None)

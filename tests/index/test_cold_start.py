@@ -223,6 +223,44 @@ def test_the_stored_texts_stay_within_their_bound(monkeypatch: pytest.MonkeyPatc
     assert cache.get(huge, True) is None  # too large to keep: it would push out everything else
 
 
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["AKIAIOSFODNN7EXAMPLE key", "x\x00y\ufdd0z", "lone \ud800 surrogate", "plain words ", "\u00e9t\u00e9 \U0001f600 "]),
+            st.integers(min_value=0, max_value=3),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    st.booleans(),
+)
+def test_a_long_stored_text_is_the_same_remembered_or_derived(pieces: list[tuple[str, int]], redact_documents: bool) -> None:
+    # Texts over LONG_TEXT_CHARS go to a cache of their own; the pieces make a few distinct ones.
+    filler = "y" * (projection.LONG_TEXT_CHARS + 1)
+    texts = [f"{piece}{index}{filler}" for piece, index in pieces]
+    for text in texts + texts:  # every text seen twice: the second time from the cache
+        derived = sanitize_document(text)
+        if redact_documents:
+            derived = redact(derived)
+        assert stored_text(text, redact_documents) == (derived, text_hash(derived))
+
+
+def test_long_texts_are_remembered_within_their_own_bound() -> None:
+    cache = projection._long_texts[True]  # noqa: SLF001
+    long_text = "z" * (projection.LONG_TEXT_CHARS + 10)
+    assert stored_text(long_text, True) == (long_text, text_hash(long_text))
+    assert cache.get(long_text, True) is not None  # remembered: the next copy costs a comparison
+    short = projection._stored_texts[True]  # noqa: SLF001
+    assert short.get(long_text, True) is None  # and it pushed out no short text
+    for index in range(200):
+        stored_text(f"{index:08d}" * (projection.LONG_TEXT_CHARS // 8 + 1), True)
+    assert cache.size <= projection.LONG_TEXTS_BYTES
+    too_large = "w" * (projection.LONG_TEXTS_BYTES // 2)
+    assert stored_text(too_large, True) == (too_large, text_hash(too_large))
+    assert cache.get(too_large, True) is None
+
+
 def test_a_pass_begun_before_its_index_existed_builds_the_same_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
     if _elsewhere_if_not_alone(request):
         return

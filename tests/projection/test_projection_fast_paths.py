@@ -22,7 +22,9 @@ import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
+from indexer.preparation import RecordingCursor
 from indexer.projection import SessionProjector, insert_event_rows, link_spans, sanitize_document
+from indexer.records import PackedRow, check_row, expand_row
 from readmodel.store.blocks import (
     BLOCK_BYTES,
     BLOCK_EVENTS,
@@ -253,3 +255,60 @@ def test_block_boundaries_equal_appending_line_by_line(tmp_path_factory: Any, si
         blocks = cur.execute('SELECT "first_seq", "count", "data" FROM "event_blocks" ORDER BY "first_seq"').fetchall()
     assert [(row[0], row[1]) for row in blocks] == expected
     assert [line for row in blocks for line in decompress_block(row[2])] == lines
+
+
+@st.composite
+def sessions_with_rows(draw: Any) -> tuple[list[Any], list[Any], list[tuple[int, int]]]:
+    """One session as a pipeline with ``packed_rows`` hands it over (packed chunk rows as
+    :class:`PackedRow` items), the same events with every row expanded, and batch cuts
+    (item and event offsets alike)."""
+    packed: list[Any] = []
+    expanded: list[Any] = []
+    cuts: list[tuple[int, int]] = []
+    seq = 0
+    for _ in range(draw(st.integers(1, 14))):
+        if packed and draw(st.integers(0, 3)) == 0:
+            cuts.append((len(packed), len(expanded)))
+        if draw(st.booleans()):
+            tag = draw(st.sampled_from(["text-chunks", "reasoning-chunks", "tool-call-chunks"]))
+            fragments = draw(st.lists(texts, min_size=1, max_size=5))
+            data: dict[str, Any] = {"turn": draw(st.sampled_from([1, 2.5])), "step": 1, "index": draw(st.sampled_from([0, 3]))}
+            if tag == "tool-call-chunks":
+                data.update({"id": "c1", "dt": [], "args": fragments})
+                if draw(st.booleans()):
+                    data["name"] = "bash"
+            else:
+                data.update({"dt": [], "texts": fragments})
+            data["dt"] = draw(st.lists(st.integers(-5, 10**6), min_size=len(fragments) - 1, max_size=len(fragments) - 1))
+            row = {"type": tag, "seq0": seq, "time0": draw(st.integers(0, 10**13)), "data": data}
+            first, times = check_row(row)
+            packed.append(PackedRow(row, first, times))
+            members = expand_row(row)
+            expanded += members
+            seq += len(members)
+        else:
+            etype = draw(st.sampled_from(_TYPES))
+            time: Any = draw(st.integers(0, 10**13) | st.sampled_from([1.5, 2**60]))
+            data = {"content": [{"type": "text", "text": draw(texts)}]} if etype == "user/message" else {"n": seq}
+            event: dict[str, Any] = {"type": etype, "seq": seq, "time": time, "data": data}
+            packed.append(event)
+            expanded.append(event)
+            seq += 1
+    return packed, expanded, cuts
+
+
+def _project(items: list[Any], cuts: list[int], synthetic: bool, flush_events: int) -> tuple[list[Any], int]:
+    cursor = RecordingCursor()
+    projector = SessionProjector(cursor, 1, 0, synthetic=synthetic, flush_events=flush_events, surface_keys={})
+    for start, end in zip([0, *cuts], [*cuts, len(items)]):
+        projector.add(items[start:end])
+    projector.finish()
+    return cursor.calls, projector.written
+
+
+@given(sessions_with_rows(), st.booleans(), st.sampled_from([3, 4096]))
+def test_projecting_packed_rows_equals_projecting_their_members(session: Any, synthetic: bool, flush_events: int) -> None:
+    packed, expanded, cuts = session
+    fast = _project(packed, [item for item, _ in cuts], synthetic, flush_events)
+    slow = _project(expanded, [event for _, event in cuts], synthetic, flush_events)
+    assert fast == slow

@@ -9,9 +9,12 @@ failure persistence).
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from readmodel.core.errors import SessionQueryError
 from readmodel.projection.eventtrace import build_event_records
@@ -27,7 +30,16 @@ from readmodel.projection.surface import (
     iter_current_events,
     surface_kind,
 )
-from readmodel.projection.toolresults import canonical_json, tool_result_fingerprint
+from readmodel.projection.toolresults import (
+    UNBLANKABLE,
+    NullishRead,
+    PendingDigest,
+    blanked_tool_result,
+    canonical_json,
+    defer_fingerprint,
+    digest_of,
+    tool_result_fingerprint,
+)
 from tests.projection.surface_builders import (
     ABSENT,
     assistant,
@@ -535,3 +547,34 @@ class TestSurfaceFold:
         delta = fold.extend(events)
         assert len(fold.nodes()) == 40_000
         assert delta.surfaces.count("shadowed") == 20_000
+
+
+def _fingerprint_anew(data: Any) -> bytes:
+    try:
+        return digest_of(blanked_tool_result(copy.deepcopy(data)))
+    except NullishRead:
+        return UNBLANKABLE
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(st.builds(lambda output, step: tool_data(output, step=step), st.text(max_size=8), st.integers(0, 2)),
+                      st.just({"message": None})),
+            st.booleans(),  # folded (deferred) first
+            st.sampled_from(["same", "copy", "other"]),  # which object the digest is then asked for
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_a_deferred_fingerprint_equals_the_fingerprint_computed_anew(steps: list[tuple[Any, bool, str]]) -> None:
+    # The fold defers a tool result's digest and the indexer asks for the same event's digest
+    # right after: one computation serves both, and never answers for another object.
+    other = tool_data("unrelated", step=7)
+    for data, deferred, asked in steps:
+        pending = defer_fingerprint(data) if deferred else None
+        target = data if asked == "same" else copy.deepcopy(data) if asked == "copy" else other
+        assert tool_result_fingerprint(target) == _fingerprint_anew(target)
+        if pending is not None:
+            assert (pending.resolve() if type(pending) is PendingDigest else pending) == _fingerprint_anew(data)

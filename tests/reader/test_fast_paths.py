@@ -29,7 +29,9 @@ from indexer.reader import LogReader
 from indexer.records import (
     LineScanner,
     LogFormatError,
+    PackedRow,
     RecordError,
+    check_row,
     decode_json_exact,
     expand_row,
 )
@@ -37,6 +39,7 @@ from indexer.zstdframes import TornFrame, decode_frame, iter_region, scan_frames
 from readmodel.core.jsvalues import MAX_SAFE_INTEGER, is_non_negative_safe_integer, is_number, is_safe_integer
 from readmodel.projection.surface import SurfaceFold, SurfaceFoldError
 from readmodel.projection.toolresults import tool_result_fingerprint
+from readmodel.store.blocks import encode_events
 from tests.logfactory import (
     assistant,
     chunk,
@@ -125,14 +128,29 @@ def _mutate(event: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
     return event
 
 
-def _read(path: Path, compression: Compression, fast: bool, monkeypatch: pytest.MonkeyPatch, in_memory: bool = True, prefetch: bool = False) -> Any:
+def _read(
+    path: Path, compression: Compression, fast: bool, monkeypatch: pytest.MonkeyPatch, in_memory: bool = True, prefetch: bool = False, packed: bool = False
+) -> Any:
+    streamed: list[Any] = []
     with decode_paths(monkeypatch, fast=fast, in_memory=in_memory, prefetch=prefetch):
         try:
-            log = LogReader(path, compression).read()
+            # packed: a sink that takes packed rows whole, as the indexer's projector does.
+            reader = LogReader(path, compression, sink=streamed.extend, packed_rows=True) if packed else LogReader(path, compression)
+            log = reader.read()
         except LogFormatError as exc:
             return ("error", exc.message, exc.kind, exc.stage)
+    events = log.events
+    if packed:
+        events = []
+        for item in streamed:
+            if type(item) is PackedRow:
+                members = item.members()
+                assert item.encode() == encode_events(members)
+                events += members
+            else:
+                events.append(item)
     return (
-        _encode(log.events),
+        _encode(events),
         _encode(log.recovered),
         _encode(log.closers),
         log.replacements,
@@ -168,6 +186,7 @@ def test_fused_pass_equals_per_line_pass(
     assert _read(path, compression, True, monkeypatch) == slow
     assert _read(path, compression, True, monkeypatch, in_memory=False) == slow
     assert _read(path, compression, True, monkeypatch, in_memory=False, prefetch=True) == slow
+    assert _read(path, compression, True, monkeypatch, packed=True) == slow
 
 
 # ---------------------------------------------------------------------------
@@ -261,6 +280,27 @@ def test_expand_row_equals_reference(row: dict[str, Any]) -> None:
     except RecordError as exc:
         actual = ("error", str(exc))
     assert actual == expected
+
+
+@settings(max_examples=400, deadline=None)
+@given(row=_rows(), surrogate=st.booleans())
+def test_a_packed_rows_lines_are_its_members_encoding(row: dict[str, Any], surrogate: bool) -> None:
+    # PackedRow.encode writes the members' lines from the row (what the indexer stores as raw lines).
+    texts = row["data"].get("texts")
+    if surrogate and type(texts) is list and texts and type(texts[0]) is str:
+        texts[0] += "\ud800"  # msgspec cannot encode it: the caller's fallback does
+    try:
+        first, times = check_row(row)
+    except RecordError:
+        return
+    packed = PackedRow(row, first, times)
+    assert repr(packed.members()) == repr(expand_row(row))  # repr: 1 and 1.0 differ
+    lines = packed.encode()
+    if lines is None:
+        with pytest.raises(UnicodeEncodeError):
+            _encode(expand_row(row))
+    else:
+        assert lines == encode_events(expand_row(row))
 
 
 # ---------------------------------------------------------------------------
