@@ -385,12 +385,17 @@ class SessionProjector:
         self.block_bytes = len(payload) - (row[1] - 1)
 
     # -- sinks ----------------------------------------------------------------
-    def add(self, events: Iterable[dict[str, Any]]) -> None:
+    def add(self, events: Iterable[dict[str, Any]], lines: bytes | None = None) -> None:
         """Project a run of consecutive events (the reader's sink).
 
         Contract: ``events`` continue the session's seqs without a gap, and a
         replacement's :meth:`replacement` call comes after the ``add`` of every
         node it shadows and before the ``add`` of the replacement itself.
+        ``lines``, when given, is ``encode_events(events)`` computed elsewhere
+        (a split stream's reading process, :mod:`indexer.splitstream`, which
+        also relies on this loop reading nothing of an event that is not a
+        surface or text type and has no ``sourceEventSeqs`` but its type, seq
+        and time).
         """
         if type(events) is not list:
             events = list(events)
@@ -426,7 +431,7 @@ class SessionProjector:
             if etype in extras:
                 self._log_only_extras(event, etype)
         self.open_run = run
-        self._block_extend(events[0]["seq"], encode_events(events), len(events))
+        self._block_extend(events[0]["seq"], encode_events(events) if lines is None else lines, len(events))
         self.pending += len(events)
         if self.pending >= self.flush_events:
             self.flush()
