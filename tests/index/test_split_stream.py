@@ -32,7 +32,7 @@ from indexer.reconcile import Reconciler
 from indexer.splitstream import Forwarder, _events, project_stage, read_stage
 from tests.corpus import RAW_ROOT, SYNTHETIC_ROOT, ZSTD_ROOT, require_corpus
 from tests.index.test_parallel_preparation import build, damaged_root
-from tests.indexstate import index_state
+from tests.indexstate import connect_ro, index_state
 from tests.logfactory import assistant, chunk, header, simple_turn, transcript_path, user, write_log
 
 CORPORA = pytest.mark.parametrize(
@@ -60,7 +60,32 @@ def three_builds(root: Path, tmp_path: Path, compression: Compression, monkeypat
     return {"split": split, "single": single, "alone": alone}
 
 
+CLOCK_COLUMNS = frozenset({"indexed_at", "observed_at", "first_seen_at", "last_reconcile_at", "last_reconcile_seconds"})
+
+
+def every_row(db: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table (rowids included; virtual tables through their shadow
+    tables), clock times and the index's identity (``index_meta``) left out."""
+    conn = connect_ro(str(db))
+    try:
+        names = [row[0] for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+            "AND sql NOT LIKE 'CREATE VIRTUAL TABLE%' AND name != 'index_meta' ORDER BY name"
+        )]  # fmt: skip
+        rows: dict[str, list[tuple[Any, ...]]] = {}
+        for name in names:
+            columns = ", ".join(f'"{row[1]}"' for row in conn.execute(f'PRAGMA table_info("{name}")') if row[1] not in CLOCK_COLUMNS)
+            rowid = "rowid, " if conn.execute("SELECT 1 FROM sqlite_master WHERE name = ? AND sql LIKE '%WITHOUT ROWID%'", (name,)).fetchone() is None else ""
+            rows[name] = sorted(conn.execute(f'SELECT {rowid}{columns} FROM "{name}"').fetchall(), key=repr)
+        return rows
+    finally:
+        conn.close()
+
+
 def assert_same_index(tmp_path: Path) -> None:
+    """The split build holds one streaming worker's rows exactly (same boundaries, same
+    rowids), and the content of the writer's own build."""
+    assert every_row(tmp_path / "split.db") == every_row(tmp_path / "single.db")
     state = index_state(str(tmp_path / "alone.db"))
     assert index_state(str(tmp_path / "split.db")) == state
     assert index_state(str(tmp_path / "single.db")) == state
@@ -234,9 +259,13 @@ def test_the_projectors_failure_wins_over_a_later_one_of_the_reader(tmp_path: Pa
 # -- what crosses the pipe ------------------------------------------------------------
 
 _TYPES = ["assistant/chunk", "request/header", "step/start", "session/title", "user/message", "assistant/message", "tool/result", "tool/call", "turn/end", "todo/write", "x-unknown/kind"]
+def _containers(children: Any) -> Any:
+    return st.lists(children, max_size=3) | st.tuples(children, children) | st.dictionaries(st.text(max_size=4), children, max_size=3)
+
+
 _VALUES = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda children: st.lists(children, max_size=3) | st.tuples(children) | st.dictionaries(st.text(max_size=4), children, max_size=3),
+    _containers,
     max_leaves=8,
 )
 
