@@ -47,8 +47,10 @@ does the rest.  Anything unexpected in either process ends the stream as
 from __future__ import annotations
 
 import os
+import pickle
 import resource
 import select
+import struct
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, Final
@@ -111,6 +113,108 @@ def submit_split(
     reading = pool.submit(read_stage, task, compression, root, send, OPS_BYTES)
     projecting = pool.submit(project_stage, task, root, receive, connection, chunk_rows, dictionary)
     return [reading, projecting], [receive, send]
+
+
+# -- the pipe between the stages ------------------------------------------------------
+
+_HEAD: Final = struct.Struct("<QQ")  # a frame's size, and the size of its pickled part
+_IOV_MAX: Final = 512
+"""Buffers per ``writev`` (Linux takes up to 1024)."""
+
+
+class FrameWriter:
+    """The reading stage's end of the pipe: messages as frames of their own.
+
+    A ``Connection`` pickles a message whole, copying every batch's lines into
+    the pickle and out of it again at the other end, and reads a long message
+    in pieces it allocates one by one; the lines are most of what crosses (about
+    four bytes in five).  A frame is a header, the message pickled with each
+    ``_ADD`` op's lines replaced by their length, and the lines themselves,
+    written from where they are (``writev``).  Only :class:`FrameReader` reads it.
+    """
+
+    __slots__ = ("fd",)
+
+    def __init__(self, connection: Any) -> None:
+        self.fd = connection.fileno()
+
+    def send(self, message: tuple[Any, ...]) -> None:
+        """Write ``message`` whole (blocks while the pipe is full; ``BrokenPipeError``: no reader)."""
+        lines: list[bytes] = []
+        if message[0] == "ops":
+            ops = []
+            for op in message[1]:
+                if op[0] == _ADD:
+                    lines.append(op[3])
+                    op = (*op[:3], len(op[3]), *op[4:])
+                ops.append(op)
+            message = ("ops", ops)
+        pickled = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        size = len(pickled) + sum(map(len, lines))
+        self._write([_HEAD.pack(size, len(pickled)), pickled, *lines])
+
+    def _write(self, buffers: list[bytes]) -> None:
+        fd = self.fd
+        for start in range(0, len(buffers), _IOV_MAX):
+            batch = buffers[start : start + _IOV_MAX]
+            done = os.writev(fd, batch)
+            total = sum(map(len, batch))
+            if done < total:  # a pipe takes a long write in parts: the rest, from where it stopped
+                rest = memoryview(b"".join(batch))[done:]
+                while rest:
+                    rest = rest[os.write(fd, rest) :]
+
+
+class FrameReader:
+    """The projecting stage's end of the pipe (see :class:`FrameWriter`); one buffer, reused."""
+
+    __slots__ = ("connection", "fd", "buffer")
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+        self.fd = connection.fileno()
+        self.buffer = bytearray(OPS_BYTES * 2)
+
+    def poll(self, timeout: float) -> bool:
+        """Whether a frame (or the end) can be read within ``timeout`` seconds."""
+        return bool(self.connection.poll(timeout))
+
+    def recv(self) -> tuple[Any, ...]:
+        """The next message; ``EOFError`` at the end of the pipe."""
+        head = self._read(_HEAD.size)
+        size, pickled = _HEAD.unpack(head)
+        if size > len(self.buffer):
+            self.buffer = bytearray(size)
+        view = self._read_into(size)
+        message = pickle.loads(view[:pickled])
+        if message[0] == "ops":
+            at = pickled
+            ops = message[1]
+            for index, op in enumerate(ops):
+                if op[0] == _ADD:
+                    length = op[3]
+                    ops[index] = (*op[:3], bytes(view[at : at + length]), *op[4:])
+                    at += length
+        return message  # type: ignore[no-any-return]
+
+    def _read(self, size: int) -> bytes:
+        data = b""
+        while len(data) < size:
+            more = os.read(self.fd, size - len(data))
+            if not more:
+                raise EOFError
+            data += more
+        return data
+
+    def _read_into(self, size: int) -> memoryview:
+        view = memoryview(self.buffer)[:size]
+        got = 0
+        while got < size:
+            read = os.readv(self.fd, [view[got:]])
+            if not read:
+                raise EOFError
+            got += read
+        return view
 
 
 # -- the reading stage ------------------------------------------------------------
@@ -201,7 +305,8 @@ def read_stage(task: PrepTask, compression: str, root: str, target: Any, ops_byt
     (status, code, message))`` or ``("crashed", description)``.
     """
     started = time.process_time()
-    outbox = Outbox(target, OPS_AHEAD, name="split-read-sender")
+    channel = FrameWriter(target)
+    outbox = Outbox(channel, OPS_AHEAD, name="split-read-sender")
     forward = Forwarder(outbox, ops_bytes)
     take_warnings().clear()
     try:
@@ -221,7 +326,7 @@ def read_stage(task: PrepTask, compression: str, root: str, target: Any, ops_byt
             outbox.post(("crashed", f"{type(exc).__name__}: {exc}"))
             return
         outbox.finish()  # the sender's CPU time counts too, and the connection is free
-        target.send(("read", decoded, (time.process_time() - started, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)))
+        channel.send(("read", decoded, (time.process_time() - started, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)))
     except OSError:
         pass  # the projecting stage stopped listening (it failed, or the writer let the log go)
     finally:
@@ -253,7 +358,7 @@ def _project(cursor: StreamingCursor, task: PrepTask, source: Any, writer: Any) 
     surface_keys: dict[int, int] = {}
     projector = SessionProjector(cursor, task.sid, 0, fts=None, surface_keys=surface_keys, redact_documents=task.redact)
     add, replacement = projector.add, projector.replacement
-    for message in _received(source, writer):
+    for message in _received(FrameReader(source), writer):
         kind = message[0]
         if kind == "ops":
             for op in message[1]:

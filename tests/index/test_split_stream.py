@@ -303,3 +303,25 @@ def test_forwarded_batches_project_as_the_reader_s_own_events(events: list[list[
             theirs.add(_events(op), op[3])
     theirs.finish()
     assert forwarded.calls == direct.calls
+
+
+def test_frames_carry_each_message_whole_and_end_with_the_pipe() -> None:
+    receive, send = Pipe(duplex=False)
+    lines = [b'{"seq":%d}\n' % seq * (1 + seq * 5000) for seq in range(300)]  # together several times the reader's buffer
+    ops = [(splitstream._ADD, seq, 1, line, ["t"], [1], [], b"") for seq, line in enumerate(lines)]
+    messages = [("hello", 7), ("ops", ops[:3]), ("ops", [(splitstream._REPLACE, 5, (1, 2)), *ops[3:]]), ("read", {"torn": None}, (1.5, 9))]
+
+    def write() -> None:
+        writer = splitstream.FrameWriter(send)
+        for message in messages:
+            writer.send(message)
+        send.close()
+
+    writing = threading.Thread(target=write)
+    writing.start()
+    reader = splitstream.FrameReader(receive)
+    received = [reader.recv() for _ in messages]
+    with pytest.raises(EOFError):
+        reader.recv()
+    writing.join()
+    assert received == messages
