@@ -140,6 +140,7 @@ def build_in_process(root: Path, db: str, workers: int | None = None, fresh: boo
         compressed_mb_per_s=round(logs / MB / wall, 2) if wall else None,
         peak_rss_mb=peak_rss_mb(),
         worker_peak_rss_mb=report.worker_peak_rss_mb,
+        stream_stages=report.stream_stages,
         index_mb=round(index / MB, 2),
         index_to_logs=round(index / logs, 2) if logs else None,
         transactions=report.transactions,

@@ -12,6 +12,7 @@ transaction the writer is in when it arrives.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 import msgspec
@@ -21,7 +22,7 @@ from readmodel.store.rowkeys import id_sort_key
 
 from .layout import Compression
 from .projection import SessionProjector, delete_session_rows, load_surface, unshadow_from
-from .reader import LogReader, ResumePoint
+from .reader import DecodedLog, LogReader, ResumePoint
 
 _pack: Final = msgspec.msgpack.Encoder().encode
 _encode_json: Final = msgspec.json.Encoder().encode
@@ -102,21 +103,65 @@ def ingest_log(
     projector = SessionProjector(cur, sid, first_seq, fts=fts, surface_keys=surface_keys, redact_documents=redact_documents)
     if resume is not None:
         projector.continue_last_block()
-    reader = LogReader(
+    reader = log_reader(path, compression, root, header, projector.add, projector.replacement, lambda: load_surface(cur, sid, first_seq))
+    decoded = reader.read(resume)
+    return conclude_ingest(
+        cur, sid, projector, decoded, first_seq, settled, stored_title_seq, fts=fts, surface_keys=surface_keys, redact_documents=redact_documents
+    )  # fmt: skip
+
+
+def log_reader(
+    path: str,
+    compression: Compression,
+    root: str,
+    header: dict[str, Any],
+    sink: Callable[[list[Any]], None],
+    on_replacement: Callable[[int, tuple[int, ...]], None],
+    surface_base: Callable[[], Any] | None,
+    packed_rows: bool = True,
+) -> LogReader:
+    """The reader :func:`ingest_log` reads a log with, its events going to ``sink``
+    and its replacements to ``on_replacement`` (a projector's, or a split stream's
+    reading stage that forwards both to one: :mod:`indexer.splitstream`).
+
+    ``packed_rows``: a packed chunk row may reach ``sink`` whole, as a
+    :class:`~indexer.records.PackedRow` (the projector takes it); off for a sink
+    that needs every event as a dict."""
+    return LogReader(
         path,
         compression,
         session_id=header["id"],
         root=root,
-        sink=projector.add,
-        on_replacement=projector.replacement,
-        surface_base=lambda: load_surface(cur, sid, first_seq),
+        sink=sink,
+        on_replacement=on_replacement,
+        surface_base=surface_base,
         # Nothing here looks inside a request header's system prompt or tool schemas:
         # they stay raw JSON, validated and stored byte for byte as they were.
         lazy_payloads=True,
         # The projector takes a packed row whole (its members' lines written from the row).
-        packed_rows=True,
+        packed_rows=packed_rows,
     )
-    decoded = reader.read(resume)
+
+
+def conclude_ingest(
+    cur: sqlite3.Cursor | Any,
+    sid: int,
+    projector: SessionProjector,
+    decoded: DecodedLog,
+    first_seq: int,
+    settled: bool,
+    stored_title_seq: int | None,
+    *,
+    fts: FtsSink | None = None,
+    surface_keys: dict[int, int] | None = None,
+    redact_documents: bool = True,
+) -> LogOutcome:
+    """What :func:`ingest_log` does once the reader has returned ``decoded``: the
+    projector's last rows, a settled tail's synthetic rows, and the outcome.
+
+    ``projector`` has received every stored event of the read (its ``add`` and
+    ``replacement`` calls in the reader's order); ``decoded.events`` is not used.
+    """
     projector.finish()
     has_tail = bool(decoded.recovered or decoded.closers)
     # No resume point after a tolerated mid-log defect (raw mode): the next

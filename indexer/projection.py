@@ -457,7 +457,7 @@ class SessionProjector:
         self.block_bytes = len(payload) - (row[1] - 1)
 
     # -- sinks ----------------------------------------------------------------
-    def add(self, events: Iterable[Any]) -> None:
+    def add(self, events: Iterable[Any], lines: bytes | None = None) -> None:
         """Project a run of consecutive events (the reader's sink).
 
         Contract: ``events`` continue the session's seqs without a gap, and a
@@ -466,6 +466,11 @@ class SessionProjector:
         item may be a :class:`~indexer.records.PackedRow` standing for its
         members (a pipeline with ``packed_rows``): they join the open run by
         their times, and their raw lines are written from the row.
+        ``lines``, when given, is ``encode_events(events)`` computed elsewhere
+        (a split stream's reading process, :mod:`indexer.splitstream`, whose
+        reader passes no packed rows, and which relies on this loop reading
+        nothing of an event that is not a surface or text type and has no
+        ``sourceEventSeqs`` but its type, seq and time).
         """
         if type(events) is not list:
             events = list(events)
@@ -523,7 +528,7 @@ class SessionProjector:
             first_seq = first.first_seq if type(first) is PackedRow else first["seq"]
             self._block_extend(first_seq, encode_items(events), count)
         else:
-            self._block_extend(first["seq"], encode_events(events), count)
+            self._block_extend(first["seq"], encode_events(events) if lines is None else lines, count)
         self.pending += count
         if self.pending >= self.flush_events:
             self.flush()

@@ -55,6 +55,7 @@ from .projection import DeferredFts, delete_session_rows
 from .reader import ResumeMismatch, ResumePoint
 from .writers import writer_for
 from .observation import Observed, beside_opposite, observe, observe_chunk
+from .splitstream import split_wanted
 from .sessionrows import SELECT_SESSIONS, UPDATE_INDEXED, insert_indexed_session, insert_session, update_failed
 
 log = logging.getLogger("sessionq.indexer")
@@ -85,7 +86,8 @@ class ReconcileReport(msgspec.Struct):
     prepared: int = 0  # sessions a worker process prepared (counted in reloaded or failed too)
     worker_cpu_seconds: float = 0.0  # CPU the preparation workers spent
     worker_peak_rss_mb: float = 0.0
-    writer_wait_seconds: float = 0.0  # time the writer waited for prepared sessions
+    writer_wait_seconds: float = 0.0  # time the writer waited for prepared sessions and streamed logs
+    stream_stages: list[tuple[str, float, float]] = msgspec.field(default_factory=list)  # streamed logs' workers: (name, CPU-s, peak RSS MB)
     events: int = 0
     transactions: int = 0
     problems: int = 0
@@ -542,7 +544,7 @@ class Reconciler:
                 insert_indexed_session(cur, sid, item, header, prepared, generation, now, self.source)
             else:
                 insert_session(cur, sid, item, header, generation, now, self.source)
-        stream = self._open_stream(item, sid, settled) if (row is None or self._rederive) and prepared is None else None
+        stream = self._open_stream(item, sid, settled, split=row is None) if (row is None or self._rederive) and prepared is None else None
         # One name for every session's savepoint (they never nest): its statements stay
         # in the statement cache instead of being compiled per session.
         savepoint = "session"
@@ -700,20 +702,30 @@ class Reconciler:
             self._held += 1
         return prepared.outcome.written
 
-    def _open_stream(self, item: Observed, sid: int, settled: bool) -> SessionStream | None:
-        """A worker that streams a long new log's writes, or ``None`` (the writer reads it)."""
+    def _open_stream(self, item: Observed, sid: int, settled: bool, *, split: bool) -> SessionStream | None:
+        """A worker that streams a long new log's writes, or ``None`` (the writer reads it).
+
+        With ``split`` (a log new to the index) and two workers or more, one worker
+        reads the log and another projects it (:mod:`indexer.splitstream`).
+        """
         assert item.header is not None and item.stat is not None
         if self.workers <= 0 or item.stat.st_size <= PREPARE_MAX_BYTES:
             return None
         task = PrepTask(item.path, sid, item.header, settled, item.stat.st_size, self.redact_documents)
         try:
-            return SessionStream(task, self.compression, self.root, self._worker_pool())
+            return SessionStream(task, self.compression, self.root, self._worker_pool(), split=split and split_wanted(self.workers))
         except Exception as exc:  # noqa: BLE001 - a broken pool: the writer reads the log itself
             log.warning("session %s: no worker to stream it (%s: %s)", item.header["id"], type(exc).__name__, exc)
             return None
 
     def _replay_stream(self, cur: sqlite3.Cursor, sid: int, header: dict[str, Any], stream: SessionStream, generation: int, now: float, report: ReconcileReport) -> int:
         """Replay a streamed log chunk by chunk while its worker reads on (inside the savepoint)."""
+        try:
+            return self._replay_messages(cur, sid, header, stream, generation, now, report)
+        finally:
+            report.writer_wait_seconds += stream.wait_seconds
+
+    def _replay_messages(self, cur: sqlite3.Cursor, sid: int, header: dict[str, Any], stream: SessionStream, generation: int, now: float, report: ReconcileReport) -> int:
         for message in stream.messages():
             kind = message[0]
             if kind in ("done", "failed"):
@@ -721,9 +733,12 @@ class Reconciler:
             if kind == "calls":
                 replay(cur, message[1], self._fts)
             elif kind == "done":
-                _, outcome, warnings, (cpu_seconds, peak_rss_kib) = message
+                _, outcome, warnings, (cpu_seconds, peak_rss_kib, stages) = message
                 report.worker_cpu_seconds += cpu_seconds
                 report.worker_peak_rss_mb = max(report.worker_peak_rss_mb, round(peak_rss_kib / 1024, 1))
+                for name, stage_cpu, stage_rss in stages:
+                    log.info("session %s: %s worker %.2f CPU-s, peak RSS %.1f MB", header["id"], name, stage_cpu, stage_rss / 1024)
+                    report.stream_stages.append((name, round(stage_cpu, 2), round(stage_rss / 1024, 1)))
                 for warning in warnings:
                     log.warning("%s", warning)
                 return self._store_outcome(cur, sid, header, outcome, generation, now, header_stored=True)

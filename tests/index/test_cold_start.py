@@ -171,7 +171,7 @@ def test_a_streamed_recording_arrives_in_order_with_its_blocks_compressed() -> N
     assert last == ("failed", ("corrupt", "CODE", "after every chunk"))
     assert all(kind == "calls" and 0 < len(calls) <= 3 for kind, calls in chunks)
     assert [call for _, calls in chunks for call in calls] == expected
-    assert not cursor._sender.is_alive()  # noqa: SLF001
+    assert not cursor._outbox._thread.is_alive()  # noqa: SLF001
 
 
 def test_a_streamed_chunk_goes_once_its_uncompressed_blocks_reach_their_bound() -> None:

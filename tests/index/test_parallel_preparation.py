@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -146,23 +147,20 @@ def test_long_logs_stream_from_a_worker_in_chunks_and_land_as_the_writer_writes_
     assert index_state(str(tmp_path / "index.db")) == index_state(str(tmp_path / "alone.db"))
 
 
-def test_a_streaming_worker_that_dies_hands_its_log_back_to_the_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    damaged_root(tmp_path / "root")
-    monkeypatch.setattr("indexer.reconcile.PREPARE_MAX_BYTES", 0)
-    monkeypatch.setattr(preparation, "STREAM_CHUNK_ROWS", 7)
+def kill_after_first_chunk(monkeypatch: pytest.MonkeyPatch, victims: Callable[[list[int]], list[int]]) -> list[int]:
+    """SIGKILL the workers ``victims`` picks from the pool's sorted pids once the writer has
+    replayed its first streamed chunk; returns the sizes of the chunks replayed."""
     real_replay = preparation.replay
     replayed: list[int] = []
+    pool_of: list[Any] = []
+    real_pool = Reconciler._worker_pool
 
     def replay_then_kill(cur: Any, calls: Any, fts: Any) -> None:
-        # After the compacted log's first chunk, its worker dies mid-stream.
         real_replay(cur, calls, fts)
         replayed.append(len(calls))
         if len(replayed) == 1:
-            for process in list(pool_of[0]._processes.values()):  # noqa: SLF001 - the test's sabotage
-                os.kill(process.pid, signal.SIGKILL)
-
-    pool_of: list[Any] = []
-    real_pool = Reconciler._worker_pool
+            for pid in victims(sorted(process.pid for process in pool_of[0]._processes.values())):  # noqa: SLF001 - the test's sabotage
+                os.kill(pid, signal.SIGKILL)
 
     def remember_pool(self: Reconciler) -> Any:
         pool = real_pool(self)
@@ -171,6 +169,15 @@ def test_a_streaming_worker_that_dies_hands_its_log_back_to_the_writer(tmp_path:
 
     monkeypatch.setattr("indexer.reconcile.replay", replay_then_kill)
     monkeypatch.setattr(Reconciler, "_worker_pool", remember_pool)
+    return replayed
+
+
+def test_a_streaming_worker_that_dies_hands_its_log_back_to_the_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    damaged_root(tmp_path / "root")
+    monkeypatch.setattr("indexer.reconcile.PREPARE_MAX_BYTES", 0)
+    monkeypatch.setattr(preparation, "STREAM_CHUNK_ROWS", 7)
+    # After the compacted log's first chunk, its worker dies mid-stream.
+    replayed = kill_after_first_chunk(monkeypatch, lambda pids: pids)
     with caplog.at_level(logging.WARNING, logger="sessionq.indexer"):
         report = build(tmp_path / "root", tmp_path / "index.db", Compression.ZSTD, workers=1)
     assert replayed and "ingesting it in the writer" in caplog.text
