@@ -14,6 +14,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 
 import pytest  # noqa: E402
 
+from tests import machinelock  # noqa: E402
 from tests.backends import BACKENDS, Backend  # noqa: E402
 
 
@@ -53,3 +54,21 @@ def postgres_url(postgres_server):  # type: ignore[no-untyped-def]
         yield url
     finally:
         postgres_server.drop(url)
+
+
+# -- running on several cores (pytest-xdist, scripts/test) -------------------------------
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
+    """Under pytest-xdist, run a test marked ``exclusive`` while no other worker runs a test.
+
+    Such tests bound a wall time tightly (a query refused within half a second, say); the
+    other worker's test would share the machine's cores with it. Every other test holds
+    the run's machine lock shared, an exclusive one holds it alone (tests/machinelock.py).
+    Serial runs take no lock."""
+    lock = machinelock.for_worker(item.config)
+    if lock is None:
+        return (yield)
+    with lock.held(exclusive=item.get_closest_marker("exclusive") is not None):
+        return (yield)
