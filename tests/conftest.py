@@ -72,3 +72,29 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         return (yield)
     with lock.held(exclusive=item.get_closest_marker("exclusive") is not None):
         return (yield)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Give each test a node id of its own: Schemathesis names every API operation's test
+    ``test_api_conforms`` (tests/http/test_schemathesis.py), and pytest-xdist's ``loadscope``
+    schedules by node id, so it would run one of them and silently drop the rest. Such tests
+    take their item name (``test_api_conforms[GET /api/events]``) as the last part of the id."""
+    seen: dict[str, int] = {}
+    for item in items:
+        seen[item.nodeid] = seen.get(item.nodeid, 0) + 1
+    for item in items:
+        if seen[item.nodeid] > 1:
+            _rename(item, item.nodeid.rsplit("::", 1)[0] + "::" + item.name)
+    ids = [item.nodeid for item in items]
+    assert len(ids) == len(set(ids)), "tests sharing a node id would be dropped by pytest-xdist"
+
+
+def _rename(item: pytest.Item, nodeid: str) -> None:
+    """Set ``item``'s node id (pytest has no public way: 9.1+ keeps a structured ``_id``, 8 a ``_nodeid``)."""
+    if hasattr(item, "_id"):
+        from _pytest.nodeid import coerce_node_id
+
+        item._id = coerce_node_id(nodeid)  # noqa: SLF001
+    else:
+        item._nodeid = nodeid  # noqa: SLF001
+    assert item.nodeid == nodeid
