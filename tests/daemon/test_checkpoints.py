@@ -13,6 +13,8 @@ import sqlite3
 import time
 from pathlib import Path
 
+import pytest
+
 from indexer.daemon import Checkpointer
 
 
@@ -34,6 +36,7 @@ def _writer(path: Path) -> sqlite3.Connection:
     return conn
 
 
+@pytest.mark.exclusive  # bounds a wall time within a second or two
 def test_the_checkpointer_copies_committed_frames_while_the_writer_keeps_its_connection(tmp_path: Path) -> None:
     db = tmp_path / "index.db"
     writer = _writer(db)

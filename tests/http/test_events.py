@@ -34,6 +34,7 @@ def indexed(site: Site) -> Site:
     return site
 
 
+@pytest.mark.exclusive  # bounds a wall time within a second or two
 def test_a_reconcile_is_announced_as_a_new_generation_within_a_second(indexed: Site) -> None:
     with serving(indexed) as base, httpx.Client(base_url=base, timeout=5) as client:
         with client.stream("GET", "/api/events") as response:

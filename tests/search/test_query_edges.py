@@ -148,6 +148,7 @@ def small_index(tmp_path_factory: pytest.TempPathFactory) -> str:
     return db
 
 
+@pytest.mark.exclusive  # bounds a wall time within a second or two
 def test_a_query_over_the_length_limit_is_refused_at_once(small_index: str, accelerated: bool) -> None:
     search = sqlite_search(small_index)
     huge = "the " * 250_000  # 1 MB
