@@ -76,7 +76,8 @@ from .preparation import (
     stream_recording,
     take_warnings,
 )
-from .projection import SessionProjector
+from .projection import SessionProjector, encode_items
+from .records import CHUNK_TYPE, PackedRow
 
 OPS_BYTES: Final = 1 << 20
 """Bytes of lines after which the reading stage sends what it has forwarded."""
@@ -240,24 +241,16 @@ class Forwarder:
         self.size = 0
         self.warned = 0
 
-    def add(self, events: list[dict[str, Any]]) -> None:
-        """Forward one batch of the reader's events (its ``sink``)."""
+    def add(self, events: list[Any]) -> None:
+        """Forward one batch of the reader's events (its ``sink``; an item may be a
+        :class:`~indexer.records.PackedRow` standing for its members)."""
         self._warnings()
-        count = len(events)
-        lines = encode_events(events)
-        first = events[0]["seq"]
-        full_types = _FULL_TYPES
-        seqs = [event["seq"] for event in events]
-        if type(first) is int and seqs == list(range(first, first + count)):
-            types = [event["type"] for event in events]
-            times = [event.get("time") for event in events]
-            full_at = [at for at, event in enumerate(events) if "sourceEventSeqs" in event or type(etype := event["type"]) is not str or etype in full_types]
-            full: Any = _exact_lines([events[at] for at in full_at]) if full_at else b""
-            op = (_ADD, first, count, lines, types, times, full_at, full)
-        else:  # never seen (the sink's contract): everything as it is
-            op = (_ADD, first, count, lines, None, None, None, list(events))
+        if PackedRow in map(type, events):
+            op = _packed_op(events)
+        else:
+            op = _plain_op(events)
         self.ops.append(op)
-        self.size += len(lines)
+        self.size += len(op[3])
         if self.size >= self.ops_bytes:
             self.flush()
 
@@ -278,6 +271,54 @@ class Forwarder:
         if len(messages) > self.warned:
             self.ops.extend((_WARN, message) for message in messages[self.warned :])
             self.warned = len(messages)
+
+
+def _plain_op(events: list[dict[str, Any]]) -> tuple[Any, ...]:
+    """The ``_ADD`` op of a batch of events (dicts only)."""
+    count = len(events)
+    lines = encode_events(events)
+    first = events[0]["seq"]
+    full_types = _FULL_TYPES
+    seqs = [event["seq"] for event in events]
+    if type(first) is int and seqs == list(range(first, first + count)):
+        types = [event["type"] for event in events]
+        times = [event.get("time") for event in events]
+        full_at = [at for at, event in enumerate(events) if "sourceEventSeqs" in event or type(etype := event["type"]) is not str or etype in full_types]
+        full: Any = _exact_lines([events[at] for at in full_at]) if full_at else b""
+        return (_ADD, first, count, lines, types, times, full_at, full)
+    return (_ADD, first, count, lines, None, None, None, list(events))  # never seen (the sink's contract): everything as it is
+
+
+def _packed_op(items: list[Any]) -> tuple[Any, ...]:
+    """The ``_ADD`` op of a batch holding packed rows: the op :func:`_plain_op` makes of
+    the expanded batch, without building the members (a packed row's members are
+    chunks, of which the projector reads only type, seq and time)."""
+    lines = encode_items(items)
+    full_types = _FULL_TYPES
+    types: list[Any] = []
+    times: list[Any] = []
+    full_at: list[int] = []
+    full_events: list[dict[str, Any]] = []
+    first = items[0].first_seq if type(items[0]) is PackedRow else items[0]["seq"]
+    expected = first
+    contiguous = type(first) is int
+    for item in items:
+        if type(item) is PackedRow:
+            seq, count = item.first_seq, len(item.times)
+            types += [CHUNK_TYPE] * count
+            times += item.times
+        else:
+            seq, count, etype = item["seq"], 1, item["type"]
+            if "sourceEventSeqs" in item or type(etype) is not str or etype in full_types:
+                full_at.append(len(types))
+                full_events.append(item)
+            types.append(etype)
+            times.append(item.get("time"))
+        contiguous = contiguous and seq == expected and type(seq) is int
+        expected = seq + count if type(seq) is int else expected
+    if not contiguous:
+        return _plain_op([event for item in items for event in (item.members() if type(item) is PackedRow else (item,))])
+    return (_ADD, first, len(types), lines, types, times, full_at, _exact_lines(full_events) if full_at else b"")
 
 
 def _exact_lines(events: list[dict[str, Any]]) -> bytes | list[dict[str, Any]]:
@@ -313,8 +354,7 @@ def read_stage(task: PrepTask, compression: str, root: str, target: Any, ops_byt
         outbox.post(("hello", os.getpid()))
         try:
             with collector_paused():
-                # The forwarder reads every event's type, seq and time: no packed rows.
-                reader = log_reader(task.path, Compression(compression), root, task.header, forward.add, forward.replacement, None, packed_rows=False)
+                reader = log_reader(task.path, Compression(compression), root, task.header, forward.add, forward.replacement, None)
                 decoded = reader.read(None)
             forward.flush()
         except BAD_LOG_ERRORS as exc:

@@ -26,10 +26,12 @@ from indexer import preparation, splitstream
 from indexer.layout import Compression
 from indexer.preparation import PrepTask, RecordingCursor, stream_session
 from indexer.projection import SessionProjector
-from indexer.splitstream import Forwarder, _events, project_stage, read_stage
+from indexer.records import PackedRow, check_row, expand_row
+from indexer.splitstream import Forwarder, _events, _packed_op, _plain_op, project_stage, read_stage
 from tests.corpus import RAW_ROOT, SYNTHETIC_ROOT, ZSTD_ROOT, require_corpus
 from tests.index.test_parallel_preparation import build, damaged_root, kill_after_first_chunk
 from tests.indexstate import connect_ro, index_state
+from tests.projection.test_projection_fast_paths import sessions_with_rows
 from tests.logfactory import assistant, chunk, header, simple_turn, transcript_path, user, write_log
 
 CORPORA = pytest.mark.parametrize(
@@ -303,6 +305,45 @@ def test_forwarded_batches_project_as_the_reader_s_own_events(events: list[list[
             theirs.add(_events(op), op[3])
     theirs.finish()
     assert forwarded.calls == direct.calls
+
+
+
+@given(sessions_with_rows())
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_a_batch_with_packed_rows_crosses_as_its_expanded_members_would(session: Any) -> None:
+    """The reading stage takes packed chunk rows whole (as the projector does): the op it
+    forwards equals the op of the batch with every row expanded, and the projector's rows
+    from the forwarded ops equal its rows from the expanded events."""
+    packed, expanded, cuts = session
+    item_cuts, event_cuts = [item for item, _ in cuts], [event for _, event in cuts]
+    packed_batches = [packed[a:b] for a, b in zip([0, *item_cuts], [*item_cuts, len(packed)]) if b > a]
+    expanded_batches = [expanded[a:b] for a, b in zip([0, *event_cuts], [*event_cuts, len(expanded)]) if b > a]
+    assert len(packed_batches) == len(expanded_batches)
+    for items, events in zip(packed_batches, expanded_batches):
+        assert repr(_packed_op(items)) == repr(_plain_op(events))  # repr: 1 and 1.0 differ
+    outbox = _Posted()
+    forward = Forwarder(outbox, ops_bytes=1)  # type: ignore[arg-type]
+    direct, forwarded = RecordingCursor(), RecordingCursor()
+    mine = SessionProjector(direct, 3, 0, surface_keys={}, flush_events=4)
+    for items, events in zip(packed_batches, expanded_batches):
+        mine.add(events)
+        forward.add(items)
+    mine.finish()
+    theirs = SessionProjector(forwarded, 3, 0, surface_keys={}, flush_events=4)
+    for message in outbox.messages:
+        for op in message[1]:
+            theirs.add(_events(op), op[3])
+    theirs.finish()
+    assert forwarded.calls == direct.calls
+
+
+def test_a_packed_batch_whose_seqs_jump_crosses_whole() -> None:
+    """Seqs that do not continue (outside the sink's contract) send the expanded events as they are."""
+    row = {"type": "text-chunks", "seq0": 5, "time0": 100, "data": {"turn": 1, "step": 1, "index": 0, "dt": [1], "texts": ["a", "b"]}}
+    first, times = check_row(row)
+    items = [{"type": "user/message", "seq": 1, "time": 1, "data": {"content": []}}, PackedRow(row, first, times)]
+    op = _packed_op(items)
+    assert op[4] is None and op[7] == [items[0], *expand_row(row)]
 
 
 def test_frames_carry_each_message_whole_and_end_with_the_pipe() -> None:
