@@ -125,7 +125,7 @@ def log_reader(
     reading stage that forwards both to one: :mod:`indexer.splitstream`).
 
     ``packed_rows``: a packed chunk row may reach ``sink`` whole, as a
-    :class:`~indexer.records.PackedRow` (the projector takes it); off for a sink
+    :class:`~indexer.packedrows.PackedRow` (the projector takes it); off for a sink
     that needs every event as a dict."""
     return LogReader(
         path,

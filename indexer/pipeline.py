@@ -35,7 +35,8 @@ from readmodel.core.jsvalues import MAX_SAFE_INTEGER
 from readmodel.projection.surface import SurfaceFold, SurfaceFoldError
 
 from .legacy import is_legacy_tool_result_replacement, upgrade_event
-from .records import ROW_TAGS, LogFormatError, PackedRow, RecordError, accept_values, check_row, deliver_per_line, row_members
+from .records import LogFormatError, RecordError, accept_values, deliver_per_line
+from .packedrows import ROW_TAGS, PackedRow, check_row, row_members
 from .repair import WALK_STEPS, CloserState
 
 Event = dict[str, Any]
@@ -101,7 +102,7 @@ class Pipeline:
         and rows buffered before a surface event are handed over before it is
         folded, so a replacement's callback never precedes the rows it shadows.
         With :attr:`packed_rows` a packed row whose times are exact ints reaches
-        the sink as one :class:`~indexer.records.PackedRow` in its members' place.
+        the sink as one :class:`~indexer.packedrows.PackedRow` in its members' place.
         """
         if self.error_rank != NO_ERROR or self.defer_restore:
             items, accepted, expected = accept_values(values, 0, expected)

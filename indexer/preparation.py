@@ -38,7 +38,6 @@ import gc
 import logging
 import multiprocessing
 import os
-import queue
 import resource
 import select
 import signal
@@ -58,9 +57,9 @@ import msgspec
 from .failures import as_query_error
 from .ingest import LogOutcome, ingest_log, session_columns
 from .layout import Compression
-from .projection import INSERT_BLOCK, insert_documents
+from .projection import insert_documents
 from .records import LogFormatError
-from readmodel.store.blocks import active_dictionary, compress_payload, use_dictionary
+from readmodel.store.blocks import active_dictionary, use_dictionary
 
 log = logging.getLogger("sessionq.indexer")
 
@@ -181,149 +180,6 @@ class RecordingCursor:
     def insert_documents(self, docs: Any, fts: Any) -> None:
         """Record documents in the call order (see :func:`indexer.projection.insert_documents`)."""
         self.executemany(None, docs)
-
-
-class Outbox:
-    """Messages sent on ``connection`` by a thread of their own, in the order they were posted.
-
-    The thread's work (``prepare``, then pickling and the pipe's writes) mostly
-    releases the GIL, so it overlaps with the poster's next piece of work; at
-    most ``ahead`` messages wait for it (memory stays bounded), and a poster
-    blocks while that many do.  :meth:`post` is the only way to the connection
-    while the thread runs, and :meth:`finish` must be called before the
-    connection is used (or closed) by anyone else.  What stopped the thread
-    (a broken pipe: the reader stopped listening) is raised by the next
-    :meth:`post` or by :meth:`finish`.
-    """
-
-    __slots__ = ("connection", "prepare", "_queue", "_thread", "_failure")
-
-    def __init__(self, connection: Any, ahead: int, prepare: Any = None, name: str = "stream-sender") -> None:
-        self.connection = connection
-        self.prepare = prepare  # applied to each message on the thread before it is sent
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=ahead)
-        self._failure: BaseException | None = None
-        self._thread = threading.Thread(target=self._send_all, name=name, daemon=True)
-        self._thread.start()
-
-    def post(self, item: Any) -> None:
-        """Queue ``item`` to be sent after everything posted before it."""
-        self._put(item)
-        if self._failure is not None:
-            raise self._failure
-
-    def finish(self) -> None:
-        """Wait until everything posted has been sent; raises what stopped the thread, if anything."""
-        if self._thread.is_alive():
-            self._put(None)
-            self._thread.join()
-        if self._failure is not None:
-            raise self._failure
-
-    def _put(self, item: Any) -> None:
-        while self._thread.is_alive():
-            try:
-                self._queue.put(item, timeout=0.2)
-                return
-            except queue.Full:
-                continue  # the thread is blocked on the pipe, or has just failed
-
-    def _send_all(self) -> None:
-        prepare, send = self.prepare, self.connection.send
-        try:
-            while (item := self._queue.get()) is not None:
-                send(prepare(item) if prepare is not None else item)
-        except BaseException as exc:  # noqa: BLE001 - raised in the poster's thread by the next post or finish
-            self._failure = exc
-
-
-class StreamingCursor(RecordingCursor):
-    """A recording sent to the writer in chunks of about ``chunk_rows`` rows as it grows.
-
-    For one long log: the writer replays a chunk while the worker reads on,
-    and the pipe's backpressure keeps at most a chunk or two in flight.
-
-    Chunks leave through an :class:`Outbox`, whose thread also compresses the
-    chunk's raw blocks (:meth:`insert_block` records them uncompressed):
-    libzstd and the pipe's writes release the GIL, so compressing and sending
-    overlap with the reading and folding of the next chunk — one log's
-    preparation uses more than one core where one is free, and the worker no
-    longer stops while the writer has not taken the previous chunk yet.  At
-    most :data:`SEND_AHEAD` chunks wait for the thread (memory stays bounded),
-    and every message leaves in the order it was posted: :meth:`post` is the
-    only way to the connection while the thread runs, and :meth:`finish` must
-    be called before the connection is used (or closed) by anyone else.
-    """
-
-    __slots__ = ("connection", "chunk_rows", "rows", "blocks", "payload_bytes", "_outbox")
-
-    def __init__(self, connection: Any, chunk_rows: int) -> None:
-        super().__init__()
-        self.connection = connection
-        self.chunk_rows = chunk_rows
-        self.rows = 0
-        self.blocks: list[int] = []  # positions in ``calls`` of raw blocks still to compress
-        self.payload_bytes = 0  # their uncompressed bytes
-        self._outbox = Outbox(connection, SEND_AHEAD, _compressed)
-
-    def execute(self, sql: str, parameters: Sequence[Any] = ()) -> Any:
-        result = super().execute(sql, parameters)
-        self.rows += 1
-        if self.rows >= self.chunk_rows:
-            self.send()
-        return result
-
-    def executemany(self, sql: str, rows: Any) -> Any:
-        super().executemany(sql, rows)
-        self.rows += len(self.calls[-1][1])
-        if self.rows >= self.chunk_rows:
-            self.send()
-        return self
-
-    def insert_block(self, key: tuple[int, int, int, int], payload: bytes) -> None:
-        """Record a raw block's row with its payload uncompressed (the sender compresses it).
-
-        Uncompressed payloads are several times their compressed size: a chunk also
-        goes once it holds :data:`CHUNK_PAYLOAD_BYTES` of them."""
-        self.blocks.append(len(self.calls))
-        self.calls.append((INSERT_BLOCK, (*key, payload), False))
-        self.rows += 1
-        self.payload_bytes += len(payload)
-        if self.rows >= self.chunk_rows or self.payload_bytes >= CHUNK_PAYLOAD_BYTES:
-            self.send()
-
-    def send(self) -> None:
-        """Hand the recording so far to the sender (waits while :data:`SEND_AHEAD` chunks are queued)."""
-        if self.calls:
-            calls, blocks = self.calls, self.blocks
-            self.calls, self.blocks, self.rows, self.payload_bytes = [], [], 0, 0
-            self._outbox.post(("calls", calls, blocks))
-
-    def post(self, message: tuple[Any, ...]) -> None:
-        """Send ``message`` after every chunk handed over so far (rows recorded since the
-        last :meth:`send` are not sent)."""
-        self._outbox.post(message)
-
-    def finish(self) -> None:
-        """Wait until everything posted has been sent; raises what stopped the sender, if anything."""
-        self._outbox.finish()
-
-
-def _compressed(item: tuple[Any, ...]) -> tuple[Any, ...]:
-    """A message as it goes to the writer: a chunk's raw blocks compressed (on the sender's thread)."""
-    if item[0] != "calls":
-        return item
-    _, calls, blocks = item
-    for at in blocks:
-        sql, args, many = calls[at]
-        calls[at] = (sql, (*args[:4], bytearray(compress_payload(args[4]))), many)
-    return ("calls", calls)
-
-
-SEND_AHEAD: Final = 2
-"""Chunks of a streamed log recorded and waiting for the sender thread (a few MB each)."""
-CHUNK_PAYLOAD_BYTES: Final = 4 * 1024 * 1024
-"""Uncompressed raw-block bytes after which a streamed log's chunk is sent whatever its rows."""
 
 
 def replay(cur: Any, calls: Sequence[tuple[str | None, Any, bool]], fts: Any) -> None:
@@ -482,11 +338,7 @@ class ChunkResult(msgspec.Struct, array_like=True):
     peak_rss_kib: int
 
 
-STREAM_CHUNK_ROWS: Final = 8_192
-"""Rows per message of a streamed log (a few MB of pickled rows)."""
-
-
-def _adopt(dictionary: tuple[int, bytes] | None) -> None:
+def adopt_dictionary(dictionary: tuple[int, bytes] | None) -> None:
     """Compress raw blocks as the writer does: with its dictionary, or without one."""
     current = active_dictionary()
     if dictionary is None:
@@ -496,162 +348,10 @@ def _adopt(dictionary: tuple[int, bytes] | None) -> None:
         use_dictionary(*dictionary)
 
 
-def stream_session(
-    task: PrepTask, compression: str, root: str, connection: Any, chunk_rows: int, dictionary: tuple[int, bytes] | None = None
-) -> None:
-    """A worker task for one long log: send its recording in chunks, then how it ended.
-
-    Messages: ``("calls", calls)`` any number of times, then exactly one of
-    ``("done", outcome, warnings, (cpu_seconds, peak_rss_kib, stages))``, ``("failed", (status, code,
-    message))`` or ``("crashed", description)``; ``stages`` names the processes that
-    prepared the log with each one's ``(name, cpu_seconds, peak_rss_kib)``.
-    """
-
-    def ingest(cursor: StreamingCursor) -> tuple[LogOutcome, tuple[tuple[str, float, int], ...]]:
-        outcome = ingest_log(
-            cursor, task.sid, task.path, Compression(compression), root, task.header, None, task.settled,
-            fts=None, surface_keys={}, redact_documents=task.redact,
-        )  # fmt: skip
-        return outcome, ()
-
-    stream_recording(task, connection, chunk_rows, dictionary, ingest, "stream")
-
-
-class RelayedFailure(Exception):
-    """Another process of a stream found the log bad: its ``(status, code, message)``."""
-
-    def __init__(self, failure: tuple[str, str, str]) -> None:
-        super().__init__(failure[2])
-        self.failure = failure
-
-
-def stream_recording(
-    task: PrepTask,
-    connection: Any,
-    chunk_rows: int,
-    dictionary: tuple[int, bytes] | None,
-    ingest: Any,
-    name: str,
-) -> None:
-    """Run ``ingest(cursor)`` against a :class:`StreamingCursor` on ``connection`` and send how it
-    ended (the protocol of :func:`stream_session`).
-
-    ``ingest`` returns the outcome and the costs of the other processes that
-    worked on the log (``(name, cpu_seconds, peak_rss_kib)`` each); this one's is
-    added as ``name``.  A bad log (one of :data:`BAD_LOG_ERRORS`, or a
-    :class:`RelayedFailure`) ends as ``failed``, anything else unexpected as
-    ``crashed`` (the writer then ingests the log itself).
-    """
-    _adopt(dictionary)
-    cursor = StreamingCursor(connection, chunk_rows)
-    started = time.process_time()
-    if _capture is not None:
-        _capture.messages = []
-    try:
-        try:
-            with collector_paused():
-                outcome, others = ingest(cursor)
-            cursor.send()
-        except RelayedFailure as exc:
-            cursor.post(("failed", exc.failure))
-            return
-        except BAD_LOG_ERRORS as exc:
-            cursor.post(("failed", failure_of(exc, task.header["id"])))
-            return
-        except Exception as exc:  # noqa: BLE001 - handed back: the writer redoes the session itself
-            cursor.post(("crashed", f"{type(exc).__name__}: {exc}"))
-            return
-        warnings = list(_capture.messages) if _capture is not None else []
-        cursor.finish()  # every chunk sent: the sender's CPU time counts too, and the connection is free
-        stages = (*others, (name, time.process_time() - started, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
-        cost = (sum(stage[1] for stage in stages), max(stage[2] for stage in stages), stages)
-        connection.send(("done", outcome, warnings, cost))
-    except OSError:
-        pass  # the writer stopped listening (it failed the session, or it is gone)
-    finally:
-        try:
-            cursor.finish()
-        except OSError:
-            pass
-        connection.close()
-
-
-class SessionStream:
-    """The writer's end of one streamed log (see :func:`stream_session`).
-
-    With ``split`` the log is read by one worker and projected by another
-    (:mod:`indexer.splitstream`; ``pool`` needs two workers); the messages are the same.
-    """
-
-    def __init__(self, task: PrepTask, compression: Compression, root: str, pool: ProcessPoolExecutor, split: bool = False) -> None:
-        self.task = task
-        self.wait_seconds = 0.0  # time spent waiting for the worker's messages
-        context = _context()
-        self._receive, send = context.Pipe(duplex=False)
-        # The writer's ends are kept open until the worker has answered: the pool pickles
-        # them after submit returns.
-        self._send = send
-        if split:
-            from .splitstream import submit_split  # it builds on this module
-
-            self._futures, self._inner = submit_split(pool, task, compression.value, root, send, STREAM_CHUNK_ROWS, active_dictionary(), context)
-        else:
-            self._futures = [pool.submit(stream_session, task, compression.value, root, send, STREAM_CHUNK_ROWS, active_dictionary())]
-            self._inner = []
-
-    def messages(self) -> Any:
-        """The worker's messages in order; raises :class:`StreamBroken` if it died without a last word."""
-        answering = self._futures[-1]
-        while True:
-            started = time.perf_counter()
-            ready = self._receive.poll(0.2)
-            self.wait_seconds += time.perf_counter() - started
-            if ready:
-                try:
-                    with collector_paused():  # unpickling a chunk makes no cycles (see collector_paused)
-                        message = self._receive.recv()
-                except (EOFError, OSError) as exc:
-                    raise StreamBroken(f"{type(exc).__name__}: {exc}") from None
-                self._close_inner()  # the stages' arguments are pickled: they see each other's ends now
-                yield message
-                if message[0] != "calls":
-                    return
-            elif self._futures[-1].done() and not self._receive.poll(0):
-                error = answering.exception()
-                raise StreamBroken(f"{type(error).__name__}: {error}" if error else "the worker ended without an answer")
-            elif (error := _failed(self._futures[:-1])) is not None:
-                raise StreamBroken(f"its reading worker failed: {error}")
-
-    def close(self) -> None:
-        """Stop listening (a worker still sending gets a broken pipe and ends its task)."""
-        self._receive.close()
-        self._send.close()
-        self._close_inner()
-
-    def _close_inner(self) -> None:
-        for end in self._inner:
-            end.close()
-        self._inner = []
-
-
-def _failed(futures: list[Future[Any]]) -> str | None:
-    """How the first of ``futures`` that ended with an exception failed, if one did."""
-    for future in futures:
-        if future.done():
-            error = future.exception() if not future.cancelled() else None
-            if future.cancelled() or error is not None:
-                return f"{type(error).__name__}: {error}" if error is not None else "cancelled"
-    return None
-
-
-class StreamBroken(Exception):
-    """A streamed log's worker ended without its last message."""
-
-
 def prepare_chunk(tasks: list[PrepTask], compression: str, root: str, dictionary: tuple[int, bytes] | None = None) -> ChunkResult:
     """A worker task: prepare ``tasks`` in order (module-level so it pickles by name);
     raw blocks are compressed with ``dictionary``, the writer's (see :mod:`readmodel.store.blocks`)."""
-    _adopt(dictionary)
+    adopt_dictionary(dictionary)
     mode = Compression(compression)
     started = time.process_time()
     with collector_paused():  # a chunk is bounded (CHUNK_BYTES of logs)
@@ -776,7 +476,7 @@ def failure_detail(exc: BaseException, pool: ProcessPoolExecutor) -> str:
 def start_pool(workers: int) -> ProcessPoolExecutor:
     """Worker processes for one pass, started from the fork server when the first task
     arrives (shut them down with ``shutdown(cancel_futures=True)``)."""
-    return ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_init_worker, initargs=(os.getpid(),))
+    return ProcessPoolExecutor(max_workers=workers, mp_context=pipe_context(), initializer=_init_worker, initargs=(os.getpid(),))
 
 
 def forked_pool(workers: int) -> ProcessPoolExecutor | None:
@@ -832,7 +532,7 @@ def _quiet_resource_tracker() -> None:
         sys.warnoptions.append(_QUIET_TRACKER)
 
 
-def _context() -> Any:
+def pipe_context() -> Any:
     """Workers start from a fork server (a clean, single-threaded parent) where there is one.
 
     Plain ``fork`` would copy the daemon's threads' locks mid-flight; the fork

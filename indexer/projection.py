@@ -20,9 +20,7 @@ adapter lookup, several times slower than integers, text or ``bytearray``.
 from __future__ import annotations
 
 import logging
-import re
 import sqlite3
-import sys
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from itertools import compress, count as numbers, repeat
@@ -43,16 +41,14 @@ from readmodel.store.blocks import (
     unpack_run_types,
 )
 from readmodel.projection.extraction import TEXT_EVENT_TYPES, extract_event_text
-from readmodel.projection.secrets import redact
-from readmodel.projection.texthash import text_hash
-from readmodel.core.checkedcache import CheckedCache
 from readmodel.core.jsvalues import MAX_SAFE_INTEGER
 from readmodel.store import gramindex, texts, textsearch
 from readmodel.store.texts import TextStore
 from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, docid
 from readmodel.projection.surface import SURFACE_EVENT_TYPES, tool_result_fingerprint
 
-from .records import CHUNK_TYPE, PackedRow
+from .packedrows import CHUNK_TYPE, PackedRow
+from .storedtexts import stored_text
 
 log = logging.getLogger("sessionq.indexer")
 
@@ -62,7 +58,6 @@ _SHADOWED: Final = SURFACE_CODES["shadowed"]
 _LOG_ONLY: Final = SURFACE_CODES["log-only"]
 # SQLite's storage of documents (a server's cursor writes its documents table: indexer.pgwriter.translate).
 _SET_SURFACE: Final = 'UPDATE "document_rows" SET "surface" = ? WHERE "docid" = ?'
-_SANITIZE: Final = str.maketrans({"\x00": "\ufffd", "\ufdd0": "\ufffd", "\ufdd1": "\ufffd"})
 
 # msgspec encoders keep no per-call state (thread-safe since msgspec 0.16): one is shared.
 _pack_into: Final = msgspec.msgpack.Encoder().encode_into
@@ -82,7 +77,7 @@ def _blob(value: Any) -> bytearray:
 
 def encode_items(items: Sequence[Any]) -> bytes:
     """:func:`~readmodel.store.blocks.encode_events` of the events ``items`` stand for, a
-    :class:`~indexer.records.PackedRow` for its members (their lines written from the row)."""
+    :class:`~indexer.packedrows.PackedRow` for its members (their lines written from the row)."""
     pieces: list[bytes] = []
     start = 0
     # The packed rows' positions, found by C-level iterators (no Python step per event).
@@ -99,7 +94,7 @@ def encode_items(items: Sequence[Any]) -> bytes:
 
 
 def _expanded(items: Sequence[Any]) -> list[dict[str, Any]]:
-    """The events ``items`` stand for, each :class:`~indexer.records.PackedRow` expanded."""
+    """The events ``items`` stand for, each :class:`~indexer.packedrows.PackedRow` expanded."""
     events: list[dict[str, Any]] = []
     for item in items:
         if type(item) is PackedRow:
@@ -107,97 +102,6 @@ def _expanded(items: Sequence[Any]) -> list[dict[str, Any]]:
         else:
             events.append(item)
     return events
-
-
-_SURROGATES: Final = re.compile("[\ud800-\udfff]")
-
-
-def sanitize_document(text: str) -> str:
-    """Reserve the highlight markers: NUL, U+FDD0 and U+FDD1 become U+FFFD.
-
-    Lone surrogates cannot be stored as UTF-8 text; they become U+FFFD too.
-    """
-    # ``in`` scans are memchr-fast, while ``str.translate`` with a mapping costs
-    # microseconds per character on non-ASCII text: translate only when needed.
-    if text.isascii():
-        return text.translate(_SANITIZE) if "\x00" in text else text
-    if "\x00" in text or "\ufdd0" in text or "\ufdd1" in text:
-        text = text.translate(_SANITIZE)
-    try:
-        text.encode("utf-8")  # fails exactly when a lone surrogate is present
-    except UnicodeEncodeError:
-        text = _SURROGATES.sub("\ufffd", text)
-    return text
-
-
-STORED_TEXTS_CHARS: Final = 8_000_000
-"""Characters of extracted texts (and of what they became) :func:`stored_text` remembers."""
-_stored_texts: Final[tuple[CheckedCache[str, tuple[str, int]], ...]] = tuple(
-    CheckedCache(STORED_TEXTS_CHARS, lambda value: 2 * len(value[0])) for _ in range(2)
-)
-LONG_TEXT_CHARS: Final = STORED_TEXTS_CHARS // 64
-"""Texts longer than this are remembered apart (:data:`LONG_TEXTS_BYTES`): among the
-others one would push out dozens of short ones."""
-LONG_TEXTS_BYTES: Final = 32 * 1024 * 1024
-"""Memory the long texts :func:`stored_text` remembers may take (the extracted and the
-stored text); one over a quarter of it is never kept."""
-
-
-def _footprint(value: tuple[str, int, int]) -> int:
-    return value[2]
-
-
-_long_texts: Final[tuple[CheckedCache[str, tuple[str, int, int]], ...]] = tuple(
-    CheckedCache(LONG_TEXTS_BYTES, _footprint) for _ in range(2)
-)
-
-
-def stored_text(text: str, redact_documents: bool) -> tuple[str, int]:
-    """A document's stored text and its :func:`~readmodel.projection.texthash.text_hash`, from
-    the text extracted from its event: sanitised, and with secrets replaced by markers
-    when ``redact_documents``.
-
-    A pure function of its arguments, remembered for the texts seen last: agent
-    histories repeat the same texts (harness messages, tool outputs, the same
-    file read again; the 160 MB benchmark root's 101,230 documents hold 1,641
-    distinct texts), and secret detection and hashing are most of a document's
-    cost.  A hit compares the whole text (the cache's key), so it is exact.
-    Long texts (tool outputs of hundreds of KB) have a cache of their own, bounded
-    by memory: the 100 MB benchmark log repeats 14 of them 228 times (81 M of its
-    92 M characters of documents), and deriving them each time was 7% of its
-    preparation's CPU.
-    """
-    if len(text) > LONG_TEXT_CHARS:
-        return _stored_long_text(text, redact_documents)
-    cache = _stored_texts[redact_documents]
-    known = cache.get(text, True)
-    if known is not None:
-        return known
-    result = _derive_stored_text(text, redact_documents)
-    cache.put(text, True, result)
-    return result
-
-
-def _stored_long_text(text: str, redact_documents: bool) -> tuple[str, int]:
-    """:func:`stored_text` of a text over :data:`LONG_TEXT_CHARS`."""
-    cache = _long_texts[redact_documents]
-    known = cache.get(text, True)
-    if known is not None:
-        return known[0], known[1]
-    stored, digest = _derive_stored_text(text, redact_documents)
-    # The cache keeps the extracted text (its key) and the stored one (the same object
-    # when nothing changed).
-    footprint = sys.getsizeof(text) + (sys.getsizeof(stored) if stored is not text else 0)
-    if footprint <= LONG_TEXTS_BYTES // 4:
-        cache.put(text, True, (stored, digest, footprint))
-    return stored, digest
-
-
-def _derive_stored_text(text: str, redact_documents: bool) -> tuple[str, int]:
-    stored = sanitize_document(text)
-    if redact_documents:
-        stored = redact(stored)
-    return stored, text_hash(stored)
 
 
 FTS_BUFFER_CHARS: Final = 8_000_000
@@ -463,7 +367,7 @@ class SessionProjector:
         Contract: ``events`` continue the session's seqs without a gap, and a
         replacement's :meth:`replacement` call comes after the ``add`` of every
         node it shadows and before the ``add`` of the replacement itself.  An
-        item may be a :class:`~indexer.records.PackedRow` standing for its
+        item may be a :class:`~indexer.packedrows.PackedRow` standing for its
         members (a pipeline with ``packed_rows``): they join the open run by
         their times, and their raw lines are written from the row.
         ``lines``, when given, is ``encode_events(events)`` computed elsewhere

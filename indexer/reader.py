@@ -141,7 +141,7 @@ class LogReader:
 
     ``packed_rows`` (for a sink that takes them, the indexer's projector):
     a packed chunk row accepted on the fast path may reach ``sink`` as one
-    :class:`~indexer.records.PackedRow` instead of its members.
+    :class:`~indexer.packedrows.PackedRow` instead of its members.
     """
 
     def __init__(

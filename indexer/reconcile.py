@@ -43,8 +43,6 @@ from .preparation import (
     Prepared,
     Preparer,
     PrepTask,
-    SessionStream,
-    StreamBroken,
     default_workers,
     failure_of,
     forked_pool,
@@ -56,6 +54,7 @@ from .reader import ResumeMismatch, ResumePoint
 from .writers import writer_for
 from .observation import Observed, beside_opposite, observe, observe_chunk
 from .splitstream import split_wanted
+from .sessionstream import SessionStream, StreamBroken
 from .sessionrows import SELECT_SESSIONS, UPDATE_INDEXED, insert_indexed_session, insert_session, update_failed
 
 log = logging.getLogger("sessionq.indexer")

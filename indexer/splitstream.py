@@ -1,6 +1,6 @@
 """One long new log prepared by two worker processes: one reads it, the other projects it.
 
-A long log is streamed to the writer by one worker (:func:`~indexer.preparation.stream_session`),
+A long log is streamed to the writer by one worker (:func:`~indexer.streaming.stream_session`),
 whose one thread decodes, validates and folds the log (the reader) and shapes its
 rows (the projection): on two cores that worker is the cold build's critical
 path while the second core is mostly idle.  Here the same work runs as a
@@ -15,7 +15,7 @@ pipeline across two processes:
   calls on a :class:`~indexer.projection.SessionProjector`, finishes the log as
   ``ingest_log`` does (:func:`~indexer.ingest.conclude_ingest`) and streams the
   recording to the writer as a single worker does
-  (:func:`~indexer.preparation.stream_recording`).
+  (:func:`~indexer.streaming.stream_recording`).
 
 Why the index is the same: the projector sees the same calls, with the same
 batches, in the same order, as it does in one process, and its batches decide
@@ -63,21 +63,10 @@ from readmodel.store.blocks import encode_events
 
 from .ingest import LogOutcome, conclude_ingest, log_reader
 from .layout import Compression
-from .preparation import (
-    BAD_LOG_ERRORS,
-    Outbox,
-    PrepTask,
-    RelayedFailure,
-    StreamingCursor,
-    alive,
-    collector_paused,
-    failure_of,
-    note_warning,
-    stream_recording,
-    take_warnings,
-)
+from .preparation import BAD_LOG_ERRORS, PrepTask, alive, collector_paused, failure_of, note_warning, take_warnings
+from .streaming import Outbox, RelayedFailure, StreamingCursor, stream_recording
 from .projection import SessionProjector, encode_items
-from .records import CHUNK_TYPE, PackedRow
+from .packedrows import CHUNK_TYPE, PackedRow
 
 OPS_BYTES: Final = 1 << 20
 """Bytes of lines after which the reading stage sends what it has forwarded."""
@@ -243,7 +232,7 @@ class Forwarder:
 
     def add(self, events: list[Any]) -> None:
         """Forward one batch of the reader's events (its ``sink``; an item may be a
-        :class:`~indexer.records.PackedRow` standing for its members)."""
+        :class:`~indexer.packedrows.PackedRow` standing for its members)."""
         self._warnings()
         if PackedRow in map(type, events):
             op = _packed_op(events)
@@ -387,7 +376,7 @@ class StageCrashed(Exception):
 
 def project_stage(task: PrepTask, root: str, source: Any, connection: Any, chunk_rows: int, dictionary: tuple[int, bytes] | None) -> None:
     """A worker task: project what the reading stage forwards from ``source`` and stream the
-    recording to the writer on ``connection`` (the protocol of :func:`~indexer.preparation.stream_session`)."""
+    recording to the writer on ``connection`` (the protocol of :func:`~indexer.streaming.stream_session`)."""
     try:
         stream_recording(task, connection, chunk_rows, dictionary, lambda cursor: _project(cursor, task, source, connection), "project")
     finally:

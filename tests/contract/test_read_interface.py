@@ -16,7 +16,7 @@ import msgspec
 import pytest
 
 from indexer.layout import Compression, locate
-from indexer.projection import sanitize_document
+from indexer.storedtexts import sanitize_document
 from indexer.reader import inspect_view, read_log
 from readmodel.projection.extraction import TEXT_EVENT_TYPES, extract_event_text
 from readmodel.projection.surface import fold_events

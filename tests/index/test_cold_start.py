@@ -3,7 +3,7 @@
 ``indexer.preparation.forked_pool`` forks a cold pass's workers from the
 writer when it runs no other thread (else they come from the fork server);
 ``StreamingCursor`` compresses a long log's raw blocks and sends its chunks on
-a thread of its own; ``indexer.projection.stored_text`` remembers the stored
+a thread of its own; ``indexer.storedtexts.stored_text`` remembers the stored
 form of texts seen last.  Each must leave the index exactly as before.
 """
 
@@ -21,10 +21,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer import preparation, projection
+from indexer import preparation, storedtexts, streaming
 from indexer.layout import Compression
-from indexer.preparation import StreamingCursor
-from indexer.projection import INSERT_BLOCK, sanitize_document, stored_text
+from indexer.streaming import StreamingCursor
+from indexer.projection import INSERT_BLOCK
+from indexer.storedtexts import sanitize_document, stored_text
 from indexer.reconcile import Reconciler
 from readmodel.projection.secrets import redact
 from readmodel.projection.texthash import text_hash
@@ -117,7 +118,7 @@ def test_a_long_log_streamed_by_forked_workers_lands_as_the_writer_writes_it(tmp
         return
     damaged_root(tmp_path / "root")
     monkeypatch.setattr("indexer.reconcile.PREPARE_MAX_BYTES", 0)  # every log streams
-    monkeypatch.setattr(preparation, "STREAM_CHUNK_ROWS", 3)
+    monkeypatch.setattr(streaming, "STREAM_CHUNK_ROWS", 3)
     pools = _pools(monkeypatch)
     _built_as_by_the_writer_alone(tmp_path, pools, "fork", workers=1)
 
@@ -177,7 +178,7 @@ def test_a_streamed_recording_arrives_in_order_with_its_blocks_compressed() -> N
 def test_a_streamed_chunk_goes_once_its_uncompressed_blocks_reach_their_bound() -> None:
     connection = _Connection()
     cursor = StreamingCursor(connection, chunk_rows=1_000_000)
-    payload = b"x" * (preparation.CHUNK_PAYLOAD_BYTES // 2 + 1)
+    payload = b"x" * (streaming.CHUNK_PAYLOAD_BYTES // 2 + 1)
     for index in range(6):
         cursor.insert_block((1, index, 1, 0), payload)
     cursor.finish()
@@ -214,11 +215,11 @@ def test_a_stored_text_is_the_same_remembered_or_derived(texts: list[str], redac
 
 
 def test_the_stored_texts_stay_within_their_bound(monkeypatch: pytest.MonkeyPatch) -> None:
-    cache = projection._stored_texts[True]  # noqa: SLF001
+    cache = storedtexts._stored_texts[True]  # noqa: SLF001
     for index in range(2000):
         stored_text(f"{index:08d}" * 2000, True)
-    assert cache.size <= projection.STORED_TEXTS_CHARS
-    huge = "y" * (projection.STORED_TEXTS_CHARS // 32)
+    assert cache.size <= storedtexts.STORED_TEXTS_CHARS
+    huge = "y" * (storedtexts.STORED_TEXTS_CHARS // 32)
     assert stored_text(huge, True) == (huge, text_hash(huge))
     assert cache.get(huge, True) is None  # too large to keep: it would push out everything else
 
@@ -237,7 +238,7 @@ def test_the_stored_texts_stay_within_their_bound(monkeypatch: pytest.MonkeyPatc
 )
 def test_a_long_stored_text_is_the_same_remembered_or_derived(pieces: list[tuple[str, int]], redact_documents: bool) -> None:
     # Texts over LONG_TEXT_CHARS go to a cache of their own; the pieces make a few distinct ones.
-    filler = "y" * (projection.LONG_TEXT_CHARS + 1)
+    filler = "y" * (storedtexts.LONG_TEXT_CHARS + 1)
     texts = [f"{piece}{index}{filler}" for piece, index in pieces]
     for text in texts + texts:  # every text seen twice: the second time from the cache
         derived = sanitize_document(text)
@@ -247,16 +248,16 @@ def test_a_long_stored_text_is_the_same_remembered_or_derived(pieces: list[tuple
 
 
 def test_long_texts_are_remembered_within_their_own_bound() -> None:
-    cache = projection._long_texts[True]  # noqa: SLF001
-    long_text = "z" * (projection.LONG_TEXT_CHARS + 10)
+    cache = storedtexts._long_texts[True]  # noqa: SLF001
+    long_text = "z" * (storedtexts.LONG_TEXT_CHARS + 10)
     assert stored_text(long_text, True) == (long_text, text_hash(long_text))
     assert cache.get(long_text, True) is not None  # remembered: the next copy costs a comparison
-    short = projection._stored_texts[True]  # noqa: SLF001
+    short = storedtexts._stored_texts[True]  # noqa: SLF001
     assert short.get(long_text, True) is None  # and it pushed out no short text
     for index in range(200):
-        stored_text(f"{index:08d}" * (projection.LONG_TEXT_CHARS // 8 + 1), True)
-    assert cache.size <= projection.LONG_TEXTS_BYTES
-    too_large = "w" * (projection.LONG_TEXTS_BYTES // 2)
+        stored_text(f"{index:08d}" * (storedtexts.LONG_TEXT_CHARS // 8 + 1), True)
+    assert cache.size <= storedtexts.LONG_TEXTS_BYTES
+    too_large = "w" * (storedtexts.LONG_TEXTS_BYTES // 2)
     assert stored_text(too_large, True) == (too_large, text_hash(too_large))
     assert cache.get(too_large, True) is None
 

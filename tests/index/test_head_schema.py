@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from readmodel.store import headschema
+from readmodel.store import headschema, headschemagen
 from readmodel.store.database import create_index_engine, open_writer
 from readmodel.store.revisions import head_revision, upgrade
 from readmodel.store.schema import APPLICATION_ID, SCHEMA_REVISION
@@ -54,10 +54,10 @@ def _everything(path: Path) -> dict[str, Any]:
 
 
 def test_the_snapshot_is_of_the_head_revision_and_up_to_date() -> None:
-    """Fails when a migration was added (or changed) without `python -m readmodel.store.headschema`."""
+    """Fails when a migration was added (or changed) without `python -m readmodel.store.headschemagen`."""
     text = headschema.SNAPSHOT.read_text(encoding="utf-8")
     assert headschema.snapshot_revision(text) == SCHEMA_REVISION == head_revision()
-    assert text == headschema.generate(), "regenerate it: python -m readmodel.store.headschema"
+    assert text == headschemagen.generate(), "regenerate it: python -m readmodel.store.headschemagen"
 
 
 def test_a_schema_from_the_snapshot_equals_the_one_alembic_creates(tmp_path: Path) -> None:
@@ -89,7 +89,7 @@ def test_a_snapshot_of_another_revision_is_refused(tmp_path: Path, monkeypatch: 
             try:
                 headschema.create(conn)
             except RuntimeError as exc:
-                assert "python -m readmodel.store.headschema" in str(exc)
+                assert "python -m readmodel.store.headschemagen" in str(exc)
             else:
                 raise AssertionError("a stale snapshot was used")
     finally:

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from indexer import preparation
+from indexer import preparation, streaming
 from indexer.layout import Compression
 from indexer.preparation import PrepTask, Preparer, RecordingCursor, prepare_chunk
 from indexer.reconcile import ReconcileReport, Reconciler
@@ -140,7 +140,7 @@ def test_long_logs_stream_from_a_worker_in_chunks_and_land_as_the_writer_writes_
     damaged_root(tmp_path / "root")
     # Every log is "long": each streams from a worker, in chunks of a few rows.
     monkeypatch.setattr("indexer.reconcile.PREPARE_MAX_BYTES", 0)
-    monkeypatch.setattr(preparation, "STREAM_CHUNK_ROWS", 7)
+    monkeypatch.setattr(streaming, "STREAM_CHUNK_ROWS", 7)
     report = build(tmp_path / "root", tmp_path / "index.db", Compression.ZSTD, workers=2, settle=settle)
     alone = build(tmp_path / "root", tmp_path / "alone.db", Compression.ZSTD, workers=0, settle=settle)
     assert report.prepared == 5 and (report.failed, report.held, report.events) == (alone.failed, alone.held, alone.events)
@@ -175,7 +175,7 @@ def kill_after_first_chunk(monkeypatch: pytest.MonkeyPatch, victims: Callable[[l
 def test_a_streaming_worker_that_dies_hands_its_log_back_to_the_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     damaged_root(tmp_path / "root")
     monkeypatch.setattr("indexer.reconcile.PREPARE_MAX_BYTES", 0)
-    monkeypatch.setattr(preparation, "STREAM_CHUNK_ROWS", 7)
+    monkeypatch.setattr(streaming, "STREAM_CHUNK_ROWS", 7)
     # After the compacted log's first chunk, its worker dies mid-stream.
     replayed = kill_after_first_chunk(monkeypatch, lambda pids: pids)
     with caplog.at_level(logging.WARNING, logger="sessionq.indexer"):

@@ -22,11 +22,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from indexer import preparation, splitstream
+from indexer import splitstream, streaming
 from indexer.layout import Compression
-from indexer.preparation import PrepTask, RecordingCursor, stream_session
+from indexer.preparation import PrepTask, RecordingCursor
+from indexer.streaming import stream_session
 from indexer.projection import SessionProjector
-from indexer.records import PackedRow, check_row, expand_row
+from indexer.packedrows import PackedRow, check_row, expand_row
 from indexer.splitstream import Forwarder, _events, _packed_op, _plain_op, project_stage, read_stage
 from tests.corpus import RAW_ROOT, SYNTHETIC_ROOT, ZSTD_ROOT, require_corpus
 from tests.index.test_parallel_preparation import build, damaged_root, kill_after_first_chunk
@@ -45,7 +46,7 @@ CORPORA = pytest.mark.parametrize(
 def every_log_streams(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every log is "long" (streamed), in small chunks and messages: many of each per log."""
     monkeypatch.setattr("indexer.reconcile.PREPARE_MAX_BYTES", 0)
-    monkeypatch.setattr(preparation, "STREAM_CHUNK_ROWS", 7)
+    monkeypatch.setattr(streaming, "STREAM_CHUNK_ROWS", 7)
     monkeypatch.setattr(splitstream, "OPS_BYTES", 64)
 
 

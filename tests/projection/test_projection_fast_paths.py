@@ -23,8 +23,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from indexer.preparation import RecordingCursor
-from indexer.projection import SessionProjector, insert_event_rows, link_spans, sanitize_document
-from indexer.records import PackedRow, check_row, expand_row
+from indexer.projection import SessionProjector, insert_event_rows, link_spans
+from indexer.storedtexts import sanitize_document
+from indexer.packedrows import PackedRow, check_row, expand_row
 from readmodel.store.blocks import (
     BLOCK_BYTES,
     BLOCK_EVENTS,

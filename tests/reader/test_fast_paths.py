@@ -23,18 +23,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import readmodel.projection.surface as surface_module
-from indexer import records, zstdframes
+from indexer import packedrows, zstdframes
 from indexer.layout import Compression
 from indexer.reader import LogReader
-from indexer.records import (
-    LineScanner,
-    LogFormatError,
-    PackedRow,
-    RecordError,
-    check_row,
-    decode_json_exact,
-    expand_row,
-)
+from indexer.records import LineScanner, LogFormatError, RecordError, decode_json_exact
+from indexer.packedrows import PackedRow, check_row, expand_row
 from indexer.zstdframes import TornFrame, decode_frame, iter_region, scan_frames
 from readmodel.core.jsvalues import MAX_SAFE_INTEGER, is_non_negative_safe_integer, is_number, is_safe_integer
 from readmodel.projection.surface import SurfaceFold, SurfaceFoldError
@@ -246,7 +239,7 @@ _numbers = st.one_of(
 
 @st.composite
 def _rows(draw: st.DrawFn) -> dict[str, Any]:
-    tag = draw(st.sampled_from(sorted(records.ROW_TAGS)))
+    tag = draw(st.sampled_from(sorted(packedrows.ROW_TAGS)))
     count = draw(st.integers(min_value=0, max_value=4))
     fragments: Any = draw(st.lists(st.one_of(st.text(max_size=3), st.sampled_from([1, None])), min_size=count, max_size=count))
     gaps: Any = draw(st.lists(_numbers, min_size=max(0, count - 1), max_size=max(0, count - 1)))

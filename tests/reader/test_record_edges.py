@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer.records import LineScanner, RecordError, _framed_line_count, decode_json, decode_record, expand_row
+from indexer.records import LineScanner, RecordError, _framed_line_count, decode_json, decode_record
+from indexer.packedrows import expand_row
 from readmodel.core.jsvalues import MAX_SAFE_INTEGER
 
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer.records import expand_row
+from indexer.packedrows import expand_row
 from indexer.writer import batch_bytes
 from readmodel.export.archive import Exporter
 from readmodel.export.artifacts import AttachmentStore
