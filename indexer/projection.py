@@ -93,7 +93,7 @@ def encode_items(items: Sequence[Any]) -> bytes:
     return b"".join(pieces)
 
 
-def _expanded(items: Sequence[Any]) -> list[dict[str, Any]]:
+def expanded_items(items: Sequence[Any]) -> list[dict[str, Any]]:
     """The events ``items`` stand for, each :class:`~indexer.packedrows.PackedRow` expanded."""
     events: list[dict[str, Any]] = []
     for item in items:
@@ -381,7 +381,7 @@ class SessionProjector:
         if not events:
             return
         if not self.use_runs and PackedRow in map(type, events):
-            events = _expanded(events)  # a row per event: the members are needed one by one
+            events = expanded_items(events)  # a row per event: the members are needed one by one
         # Locals: this loop runs once per event of the log.
         runs = self.runs
         run = self.open_run

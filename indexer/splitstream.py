@@ -65,7 +65,7 @@ from .ingest import LogOutcome, conclude_ingest, log_reader
 from .layout import Compression
 from .preparation import BAD_LOG_ERRORS, PrepTask, alive, collector_paused, failure_of, note_warning, take_warnings
 from .streaming import Outbox, RelayedFailure, StreamingCursor, stream_recording
-from .projection import SessionProjector, encode_items
+from .projection import SessionProjector, encode_items, expanded_items
 from .packedrows import CHUNK_TYPE, PackedRow
 
 OPS_BYTES: Final = 1 << 20
@@ -306,7 +306,7 @@ def _packed_op(items: list[Any]) -> tuple[Any, ...]:
         contiguous = contiguous and seq == expected and type(seq) is int
         expected = seq + count if type(seq) is int else expected
     if not contiguous:
-        return _plain_op([event for item in items for event in (item.members() if type(item) is PackedRow else (item,))])
+        return _plain_op(expanded_items(items))
     return (_ADD, first, len(types), lines, types, times, full_at, _exact_lines(full_events) if full_at else b"")
 
 

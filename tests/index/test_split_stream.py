@@ -285,11 +285,22 @@ class _Posted:
         self.messages.append(message)
 
 
+def _forwarded_calls(outbox: _Posted, flush_events: int) -> list[Any]:
+    """The calls a projector records when fed the ops ``outbox`` received (as the projecting stage is)."""
+    cursor = RecordingCursor()
+    projector = SessionProjector(cursor, 3, 0, surface_keys={}, flush_events=flush_events)
+    for message in outbox.messages:
+        for op in message[1]:
+            projector.add(_events(op), op[3])
+    projector.finish()
+    return cursor.calls
+
+
 @given(batches())
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_forwarded_batches_project_as_the_reader_s_own_events(events: list[list[dict[str, Any]]]) -> None:
     """The projector's rows from forwarded batches equal its rows from the reader's events."""
-    direct, forwarded = RecordingCursor(), RecordingCursor()
+    direct = RecordingCursor()
     outbox = _Posted()
     forward = Forwarder(outbox, ops_bytes=1)  # type: ignore[arg-type]
     mine = SessionProjector(direct, 3, 0, surface_keys={}, flush_events=5)
@@ -300,13 +311,7 @@ def test_forwarded_batches_project_as_the_reader_s_own_events(events: list[list[
             return  # a batch the projector itself refuses: nothing to compare
         forward.add(batch)
     mine.finish()
-    theirs = SessionProjector(forwarded, 3, 0, surface_keys={}, flush_events=5)
-    for message in outbox.messages:
-        for op in message[1]:
-            theirs.add(_events(op), op[3])
-    theirs.finish()
-    assert forwarded.calls == direct.calls
-
+    assert _forwarded_calls(outbox, flush_events=5) == direct.calls
 
 
 @given(sessions_with_rows())
@@ -324,18 +329,13 @@ def test_a_batch_with_packed_rows_crosses_as_its_expanded_members_would(session:
         assert repr(_packed_op(items)) == repr(_plain_op(events))  # repr: 1 and 1.0 differ
     outbox = _Posted()
     forward = Forwarder(outbox, ops_bytes=1)  # type: ignore[arg-type]
-    direct, forwarded = RecordingCursor(), RecordingCursor()
+    direct = RecordingCursor()
     mine = SessionProjector(direct, 3, 0, surface_keys={}, flush_events=4)
     for items, events in zip(packed_batches, expanded_batches):
         mine.add(events)
         forward.add(items)
     mine.finish()
-    theirs = SessionProjector(forwarded, 3, 0, surface_keys={}, flush_events=4)
-    for message in outbox.messages:
-        for op in message[1]:
-            theirs.add(_events(op), op[3])
-    theirs.finish()
-    assert forwarded.calls == direct.calls
+    assert _forwarded_calls(outbox, flush_events=4) == direct.calls
 
 
 def test_a_packed_batch_whose_seqs_jump_crosses_whole() -> None:
