@@ -15,8 +15,9 @@ long session read in ranges around a target, with earlier and later ranges on
 demand.
 JavaScript errors and failed requests fail the test.
 
-A PNG of every step goes to ``$SESSIONQ_SCREENSHOTS`` (default: this test's
-tmp dir); the directory is printed.  Playwright never downloads a browser: it
+A PNG of every step goes to a directory of its own per test under
+``$SESSIONQ_SCREENSHOTS`` (default: the test's tmp dir), so tests running at
+once never clear each other's pictures; the directory is printed.  Playwright never downloads a browser: it
 launches ``/usr/bin/chromium`` (Debian's ``chromium`` package).  Without it the
 test skips, except under CI (``$CI`` set), where it fails: ``.ci/run``
 installs the package.
@@ -100,9 +101,9 @@ def sample(site: Site) -> Iterator[tuple[Site, dict[str, Path], str]]:
 
 
 @pytest.fixture
-def shots(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Iterator[Path]:
+def shots(request: pytest.FixtureRequest, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Iterator[Path]:
     chosen = os.environ.get("SESSIONQ_SCREENSHOTS")
-    directory = Path(chosen).resolve() if chosen else tmp_path / "screenshots"
+    directory = Path(chosen).resolve() / request.node.name if chosen else tmp_path / "screenshots"
     directory.mkdir(parents=True, exist_ok=True)
     for old in directory.glob("*.png"):
         old.unlink()

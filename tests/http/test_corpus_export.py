@@ -13,20 +13,19 @@ from starlette.testclient import TestClient
 
 from readmodel.export.archive import safe_id
 from readmodel.http.app import create_app
+from tests.corpus import RAW_ROOT, ZSTD_ROOT, require_corpus
 from tests.http.conftest import BASE, unzip
 from tests.query.support import build_index
 
-ZSTD_ROOT = Path("/work/shared/corpus/zstd-root")
-RAW_ROOT = Path("/work/shared/corpus/raw-root")
 
 DIGEST = re.compile(r'"attachmentId":"sha256:([0-9a-f]{64})"')
 EXT = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp", "image/gif": "gif"}
 
-pytestmark = pytest.mark.skipif(not ZSTD_ROOT.is_dir(), reason="shared corpus not present")
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClient, dict[str, Path], dict[str, list[str]]]]:
+    require_corpus()
     db = tmp_path_factory.mktemp("corpus") / "index.db"
     build_index(ZSTD_ROOT, db)
     conn = sqlite3.connect(db)
