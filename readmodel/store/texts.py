@@ -141,8 +141,11 @@ class TextStore:
         return ids, created
 
 
-KNOWN_CHARS: Final = 16 * 1024 * 1024
+KNOWN_CHARS: Final = 8 * 1024 * 1024
 """Characters of text :class:`KnownTexts` holds at most (it stops learning beyond)."""
+KNOWN_MAX_TEXT: Final = 64 * 1024
+"""Longer texts are not learnt: comparing them costs more than the lookup it saves,
+and a few would fill :data:`KNOWN_CHARS`."""
 
 
 class KnownTexts:
@@ -156,7 +159,8 @@ class KnownTexts:
     may have written since — at every ``ROLLBACK``/``ROLLBACK TO``, whenever
     it deletes texts, and when its transaction ends (another writer of the
     index may commit between two transactions).  Bounded by
-    :data:`KNOWN_CHARS` of text (beyond it, texts are looked up as before).
+    :data:`KNOWN_CHARS` of text (beyond it, and for texts over
+    :data:`KNOWN_MAX_TEXT`, texts are looked up as before).
     """
 
     __slots__ = ("by_hash", "chars")
@@ -174,7 +178,7 @@ class KnownTexts:
 
     def add(self, text: str, value: int, text_id: int) -> None:
         """Learn that ``text`` (hash ``value``) is row ``text_id`` in the open transaction."""
-        if self.chars + len(text) > KNOWN_CHARS:
+        if len(text) > KNOWN_MAX_TEXT or self.chars + len(text) > KNOWN_CHARS:
             return
         self.by_hash.setdefault(value, []).append((text_id, text))
         self.chars += len(text)

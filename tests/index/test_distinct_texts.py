@@ -163,7 +163,7 @@ class _Unknowing(KnownTexts):
         return None
 
 
-_POOL = ["alpha", "beta", "alpha beta", "数据库 text", "x" * 300, "long " * 400, "a"]
+_POOL = ["alpha", "beta", "alpha beta", "数据库 text", "x" * 300, "long " * 400, "a", "too long to learn " * 4000]
 _STEPS = st.lists(
     st.one_of(
         st.tuples(st.just("docs"), st.lists(st.integers(0, len(_POOL) - 1), min_size=1, max_size=5)),
