@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from functools import lru_cache
 from operator import itemgetter
 from typing import Any, Final
 
@@ -42,7 +41,6 @@ _IGNORED: Final = ("ignore", None, None, None)
 _OPAQUE: Final = ("opaque", None, None, None)
 
 
-@lru_cache(maxsize=256)
 def _reading(sql: str | None) -> tuple[str, Any, Any, Any]:
     """How a recorded statement bears on the last activity.
 
@@ -85,22 +83,35 @@ def recorded_last_activity(calls: Sequence[tuple[str | None, Any, bool]]) -> Any
     event_time: Any = None
     run_first: Any = None
     run: tuple[Any, Any] | None = None  # (count, packed times) of the run with the highest first seq
+    readings = _readings
     for sql, args, many in calls:
-        kind, first, second, third = _reading(sql)
+        reading = readings.get(sql)
+        if reading is None:
+            reading = readings[sql] = _reading(sql)
+        kind = reading[0]
         if kind == "ignore":
             continue
         if kind == "opaque":
             return UNKNOWN
-        rows = args if many else (args,)
-        if not rows:
+        first = reading[1]
+        if not many:
+            top = args
+        elif len(args) > 1:
+            top = max(args, key=first)
+        elif args:
+            top = args[0]
+        else:
             continue
-        top = max(rows, key=first)
         seq = first(top)
         if kind == "events":
             if event_seq is None or seq > event_seq:
-                event_seq, event_time = seq, (second(top) if second is not None else None)
+                event_seq, event_time = seq, (reading[2](top) if reading[2] is not None else None)
         elif run_first is None or seq > run_first:
-            run_first, run = seq, (second(top), third(top))
+            run_first, run = seq, (reading[2](top), reading[3](top))
     if run is not None and (event_seq is None or run_first + run[0] - 1 > event_seq):
         return unpack_run_times(run[1])[-1]
     return event_time
+
+
+_readings: Final[dict[str | None, tuple[str, Any, Any, Any]]] = {}
+""":func:`_reading` of each statement text met (a recording has a few dozen distinct ones)."""
