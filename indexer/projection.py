@@ -43,7 +43,7 @@ from readmodel.store.blocks import (
 from readmodel.projection.extraction import TEXT_EVENT_TYPES, extract_event_text
 from readmodel.core.jsvalues import MAX_SAFE_INTEGER
 from readmodel.store import gramindex, texts, textsearch
-from readmodel.store.texts import TextStore
+from readmodel.store.texts import KnownTexts, TextStore
 from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, docid
 from readmodel.projection.surface import SURFACE_EVENT_TYPES, tool_result_fingerprint
 
@@ -134,7 +134,7 @@ def insert_documents(cur: Any, docs: Sequence[Sequence[Any]], fts: Any) -> None:
     if own is not None:
         own(docs, fts)
         return
-    ids, created = _texts.store(cur, [(doc[7], doc[8]) for doc in docs])
+    ids, created = _texts.store(cur, [(doc[7], doc[8]) for doc in docs], fts.known if fts is not None else None)
     cur.executemany(_INSERT_ROWS, [(*doc[:6], text_id) for doc, text_id in zip(docs, ids)])
     # Only the new texts are indexed (SQLite's word index is per text, texts_fts).
     if fts is not None:
@@ -209,14 +209,20 @@ class DeferredFts:
     one session alone outgrows it — inside the session's savepoint, so a
     ``ROLLBACK TO`` undoes them together with the session's other rows.
 
+    It keeps the transaction's :class:`~readmodel.store.texts.KnownTexts`
+    (``known``: the text ids :func:`insert_documents` found or created), which
+    the same calls keep true: :meth:`rollback` and :meth:`write` (which deletes
+    orphaned texts, and ends every transaction) forget them.
+
     Contract: rows are :data:`FtsRow` of documents and :data:`TextRow` of texts
     already inserted in the same transaction; :meth:`mark` is taken right after a
     session's ``SAVEPOINT`` and :meth:`rollback` must accompany every
     ``ROLLBACK TO`` of it, so the buffer never indexes a document the rollback
-    removed.
+    removed; :meth:`write` is called before every ``COMMIT``, and a buffer is
+    dropped with its transaction when that ends otherwise.
     """
 
-    __slots__ = ("rows", "texts", "chars", "base", "text_base", "orphans")
+    __slots__ = ("rows", "texts", "chars", "base", "text_base", "orphans", "known")
 
     def __init__(self) -> None:
         self.rows: list[FtsRow] = []
@@ -225,6 +231,7 @@ class DeferredFts:
         self.base = 0  # rows before this index belong to sessions whose savepoints are released
         self.text_base = 0
         self.orphans: set[int] = set()
+        self.known = KnownTexts()
 
     def mark(self) -> tuple[int, int]:
         """A position to :meth:`rollback` to (taken with a session's savepoint)."""
@@ -238,6 +245,7 @@ class DeferredFts:
         self.chars = _size(self.rows) + _size(self.texts)
         self.base = min(self.base, mark[0])
         self.text_base = min(self.text_base, mark[1])
+        self.known.forget()  # text rows created since the mark are gone
 
     def add(self, cur: Any, rows: list[FtsRow], texts: Sequence[TextRow] = ()) -> None:
         """Buffer rows of the current session, writing that session's rows early when too large."""
@@ -277,6 +285,7 @@ class DeferredFts:
         self.chars = 0
         self.base = 0
         self.text_base = 0
+        self.known.forget()  # texts may have been deleted, and the transaction ends
 
 
 class SessionProjector:

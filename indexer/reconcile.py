@@ -51,6 +51,7 @@ from .preparation import (
 )
 from .projection import DeferredFts, delete_session_rows
 from .reader import ResumeMismatch, ResumePoint
+from .recordedactivity import UNKNOWN, recorded_last_activity
 from .writers import writer_for
 from .observation import Observed, beside_opposite, observe, observe_chunk
 from .splitstream import split_wanted
@@ -623,9 +624,13 @@ class Reconciler:
             if (problem := refuse_owned_elsewhere(cur, item.path, item.header["id"], self.source, now)) is not None:
                 log.warning("%s", problem.message)
                 return 0
-            insert_indexed_session(cur, prepared.sid, item, item.header, prepared, generation, now, self.source)
+            # The last activity is read off the recording when it can be: stored with the row,
+            # not set by a query and an update after the events (indexer.recordedactivity).
+            last = recorded_last_activity(prepared.calls)
+            insert_indexed_session(cur, prepared.sid, item, item.header, prepared, generation, now, self.source, None if last is UNKNOWN else last)
             written = self._replay(cur, prepared)
-            store_last_activity(cur, prepared.sid)
+            if last is UNKNOWN:
+                store_last_activity(cur, prepared.sid)
         except (*BAD_LOG_ERRORS, *self.writer.data_errors, _PreparedFailure):
             return self._regroup(cur, generation, now, report)
         report.prepared += 1

@@ -34,15 +34,28 @@ def insert_session(cur: sqlite3.Cursor, sid: int, item: Observed, header: dict[s
 
 
 def insert_indexed_session(
-    cur: sqlite3.Cursor, sid: int, item: Observed, header: dict[str, Any], prepared: Prepared, generation: int, now: float, source: str
+    cur: sqlite3.Cursor,
+    sid: int,
+    item: Observed,
+    header: dict[str, Any],
+    prepared: Prepared,
+    generation: int,
+    now: float,
+    source: str,
+    last_activity: Any = None,
 ) -> None:
-    """A prepared session's row, complete at once (the same row :func:`insert_session` and the update leave)."""
+    """A prepared session's row, complete at once (the same row :func:`insert_session` and the update leave).
+
+    ``last_activity`` is stored as given: the caller either knows it already
+    (:mod:`indexer.recordedactivity`) or sets it once the events are written.
+    """
     assert prepared.outcome is not None and prepared.columns is not None
     cur.execute(
         'INSERT INTO "sessions" ("sid", "id", "path", "header_json", "created_at", "id_key", "cwd", "parent_session", '
-        '"revision", "size", "resume", "event_count", "stored_count", "synthetic_from", "tail_state", "title_seq", "status", "generation", "indexed_at", "source") '
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'ok', ?, ?, ?)",
-        (sid, header["id"], item.path, *prepared.columns, *prepared.outcome.values, generation, now, source),
+        '"revision", "size", "resume", "event_count", "stored_count", "synthetic_from", "tail_state", "title_seq", "status", "generation", "indexed_at", "source", '
+        '"last_activity") '
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'ok', ?, ?, ?, ?)",
+        (sid, header["id"], item.path, *prepared.columns, *prepared.outcome.values, generation, now, source, last_activity),
     )
 
 

@@ -109,16 +109,22 @@ class TextStore:
             return
         self.decoded.put(value, stored, text)
 
-    def store(self, cur: Any, texts: Sequence[tuple[str, int]]) -> tuple[list[int], list[tuple[int, str]]]:
+    def store(self, cur: Any, texts: Sequence[tuple[str, int]], known: KnownTexts | None = None) -> tuple[list[int], list[tuple[int, str]]]:
         """The text id of each ``(text, hash)`` (in order), and the ``(id, text)`` rows created.
 
         Runs in the caller's transaction (and savepoint); equal texts in
-        ``texts`` share the row the first of them found or created.
+        ``texts`` share the row the first of them found or created.  With
+        ``known`` (the caller keeps it true to the open transaction, see
+        :class:`KnownTexts`), a text found or created earlier in the
+        transaction is answered without a query.
         """
         ids: list[int] = []
         created: list[tuple[int, str]] = []
         for text, value in texts:
-            found = None
+            found = known.find(text, value) if known is not None else None
+            if found is not None:
+                ids.append(found)
+                continue
             for text_id, stored in cur.execute(_FIND, (value,)).fetchall():
                 if self._text_of(cur, value, stored) == text:
                     found = text_id
@@ -129,8 +135,59 @@ class TextStore:
                 created.append((found, text))
                 if not isinstance(packed, str):
                     self._remember(value, bytes(packed), text)
+            if known is not None:
+                known.add(text, value, found)
             ids.append(found)
         return ids, created
+
+
+KNOWN_CHARS: Final = 8 * 1024 * 1024
+"""Characters of text :class:`KnownTexts` holds at most (it stops learning beyond)."""
+KNOWN_MAX_TEXT: Final = 64 * 1024
+"""Longer texts are not learnt: comparing them costs more than the lookup it saves,
+and a few would fill :data:`KNOWN_CHARS`."""
+
+
+class KnownTexts:
+    """Text ids found or created in the open transaction, by text hash: what :meth:`TextStore.store`
+    would find again, without asking the index.
+
+    A text has one row (``store`` never creates a second row for a text it
+    finds), so the row a text was found or created as is the row a query
+    would find for it — as long as that row is still there.  Contract: the
+    owner calls :meth:`forget` whenever rows may have gone or another writer
+    may have written since — at every ``ROLLBACK``/``ROLLBACK TO``, whenever
+    it deletes texts, and when its transaction ends (another writer of the
+    index may commit between two transactions).  Bounded by
+    :data:`KNOWN_CHARS` of text (beyond it, and for texts over
+    :data:`KNOWN_MAX_TEXT`, texts are looked up as before).
+    """
+
+    __slots__ = ("by_hash", "chars")
+
+    def __init__(self) -> None:
+        self.by_hash: dict[int, list[tuple[int, str]]] = {}
+        self.chars = 0
+
+    def find(self, text: str, value: int) -> int | None:
+        """The id of ``text`` (hash ``value``) if it was learnt, else ``None``."""
+        for text_id, seen in self.by_hash.get(value, ()):
+            if seen == text:
+                return text_id
+        return None
+
+    def add(self, text: str, value: int, text_id: int) -> None:
+        """Learn that ``text`` (hash ``value``) is row ``text_id`` in the open transaction."""
+        if len(text) > KNOWN_MAX_TEXT or self.chars + len(text) > KNOWN_CHARS:
+            return
+        self.by_hash.setdefault(value, []).append((text_id, text))
+        self.chars += len(text)
+
+    def forget(self) -> None:
+        """Drop everything learnt (a rollback, a deletion, the end of the transaction)."""
+        if self.chars or self.by_hash:
+            self.by_hash = {}
+            self.chars = 0
 
 
 def held_by(cur: Any, docids: tuple[int, int]) -> list[int]:

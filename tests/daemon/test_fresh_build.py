@@ -149,3 +149,43 @@ def test_an_empty_file_at_the_path_counts_as_missing_and_is_replaced(tmp_path: P
     assert final.stat().st_size > 0 and _journal_mode(final) == "wal"
     assert fresh_target(str(final)) is None  # an index now: later passes write it in place
     assert _leftovers(tmp_path) == []
+
+
+def _schema(db: Path) -> list[tuple[str, str, str, str]]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return sorted(conn.execute("SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master").fetchall())
+    finally:
+        conn.close()
+
+
+def test_indexes_a_fresh_build_creates_after_its_rows_are_those_of_a_new_index_verbatim(tmp_path: Path) -> None:
+    """The deferred indexes (indexer.freshbuild.DEFERRED_INDEXES) are absent while the pass writes and
+    published with the very statements a new index holds, over every row written meanwhile."""
+    from indexer.freshbuild import DEFERRED_INDEXES
+
+    reference = tmp_path / "reference.db"
+    open_writer(str(reference)).dispose()
+    final = tmp_path / "index.db"
+    with building(str(final), root=str(tmp_path), compression="zstd", source=SOURCE) as build:
+        with build.engine.connect() as conn:
+            cur = conn.connection.driver_connection.cursor()
+            present = {row[0] for row in cur.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+            assert present.isdisjoint(DEFERRED_INDEXES)
+            cur.execute("BEGIN IMMEDIATE")
+            cur.executemany(
+                'INSERT INTO "sessions" ("sid", "id", "path", "header_json", "id_key", "revision", "size", "event_count", "stored_count", '
+                '"tail_state", "status", "generation", "indexed_at", "cwd", "parent_session", "created_at", "last_activity") '
+                "VALUES (?, ?, ?, x'7b7d', x'00', 'r', 0, 0, 0, 'clean', 'ok', 0, 0, ?, ?, ?, ?)",
+                [(sid, f"s{sid}", f"/p/{sid}", f"/cwd/{sid % 3}", f"s{sid - 1}", sid * 7 % 11, sid) for sid in range(1, 50)],
+            )
+            cur.execute("COMMIT")
+        build.complete()
+    assert _schema(final) == _schema(reference)
+    conn = sqlite3.connect(final)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]  # every index holds every row
+        plan = conn.execute("EXPLAIN QUERY PLAN SELECT id FROM sessions WHERE parent_session = 's3'").fetchall()
+        assert "sessions_parent" in str(plan)
+    finally:
+        conn.close()

@@ -3,17 +3,23 @@ their word-index rows (schema 0021) living exactly as long as a document holds t
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from indexer import projection
 from readmodel.projection.grams import document_tokens
 from readmodel.projection.texthash import text_hash
 from readmodel.store.database import open_writer
 from readmodel.store.schema import TEXT_EXPRESSION
+from readmodel.store.texts import KnownTexts
 
 
 @pytest.fixture()
@@ -148,3 +154,79 @@ def test_a_repeated_text_is_found_again_after_its_row_was_dropped_and_its_id_reu
     fts.write(cursor)
     cursor.execute("COMMIT")
     assert sorted(_consistent(cursor).values()) == ["first text " * 20, "second text " * 20]
+
+
+class _Unknowing(KnownTexts):
+    """Known texts that never answer: every text is looked up in the index (the slow path)."""
+
+    def find(self, text: str, value: int) -> int | None:
+        return None
+
+
+_POOL = ["alpha", "beta", "alpha beta", "数据库 text", "x" * 300, "long " * 400, "a", "too long to learn " * 4000]
+_STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("docs"), st.lists(st.integers(0, len(_POOL) - 1), min_size=1, max_size=5)),
+        st.tuples(st.just("delete"), st.integers(0, 20)),
+        st.tuples(st.just("failed-session"), st.lists(st.integers(0, len(_POOL) - 1), min_size=1, max_size=3), st.integers(0, 20)),
+        st.tuples(st.just("write"), st.booleans()),  # between sessions: True commits, False only writes the buffer
+    ),
+    max_size=25,
+)
+
+
+def _play(cur: sqlite3.Cursor, steps: list[tuple[Any, ...]], fts: projection.DeferredFts) -> None:
+    """Run ``steps`` as the reconciler would (texts hashed by length mod 3: collisions are common)."""
+    sids = itertools.count(1)
+    live: list[int] = []
+    cur.execute("BEGIN IMMEDIATE")
+
+    def docs(picks: list[int]) -> int:
+        sid = next(sids)
+        projection.insert_documents(cur, [_doc(sid, seq, _POOL[pick], len(_POOL[pick]) % 3) for seq, pick in enumerate(picks)], fts)
+        return sid
+
+    for step in steps:
+        if step[0] == "docs":
+            live.append(docs(step[1]))
+        elif step[0] == "delete" and live:
+            projection.delete_session_rows(cur, live.pop(step[1] % len(live)), fts=fts)
+        elif step[0] == "failed-session":
+            cur.execute('SAVEPOINT "session"')
+            mark = fts.mark()
+            if live:
+                projection.delete_session_rows(cur, live[step[2] % len(live)], fts=fts)
+            docs(step[1])
+            cur.execute('ROLLBACK TO "session"')
+            fts.rollback(mark)
+            cur.execute('RELEASE "session"')
+        elif step[0] == "write":
+            fts.write(cur)  # an oversized buffer written between sessions, or the end of a transaction
+            if step[1]:
+                cur.execute("COMMIT")
+                cur.execute("BEGIN IMMEDIATE")
+    fts.write(cur)
+    cur.execute("COMMIT")
+
+
+def _rows(cur: sqlite3.Cursor) -> dict[str, list[Any]]:
+    tables = ["texts", "document_rows", "texts_fts_data", "texts_fts_idx", "texts_fts_docsize", "document_grams_data", "document_grams_idx"]
+    return {table: sorted(cur.execute(f'SELECT * FROM "{table}"').fetchall()) for table in tables}
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps=_STEPS)
+def test_texts_found_through_the_transactions_known_texts_are_the_ones_the_index_lookup_finds(steps: list[tuple[Any, ...]]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        states = []
+        for known in (KnownTexts(), _Unknowing()):
+            engine = open_writer(str(Path(tmp) / f"{type(known).__name__}.db"))
+            with engine.connect() as conn:
+                cur = conn.connection.driver_connection.cursor()
+                fts = projection.DeferredFts()
+                fts.known = known
+                _play(cur, steps, fts)
+                _consistent(cur)
+                states.append(_rows(cur))
+            engine.dispose()
+        assert states[0] == states[1]
