@@ -1,13 +1,16 @@
 """What a pass sees of one transcript before indexing it: its stat, listing header or layout problem.
 
 :func:`observe` is run by the writer, or by the preparation workers in chunks
-(:func:`observe_chunk`) when a full pass lists many transcripts.
+(:func:`observe_chunk`, submitted by :func:`submit_listing`) when a full pass
+lists many transcripts or a cold build lists its root while its index is
+being created (:mod:`indexer.coldstart`).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any, Final
 
 import msgspec
 
@@ -57,6 +60,20 @@ def observe_chunk(paths: list[str], root: str, compression: str) -> list[Observe
     """A worker task of a parallel listing (module-level so it pickles by name)."""
     mode = Compression(compression)
     return [observe(path, root, mode) for path in paths]
+
+
+LISTING_CHUNK: Final = 512
+"""Transcripts per listing task at most (a task's answer is pickled whole)."""
+
+
+def submit_listing(pool: ProcessPoolExecutor, paths: list[str], root: str, compression: Compression, chunk: int) -> list[Future[list[Observed]]]:
+    """The listing of ``paths`` handed to ``pool`` in tasks of ``chunk`` transcripts, in order."""
+    return [pool.submit(observe_chunk, paths[start : start + chunk], root, compression.value) for start in range(0, len(paths), chunk)]
+
+
+def gather_listing(futures: list[Future[list[Observed]]]) -> list[Observed]:
+    """The answers of :func:`submit_listing`'s tasks, in the order of its paths (a task's exception is raised)."""
+    return [item for future in futures for item in future.result()]
 
 
 def _storable(header: dict[str, Any]) -> bool:

@@ -52,7 +52,7 @@ from .preparation import (
 from .projection import DeferredFts, delete_session_rows
 from .reader import ResumeMismatch, ResumePoint
 from .writers import writer_for
-from .observation import Observed, beside_opposite, observe, observe_chunk
+from .observation import LISTING_CHUNK, Observed, beside_opposite, gather_listing, observe, submit_listing
 from .splitstream import split_wanted
 from .sessionstream import SessionStream, StreamBroken
 from .sessionrows import SELECT_SESSIONS, UPDATE_INDEXED, insert_indexed_session, insert_session, update_failed
@@ -66,7 +66,6 @@ GROUP_SESSIONS: Final = BATCH_SESSIONS
 """Prepared sessions written under one savepoint (each alone again if one of them fails)."""
 PARALLEL_LISTING: Final = 4096
 """A full pass lists this many transcripts or more in the worker processes."""
-LISTING_CHUNK: Final = 512
 
 _resume_decoder = msgspec.msgpack.Decoder(ResumePoint)
 _encode_json = msgspec.json.Encoder().encode
@@ -178,13 +177,17 @@ class Reconciler:
             self._pool = forked_pool(self.workers)
             if self._pool is None:
                 threading.Thread(target=_warm_up, args=(self._worker_pool(),), name="pool-warm-up", daemon=True).start()
+        listed: list[Observed] | None = None
         if begun is not None:
             found = begun.found
             training = begun.training if self._dictionary_missing() else None
+            listed = begun.listing()  # the workers listed the root while the index was created
         else:
             found = discover(self.root, self.compression)
             training = self._start_training([ref.path for ref in found.transcripts]) if cold else None
-        observed = [self.writer.storable(item) for item in self._observe_all([ref.path for ref in found.transcripts])]
+        if listed is None:
+            listed = self._observe_all([ref.path for ref in found.transcripts])
+        observed = [self.writer.storable(item) for item in listed]
         problems = list(found.problems)
         by_id: dict[str, list[Observed]] = {}
         for item in observed:
@@ -246,11 +249,9 @@ class Reconciler:
     def _observe_all(self, paths: list[str]) -> list[Observed]:
         """Every transcript's header and stat; by the workers when there are many."""
         if self.workers > 0 and len(paths) >= PARALLEL_LISTING:
-            chunks = [paths[start : start + LISTING_CHUNK] for start in range(0, len(paths), LISTING_CHUNK)]
-            pool = self._worker_pool()
-            futures = [pool.submit(observe_chunk, chunk, self.root, self.compression.value) for chunk in chunks]
+            futures = submit_listing(self._worker_pool(), paths, self.root, self.compression, LISTING_CHUNK)
             try:
-                return [item for future in futures for item in future.result()]
+                return gather_listing(futures)
             except Exception as exc:  # noqa: BLE001 - a dead worker: list in this process
                 log.warning("listing in worker processes failed (%s: %s); listing here", type(exc).__name__, exc)
         return [self._observe(path) for path in paths]
