@@ -553,23 +553,24 @@ def pipe_context() -> Any:
 def ramped_chunks(tasks: Sequence[PrepTask]) -> list[list[PrepTask]]:
     """``tasks`` in worker tasks, in order: :data:`CHUNK_SESSIONS` or :data:`CHUNK_BYTES` each, smaller at both ends.
 
-    A whole chunk prepares in ≈ 70–120 ms: the writer, which replays a
-    chunk several times faster than a worker prepares it, would wait that
-    long for its first session, and at the end of the pass one worker would
-    still prepare the last chunk while the other core idles.  So the first
-    chunk is split into halves from the front (4, 4, 8, 16, 32 sessions of
-    64) and the last into halves from the back (32, 16, 8, 4, 4): the
-    writer starts after a few sessions and both workers finish within a few
-    sessions of each other.  The pieces concatenate to ``tasks``: what is
-    prepared, and its order, stay the same (a few more tasks, ≈ 0.1 ms each).
+    A whole chunk prepares in ≈ 50–100 ms: the writer, which replays a
+    chunk faster than a worker prepares it, would wait that long for its
+    first session, and at the end of the pass one worker would still prepare
+    the last chunk while the other core idles.  So the first chunk is split
+    into halves from the front (4, 4, 8, 16, 32 sessions of 64), the rest is
+    chunked from the back (a short chunk falls in the middle, not at the
+    end) and its last chunk split into halves from the back (32, 16, 8, 4,
+    4): the writer starts after a few sessions and both workers finish within
+    a few sessions of each other.  The pieces concatenate to ``tasks``: what
+    is prepared, and its order, stay the same (a few more tasks, ≈ 0.1 ms each).
     """
-    chunks = _chunked(tasks)
-    if not chunks:
-        return chunks
-    first = _halved(chunks[0], from_front=True)
-    if len(chunks) == 1:
-        return first
-    return first + chunks[1:-1] + _halved(chunks[-1], from_front=False)
+    front = _chunked(tasks)[:1]
+    if not front:
+        return []
+    rest = list(tasks[len(front[0]) :])
+    back = [chunk[::-1] for chunk in reversed(_chunked(rest[::-1]))]  # chunked from the end
+    ramp_down = _halved(back[-1], from_front=False) if back else []
+    return _halved(front[0], from_front=True) + back[:-1] + ramp_down
 
 
 def _halved(chunk: list[PrepTask], *, from_front: bool) -> list[list[PrepTask]]:

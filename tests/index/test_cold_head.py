@@ -45,26 +45,32 @@ def test_ramped_chunks_hold_every_task_in_order_smaller_at_both_ends(sizes: list
     ramped = ramped_chunks(tasks)
     assert [task for chunk in ramped for task in chunk] == tasks
     assert all(chunk for chunk in ramped)
-    fixed = _chunked(tasks)
-    # Every piece lies within one fixed chunk (so within its bounds); only the first and last are split.
-    owner = {id(task): number for number, chunk in enumerate(fixed) for task in chunk}
-    numbers = [{owner[id(task)] for task in chunk} for chunk in ramped]
-    assert all(len(number) == 1 for number in numbers)
-    pieces: dict[int, list[int]] = {}
-    for number, chunk in zip(numbers, ramped):
-        pieces.setdefault(number.pop(), []).append(len(chunk))
-    if not fixed:
+    # Every piece is within the chunk bounds; the first pieces grow, the last ones shrink.
+    assert all(len(chunk) <= CHUNK_SESSIONS and sum(task.size for task in chunk) - max(task.size for task in chunk) < CHUNK_BYTES for chunk in ramped)
+    if not ramped:
         return
-    assert pieces[0][0] <= RAMP_SESSIONS and pieces[0] == sorted(pieces[0])  # growing from the front
-    last = len(fixed) - 1
-    if last > 0:
-        assert pieces[last][-1] <= RAMP_SESSIONS and pieces[last] == sorted(pieces[last], reverse=True)  # shrinking to the end
-    assert all(len(pieces[number]) == 1 for number in range(1, last))
+    assert len(ramped[0]) <= RAMP_SESSIONS
+    first = len(_chunked(tasks)[0])
+    ups = _pieces_covering(ramped, first)
+    assert ups == sorted(ups) and sum(ups) == first
+    if len(tasks) > first:
+        assert len(ramped[-1]) <= RAMP_SESSIONS
+        downs = _pieces_covering(ramped[::-1], len(_chunked(tasks[first:][::-1])[0]))
+        assert downs == sorted(downs) and len(ramped) >= len(ups) + len(downs)
 
 
-def test_a_full_chunk_ramps_up_and_down_by_halves() -> None:
-    tasks = _tasks([1] * (CHUNK_SESSIONS * 3))
-    assert [len(chunk) for chunk in ramped_chunks(tasks)] == [4, 4, 8, 16, 32, 64, 32, 16, 8, 4, 4]
+def _pieces_covering(chunks: list[list[PrepTask]], count: int) -> list[int]:
+    """The lengths of the leading ``chunks`` that hold exactly ``count`` tasks."""
+    lengths: list[int] = []
+    while sum(lengths) < count:
+        lengths.append(len(chunks[len(lengths)]))
+    assert sum(lengths) == count
+    return lengths
+
+
+def test_a_pass_ramps_up_and_down_by_halves_with_its_short_chunk_in_the_middle() -> None:
+    tasks = _tasks([1] * (CHUNK_SESSIONS * 3 + 5))
+    assert [len(chunk) for chunk in ramped_chunks(tasks)] == [4, 4, 8, 16, 32, 5, 64, 32, 16, 8, 4, 4]
 
 
 class _InlinePool:
