@@ -143,6 +143,7 @@ class Reconciler:
         self.parallel_min_bytes = parallel_min_bytes
         self._preparer: Preparer | None = None
         self._pool: ProcessPoolExecutor | None = None  # started on demand, for one pass
+        self._pool_owner: ColdStart | None = None  # the ColdStart that forked the pool, which shuts it down
         # What a cold build began before its index was opened (workers, listing, training): used by the first pass.
         self._cold_start = cold_start
         # The open savepoint of consecutive prepared sessions (:meth:`_index_grouped`): its
@@ -171,6 +172,7 @@ class Reconciler:
             begun = None
         if begun is not None and self._pool is None:
             self._pool = begun.take_pool()
+            self._pool_owner = begun if self._pool is not None else None
         elif self.workers > 0 and cold and self._pool is None:
             # A cold build: workers forked now if this is the process's only thread (a few
             # ms), else started from the fork server while the root is walked (~0.4 s).
@@ -292,9 +294,11 @@ class Reconciler:
 
     def _end_pass(self) -> None:
         """Workers live for one pass: an idle daemon keeps no processes but the fork server."""
-        if self._pool is not None:
+        if self._pool_owner is not None and self._pool is not None:
+            self._pool_owner.give_back(self._pool)  # its processes exit while the index is published
+        elif self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        self._pool, self._pool_owner = None, None
 
     # -- transactions ----------------------------------------------------------------
 

@@ -197,3 +197,21 @@ def test_a_small_root_is_listed_by_the_writer(tmp_path: Path, request: pytest.Fi
     report, begun, observed_here = _cold_build(tmp_path / "root", tmp_path / "index.db")
     assert begun.listing() is None
     assert observed_here > 0 and report.prepared == 5
+
+
+def test_the_pass_gives_its_begun_workers_back_and_close_waits_for_them_to_exit(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    if _elsewhere_if_not_alone(request):
+        return
+    damaged_root(tmp_path / "root")
+    begun = ColdStart(tmp_path / "root", Compression.ZSTD, 2)
+    assert begun.pool is not None
+    processes = list(begun.pool._processes.values())  # noqa: SLF001 - forked on the first task
+    engine = open_writer(str(tmp_path / "index.db"))
+    try:
+        Reconciler(engine, tmp_path / "root", Compression.ZSTD, settle_seconds=0, workers=2, parallel_min_bytes=0, cold_start=begun).reconcile()
+        assert begun.pool is None and begun._stopping is not None  # noqa: SLF001 - shutting down on its own thread
+    finally:
+        engine.dispose()
+        begun.close()
+    assert begun._stopping is None and len(processes) == 2  # noqa: SLF001
+    assert all(process.exitcode is not None for process in processes)
