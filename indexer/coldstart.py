@@ -14,7 +14,7 @@ The listing (every transcript's stat and header) is the forked workers'
 first task even on a small root: the writer listing 865 headers itself took
 ≈ 45 ms in which the workers idled, and only after the schema was created;
 the workers list them while the writer creates the schema and the training
-thread reads its samples.  Roots of fewer than :data:`WORKER_LISTING`
+thread reads its samples, and the writer then lists what they have not begun.  Roots of fewer than :data:`WORKER_LISTING`
 transcripts are listed by the writer (the tasks' round trips would cost more).
 
 Contract: the result is the pass the reconciler would run on its own — the
@@ -30,12 +30,12 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from typing import Final
 
 from . import dictionary as block_dictionary
 from .layout import Compression, Discovery, discover
-from .observation import LISTING_CHUNK, Observed, gather_listing, submit_listing
+from .observation import LISTING_CHUNK, Listing, Observed
 from .preparation import default_workers, forked_pool
 
 log = logging.getLogger("sessionq.indexer")
@@ -101,12 +101,12 @@ class ColdStart:
         self.training = Training(sorted(ref.path for ref in self.found.transcripts), compression)
         self.training.start()
 
-    def _submit_listing(self) -> list[Future[list[Observed]]] | None:
+    def _submit_listing(self) -> Listing | None:
         paths = [ref.path for ref in self.found.transcripts]
         if self.pool is None or len(paths) < WORKER_LISTING:
             return None
         try:
-            return submit_listing(self.pool, paths, self.root, self.compression, listing_chunk(len(paths), self.workers))
+            return Listing(self.pool, paths, self.root, self.compression, listing_chunk(len(paths), self.workers))
         except Exception as exc:  # noqa: BLE001 - a broken pool: the reconciler lists (and sees the pool fail) itself
             log.warning("cannot list in worker processes (%s: %s); listing here", type(exc).__name__, exc)
             return None
@@ -114,13 +114,14 @@ class ColdStart:
     def listing(self) -> list[Observed] | None:
         """Every discovered transcript's observation, in discovery order; ``None``: the caller lists them.
 
+        The caller lists the tasks no worker has started yet (:class:`~indexer.observation.Listing`).
         Taken once (a second call returns ``None``).
         """
-        futures, self._listing = self._listing, None
-        if futures is None:
+        listing, self._listing = self._listing, None
+        if listing is None:
             return None
         try:
-            return gather_listing(futures)
+            return listing.result()
         except Exception as exc:  # noqa: BLE001 - a dead worker: the writer lists
             log.warning("listing in worker processes failed (%s: %s); listing here", type(exc).__name__, exc)
             return None

@@ -52,7 +52,7 @@ from .preparation import (
 from .projection import DeferredFts, delete_session_rows
 from .reader import ResumeMismatch, ResumePoint
 from .writers import writer_for
-from .observation import LISTING_CHUNK, Observed, beside_opposite, gather_listing, observe, submit_listing
+from .observation import LISTING_CHUNK, Listing, Observed, beside_opposite, observe
 from .splitstream import split_wanted
 from .sessionstream import SessionStream, StreamBroken
 from .sessionrows import SELECT_SESSIONS, UPDATE_INDEXED, insert_indexed_session, insert_session, update_failed
@@ -251,9 +251,8 @@ class Reconciler:
     def _observe_all(self, paths: list[str]) -> list[Observed]:
         """Every transcript's header and stat; by the workers when there are many."""
         if self.workers > 0 and len(paths) >= PARALLEL_LISTING:
-            futures = submit_listing(self._worker_pool(), paths, self.root, self.compression, LISTING_CHUNK)
             try:
-                return gather_listing(futures)
+                return Listing(self._worker_pool(), paths, self.root, self.compression, LISTING_CHUNK).result()
             except Exception as exc:  # noqa: BLE001 - a dead worker: list in this process
                 log.warning("listing in worker processes failed (%s: %s); listing here", type(exc).__name__, exc)
         return [self._observe(path) for path in paths]

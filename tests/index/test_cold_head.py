@@ -11,7 +11,8 @@ same order under the same sids.
 from __future__ import annotations
 
 import logging
-from concurrent.futures import Future
+import time
+from concurrent.futures import Future, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from hypothesis import strategies as st
 from indexer import coldstart, preparation
 from indexer.coldstart import ColdStart, listing_chunk
 from indexer.layout import Compression
-from indexer.observation import Observed
+from indexer.observation import Listing, Observed, observe
 from indexer.preparation import CHUNK_BYTES, CHUNK_SESSIONS, RAMP_SESSIONS, ChunkResult, Prepared, Preparer, PrepTask, _chunked, ramped_chunks
 from indexer.reconcile import Reconciler
 from readmodel.store.database import open_writer
@@ -130,7 +131,9 @@ def test_a_build_in_small_ramped_tasks_equals_one_by_the_writer_alone(tmp_path: 
 
 
 def _cold_build(root: Path, db: Path) -> tuple[Any, ColdStart, int]:
-    """A cold build begun by :class:`ColdStart` with 2 workers; the report, the start, and how often the writer observed."""
+    """A cold build begun by :class:`ColdStart` with 2 workers, once they ran every listing task.
+
+    Returns the report, the start, and how often the reconciler observed a transcript itself."""
     calls = [0]
     real = Reconciler._observe
 
@@ -140,6 +143,8 @@ def _cold_build(root: Path, db: Path) -> tuple[Any, ColdStart, int]:
 
     begun = ColdStart(root, Compression.ZSTD, 2)
     assert begun.pool is not None
+    if begun._listing is not None:  # noqa: SLF001
+        wait(begun._listing.futures)  # noqa: SLF001 - no task left for the writer to take over
     engine = open_writer(str(db))
     try:
         with pytest.MonkeyPatch.context() as patch:
@@ -160,7 +165,7 @@ def test_a_cold_build_whose_workers_list_the_root_equals_one_by_the_writer_alone
     monkeypatch.setattr(coldstart, "WORKER_LISTING", 1)
     monkeypatch.setattr(coldstart, "MIN_LISTING_CHUNK", 2)
     report, _, observed_here = _cold_build(root, tmp_path / "index.db")
-    assert observed_here == 0  # every header was read by a worker
+    assert observed_here == 0  # the workers' listing was used
     alone = build(root, tmp_path / "alone.db", Compression.ZSTD, workers=0)
     assert (report.prepared, report.problems, report.scanned) == (17, alone.problems, alone.scanned)
     assert index_state(str(tmp_path / "index.db")) == index_state(str(tmp_path / "alone.db"))
@@ -215,3 +220,29 @@ def test_the_pass_gives_its_begun_workers_back_and_close_waits_for_them_to_exit(
         begun.close()
     assert begun._stopping is None and len(processes) == 2  # noqa: SLF001
     assert all(process.exitcode is not None for process in processes)
+
+
+def test_the_caller_lists_the_tasks_no_worker_began_and_the_order_holds(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    damaged_root(root)
+    _many_sessions(root, 12)
+    from indexer.layout import discover
+
+    paths = [ref.path for ref in discover(str(root), Compression.ZSTD).transcripts]
+    expected = [observe(path, str(root), Compression.ZSTD) for path in paths]
+    with ProcessPoolExecutor(max_workers=1) as pool:
+        busy = pool.submit(time.sleep, 1.0)  # the one worker is busy: the tasks behind it have not begun
+        listing = Listing(pool, paths, str(root), Compression.ZSTD, 2)
+        helped = listing.result()
+        assert not busy.done()
+        began = sum(1 for future in listing.futures if not future.cancelled())
+        assert began <= 2 and listing.listed_here == len(paths) - sum(len(chunk) for chunk in listing.chunks[:began])
+        assert listing.listed_here >= len(paths) - 4
+        waited = Listing(pool, paths, str(root), Compression.ZSTD, 2)
+        wait(waited.futures)
+        assert _seen(waited.result()) == _seen(helped) == _seen(expected) and waited.listed_here == 0
+
+
+def _seen(items: list[Observed]) -> list[tuple[Any, ...]]:
+    """What a pass uses of observations (a read may move a file's access time)."""
+    return [(item.path, item.header, item.problem, item.stat and (item.stat.st_ino, item.stat.st_size, item.stat.st_mtime_ns)) for item in items]
