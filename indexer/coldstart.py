@@ -97,9 +97,10 @@ class ColdStart:
         self.pool: ProcessPoolExecutor | None = forked_pool(self.workers) if self.workers > 0 else None
         self._stopping: threading.Thread | None = None  # shuts down the pool a pass gave back
         self.found: Discovery = discover(self.root, compression)
-        self._listing = self._submit_listing()
+        # The training first: it is the longest of the three, and the first chunk waits for it.
         self.training = Training(sorted(ref.path for ref in self.found.transcripts), compression)
         self.training.start()
+        self._listing = self._submit_listing()
 
     def _submit_listing(self) -> Listing | None:
         paths = [ref.path for ref in self.found.transcripts]
