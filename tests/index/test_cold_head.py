@@ -156,13 +156,19 @@ def _cold_build(root: Path, db: Path) -> tuple[Any, ColdStart, int]:
     return report, begun, calls[0]
 
 
-def test_a_cold_build_whose_workers_list_the_root_equals_one_by_the_writer_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
-    if _elsewhere_if_not_alone(request):
-        return
+def _root_for_worker_listing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A root of 17 sessions and a layout problem, which a ColdStart's workers list."""
     root = tmp_path / "root"
     damaged_root(root)
     _many_sessions(root, 12)
     monkeypatch.setattr(coldstart, "WORKER_LISTING", 1)
+    return root
+
+
+def test_a_cold_build_whose_workers_list_the_root_equals_one_by_the_writer_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    if _elsewhere_if_not_alone(request):
+        return
+    root = _root_for_worker_listing(tmp_path, monkeypatch)
     monkeypatch.setattr(coldstart, "MIN_LISTING_CHUNK", 2)
     report, _, observed_here = _cold_build(root, tmp_path / "index.db")
     assert observed_here == 0  # the workers' listing was used
@@ -181,10 +187,7 @@ def test_a_cold_build_whose_listing_fails_in_a_worker_lists_in_the_writer(
 ) -> None:
     if _elsewhere_if_not_alone(request):
         return
-    root = tmp_path / "root"
-    damaged_root(root)
-    _many_sessions(root, 12)
-    monkeypatch.setattr(coldstart, "WORKER_LISTING", 1)
+    root = _root_for_worker_listing(tmp_path, monkeypatch)
     monkeypatch.setattr("indexer.observation.observe_chunk", _broken_listing)  # before the workers are forked
     with caplog.at_level(logging.WARNING, logger="sessionq.indexer"):
         report, _, observed_here = _cold_build(root, tmp_path / "index.db")
