@@ -12,10 +12,12 @@ uses them instead of starting its own; the schema is created meanwhile.
 
 The listing (every transcript's stat and header) is the forked workers'
 first task even on a small root: the writer listing 865 headers itself took
-≈ 45 ms in which the workers idled, and only after the schema was created;
-the workers list them while the writer creates the schema and the training
-thread reads its samples, and the writer then lists what they have not begun.  Roots of fewer than :data:`WORKER_LISTING`
-transcripts are listed by the writer (the tasks' round trips would cost more).
+≈ 45 ms in which the workers idled, and only after the schema was created.
+The workers list them while the writer creates the schema and the training
+thread trains, and the writer then lists the tasks they have not begun
+(:class:`~indexer.observation.Listing`).  Roots of fewer than
+:data:`WORKER_LISTING` transcripts are listed by the writer (the tasks'
+round trips would cost more).
 
 Contract: the result is the pass the reconciler would run on its own — the
 same listing (taken a few milliseconds earlier, by the same function), the
