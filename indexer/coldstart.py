@@ -10,10 +10,21 @@ index, so ``sessionq index --once`` building a missing index begins them
 first (:class:`ColdStart`) and hands them to the reconciler, whose first pass
 uses them instead of starting its own; the schema is created meanwhile.
 
+The listing (every transcript's stat and header) is the forked workers'
+first task even on a small root: the writer listing 865 headers itself took
+≈ 45 ms in which the workers idled, and only after the schema was created.
+The workers list them while the writer creates the schema and the training
+thread trains, and the writer then lists the tasks they have not begun
+(:class:`~indexer.observation.Listing`).  Roots of fewer than
+:data:`WORKER_LISTING` transcripts are listed by the writer (the tasks'
+round trips would cost more).
+
 Contract: the result is the pass the reconciler would run on its own — the
-same listing (taken a few milliseconds earlier), the same dictionary (trained
-on the same samples), the same kind of workers; a pass that finds the index
-not empty after all, or another root, ignores (and closes) what was begun.
+same listing (taken a few milliseconds earlier, by the same function), the
+same dictionary (trained on the same samples), the same kind of workers; a
+pass that finds the index not empty after all, or another root, ignores (and
+closes) what was begun; a listing task that fails (a dead worker) leaves the
+listing to the writer, as the reconciler's own parallel listing does.
 """
 
 from __future__ import annotations
@@ -22,12 +33,26 @@ import logging
 import os
 import threading
 from concurrent.futures import ProcessPoolExecutor
+from typing import Final
 
 from . import dictionary as block_dictionary
 from .layout import Compression, Discovery, discover
+from .observation import LISTING_CHUNK, Listing, Observed
 from .preparation import default_workers, forked_pool
 
 log = logging.getLogger("sessionq.indexer")
+
+WORKER_LISTING: Final = 64
+"""A cold build's workers list roots of at least this many transcripts."""
+LISTING_TASKS_PER_WORKER: Final = 4
+"""Listing tasks per worker: answers arrive while the others are read, and a slow worker delays little."""
+MIN_LISTING_CHUNK: Final = 32
+
+
+def listing_chunk(transcripts: int, workers: int) -> int:
+    """Transcripts per listing task: :data:`LISTING_TASKS_PER_WORKER` tasks per worker, within bounds."""
+    tasks = max(workers, 1) * LISTING_TASKS_PER_WORKER
+    return min(LISTING_CHUNK, max(MIN_LISTING_CHUNK, -(-transcripts // tasks)))
 
 
 class Training(threading.Thread):
@@ -72,21 +97,62 @@ class ColdStart:
         self.compression = compression
         self.workers = default_workers() if workers is None else workers
         self.pool: ProcessPoolExecutor | None = forked_pool(self.workers) if self.workers > 0 else None
+        self._stopping: threading.Thread | None = None  # shuts down the pool a pass gave back
         self.found: Discovery = discover(self.root, compression)
+        # The training first: it is the longest of the three, and the first chunk waits for it.
         self.training = Training(sorted(ref.path for ref in self.found.transcripts), compression)
         self.training.start()
+        self._listing = self._submit_listing()
+
+    def _submit_listing(self) -> Listing | None:
+        paths = [ref.path for ref in self.found.transcripts]
+        if self.pool is None or len(paths) < WORKER_LISTING:
+            return None
+        try:
+            return Listing(self.pool, paths, self.root, self.compression, listing_chunk(len(paths), self.workers))
+        except Exception as exc:  # noqa: BLE001 - a broken pool: the reconciler lists (and sees the pool fail) itself
+            log.warning("cannot list in worker processes (%s: %s); listing here", type(exc).__name__, exc)
+            return None
+
+    def listing(self) -> list[Observed] | None:
+        """Every discovered transcript's observation, in discovery order; ``None``: the caller lists them.
+
+        The caller lists the tasks no worker has started yet (:class:`~indexer.observation.Listing`).
+        Taken once (a second call returns ``None``).
+        """
+        listing, self._listing = self._listing, None
+        if listing is None:
+            return None
+        try:
+            return listing.result()
+        except Exception as exc:  # noqa: BLE001 - a dead worker: the writer lists
+            log.warning("listing in worker processes failed (%s: %s); listing here", type(exc).__name__, exc)
+            return None
 
     def fits(self, root: str, compression: Compression, workers: int, cold: bool) -> bool:
         """Whether a pass over ``root`` may use what was begun (an empty index, the same settings)."""
         return cold and (root, compression, workers) == (self.root, self.compression, self.workers)
 
     def take_pool(self) -> ProcessPoolExecutor | None:
-        """The forked workers, now the caller's to shut down (``None``: none were forked)."""
+        """The forked workers, now the caller's (``None``: none were forked); :meth:`give_back` them after the pass."""
         pool, self.pool = self.pool, None
         return pool
 
+    def give_back(self, pool: ProcessPoolExecutor) -> None:
+        """Shut down a pass's pool on a thread of its own; :meth:`close` waits for it.
+
+        Its processes exit (≈ 5–10 ms) while the caller publishes the index
+        instead of before.
+        """
+        self._stopping = threading.Thread(target=pool.shutdown, kwargs={"wait": True, "cancel_futures": True}, name="pool-shutdown", daemon=True)
+        self._stopping.start()
+
     def close(self) -> None:
-        """Shut down workers no pass took (the training thread ends by itself)."""
+        """Shut down workers no pass took, and wait for those given back (idempotent; the training thread ends by itself)."""
+        self._listing = None
         pool = self.take_pool()
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+        stopping, self._stopping = self._stopping, None
+        if stopping is not None:
+            stopping.join()

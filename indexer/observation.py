@@ -1,13 +1,16 @@
 """What a pass sees of one transcript before indexing it: its stat, listing header or layout problem.
 
 :func:`observe` is run by the writer, or by the preparation workers in chunks
-(:func:`observe_chunk`) when a full pass lists many transcripts.
+(:func:`observe_chunk`, in a :class:`Listing`) when a full pass
+lists many transcripts or a cold build lists its root while its index is
+being created (:mod:`indexer.coldstart`).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any, Final
 
 import msgspec
 
@@ -57,6 +60,40 @@ def observe_chunk(paths: list[str], root: str, compression: str) -> list[Observe
     """A worker task of a parallel listing (module-level so it pickles by name)."""
     mode = Compression(compression)
     return [observe(path, root, mode) for path in paths]
+
+
+LISTING_CHUNK: Final = 512
+"""Transcripts per listing task at most (a task's answer is pickled whole)."""
+
+
+class Listing:
+    """The listing of ``paths`` handed to ``pool`` in tasks of ``chunk`` transcripts, which the caller helps with.
+
+    :meth:`result` lists itself, from the last task back, the tasks no worker
+    has started yet (a task is cancelled before the caller takes it over):
+    a writer that would only wait for the workers reads headers too, and
+    when other processes keep the cores busy (the workers run nicer than the
+    writer) it takes over most of the listing.  Every path is observed once,
+    by :func:`observe`, wherever it is.
+    """
+
+    def __init__(self, pool: ProcessPoolExecutor, paths: list[str], root: str, compression: Compression, chunk: int) -> None:
+        self.root = root
+        self.compression = compression
+        self.chunks = [paths[start : start + chunk] for start in range(0, len(paths), chunk)]
+        self.futures: list[Future[list[Observed]]] = [pool.submit(observe_chunk, part, root, compression.value) for part in self.chunks]
+        self.listed_here = 0  # transcripts the caller observed itself
+
+    def result(self) -> list[Observed]:
+        """Every path's observation, in the order of ``paths`` (a worker task's exception is raised)."""
+        here: dict[int, list[Observed]] = {}
+        # Tasks start in order: once one cannot be cancelled, no earlier one can.
+        for index in reversed(range(len(self.futures))):
+            if not self.futures[index].cancel():
+                break
+            here[index] = [observe(path, self.root, self.compression) for path in self.chunks[index]]
+            self.listed_here += len(self.chunks[index])
+        return [item for index, future in enumerate(self.futures) for item in (here[index] if index in here else future.result())]
 
 
 def _storable(header: dict[str, Any]) -> bool:

@@ -53,7 +53,7 @@ from .projection import DeferredFts, delete_session_rows
 from .reader import ResumeMismatch, ResumePoint
 from .recordedactivity import UNKNOWN, recorded_last_activity
 from .writers import writer_for
-from .observation import Observed, beside_opposite, observe, observe_chunk
+from .observation import LISTING_CHUNK, Listing, Observed, beside_opposite, observe
 from .splitstream import split_wanted
 from .sessionstream import SessionStream, StreamBroken
 from .sessionrows import SELECT_SESSIONS, UPDATE_INDEXED, insert_indexed_session, insert_session, update_failed
@@ -67,7 +67,6 @@ GROUP_SESSIONS: Final = BATCH_SESSIONS
 """Prepared sessions written under one savepoint (each alone again if one of them fails)."""
 PARALLEL_LISTING: Final = 4096
 """A full pass lists this many transcripts or more in the worker processes."""
-LISTING_CHUNK: Final = 512
 
 _resume_decoder = msgspec.msgpack.Decoder(ResumePoint)
 _encode_json = msgspec.json.Encoder().encode
@@ -145,6 +144,7 @@ class Reconciler:
         self.parallel_min_bytes = parallel_min_bytes
         self._preparer: Preparer | None = None
         self._pool: ProcessPoolExecutor | None = None  # started on demand, for one pass
+        self._pool_owner: ColdStart | None = None  # the ColdStart that forked the pool, which shuts it down
         # What a cold build began before its index was opened (workers, listing, training): used by the first pass.
         self._cold_start = cold_start
         # The open savepoint of consecutive prepared sessions (:meth:`_index_grouped`): its
@@ -173,19 +173,24 @@ class Reconciler:
             begun = None
         if begun is not None and self._pool is None:
             self._pool = begun.take_pool()
+            self._pool_owner = begun if self._pool is not None else None
         elif self.workers > 0 and cold and self._pool is None:
             # A cold build: workers forked now if this is the process's only thread (a few
             # ms), else started from the fork server while the root is walked (~0.4 s).
             self._pool = forked_pool(self.workers)
             if self._pool is None:
                 threading.Thread(target=_warm_up, args=(self._worker_pool(),), name="pool-warm-up", daemon=True).start()
+        listed: list[Observed] | None = None
         if begun is not None:
             found = begun.found
             training = begun.training if self._dictionary_missing() else None
+            listed = begun.listing()  # the workers listed the root while the index was created
         else:
             found = discover(self.root, self.compression)
             training = self._start_training([ref.path for ref in found.transcripts]) if cold else None
-        observed = [self.writer.storable(item) for item in self._observe_all([ref.path for ref in found.transcripts])]
+        if listed is None:
+            listed = self._observe_all([ref.path for ref in found.transcripts])
+        observed = [self.writer.storable(item) for item in listed]
         problems = list(found.problems)
         by_id: dict[str, list[Observed]] = {}
         for item in observed:
@@ -247,11 +252,8 @@ class Reconciler:
     def _observe_all(self, paths: list[str]) -> list[Observed]:
         """Every transcript's header and stat; by the workers when there are many."""
         if self.workers > 0 and len(paths) >= PARALLEL_LISTING:
-            chunks = [paths[start : start + LISTING_CHUNK] for start in range(0, len(paths), LISTING_CHUNK)]
-            pool = self._worker_pool()
-            futures = [pool.submit(observe_chunk, chunk, self.root, self.compression.value) for chunk in chunks]
             try:
-                return [item for future in futures for item in future.result()]
+                return Listing(self._worker_pool(), paths, self.root, self.compression, LISTING_CHUNK).result()
             except Exception as exc:  # noqa: BLE001 - a dead worker: list in this process
                 log.warning("listing in worker processes failed (%s: %s); listing here", type(exc).__name__, exc)
         return [self._observe(path) for path in paths]
@@ -292,9 +294,11 @@ class Reconciler:
 
     def _end_pass(self) -> None:
         """Workers live for one pass: an idle daemon keeps no processes but the fork server."""
-        if self._pool is not None:
+        if self._pool_owner is not None and self._pool is not None:
+            self._pool_owner.give_back(self._pool)  # its processes exit while the index is published
+        elif self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        self._pool, self._pool_owner = None, None
 
     # -- transactions ----------------------------------------------------------------
 

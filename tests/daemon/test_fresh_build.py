@@ -189,3 +189,54 @@ def test_indexes_a_fresh_build_creates_after_its_rows_are_those_of_a_new_index_v
         assert "sessions_parent" in str(plan)
     finally:
         conn.close()
+
+
+def test_the_building_file_is_synced_behind_as_it_grows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from indexer import freshbuild
+
+    monkeypatch.setattr(freshbuild, "WRITE_BEHIND_BYTES", 64 * 1024)
+    monkeypatch.setattr(freshbuild, "WRITE_BEHIND_SECONDS", 0.001)
+    synced: list[int] = []
+    real_fdatasync = os.fdatasync
+
+    def counted(fd: int) -> None:
+        synced.append(os.fstat(fd).st_size)
+        real_fdatasync(fd)
+
+    monkeypatch.setattr(freshbuild.os, "fdatasync", counted)
+    path = tmp_path / "growing"
+    path.write_bytes(b"")
+    behind = freshbuild.WriteBehind(str(path))
+    behind.start()
+    with open(path, "ab") as fh:
+        for _ in range(4):
+            fh.write(b"x" * 100 * 1024)  # more than the threshold: at least one sync each time
+            fh.flush()
+            wait_for(lambda: path.stat().st_size - behind.synced < 64 * 1024, timeout=10, what="a sync behind the writes")
+    behind.stop()
+    assert not behind.is_alive()
+    assert len(synced) == behind.syncs >= 4
+    assert all(later - earlier >= 64 * 1024 for earlier, later in zip([0, *synced], synced))  # never for less growth
+
+
+def test_a_write_behind_whose_file_is_gone_ends_quietly(tmp_path: Path) -> None:
+    from indexer.freshbuild import WriteBehind
+
+    behind = WriteBehind(str(tmp_path / "never-created"))
+    behind.start()
+    behind.join(timeout=10)
+    assert not behind.is_alive() and behind.syncs == 0
+    behind.stop()  # idempotent on an ended thread
+
+
+def test_a_published_build_was_switched_to_wal_and_synced_once_by_us(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from indexer import freshbuild
+
+    fsynced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(freshbuild.os, "fsync", lambda fd: (fsynced.append(fd), real_fsync(fd))[1])
+    final = tmp_path / "index.db"
+    with building(str(final), root=str(tmp_path), compression="zstd", source=SOURCE) as build:
+        build.complete()
+    assert _journal_mode(final) == "wal" and _leftovers(tmp_path) == []
+    assert len(fsynced) == 2  # the file, then its directory: what makes the published index durable
