@@ -59,6 +59,7 @@ from .ingest import LogOutcome, ingest_log, session_columns
 from .layout import Compression
 from .projection import insert_documents
 from .records import LogFormatError
+from .workergc import chunk_stretch
 from readmodel.store.blocks import active_dictionary, use_dictionary
 
 log = logging.getLogger("sessionq.indexer")
@@ -354,7 +355,9 @@ def prepare_chunk(tasks: list[PrepTask], compression: str, root: str, dictionary
     adopt_dictionary(dictionary)
     mode = Compression(compression)
     started = time.process_time()
-    with collector_paused():  # a chunk is bounded (CHUNK_BYTES of logs)
+    # A chunk is bounded (CHUNK_BYTES of logs).  In a worker, the collector stays off
+    # until the worker's next task, when this answer has been sent (indexer.workergc).
+    with chunk_stretch() if _capture is not None else collector_paused():
         sessions = [_prepare_one(task, mode, root) for task in tasks]
     return ChunkResult(sessions, time.process_time() - started, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 

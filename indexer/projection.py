@@ -47,6 +47,7 @@ from readmodel.store.texts import TextStore
 from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, docid
 from readmodel.projection.surface import SURFACE_EVENT_TYPES, tool_result_fingerprint
 
+from .blockcuts import cut_blocks
 from .packedrows import CHUNK_TYPE, PackedRow
 from .storedtexts import stored_text
 
@@ -456,23 +457,16 @@ class SessionProjector:
     def _split_blocks(self) -> None:
         """Close full blocks off the front of the open one (the long-session case).
 
-        Walks the LFs of the joined pieces (every line ends with one) instead of
-        splitting them into lines and joining each block again: a block is one
-        slice of the buffer.
+        A block is one slice of the joined pieces (:func:`~indexer.blockcuts.cut_blocks`
+        finds where each ends) instead of its lines split and joined again.
         """
         data = b"".join(self.block_pieces)
         first = self.block_first
         assert first is not None
-        find = data.find
-        start = position = count = size = 0  # the open block: its offset, its lines and bytes (LFs not counted)
-        while (end := find(b"\n", position)) >= 0:
-            size += end - position
-            count += 1
-            position = end + 1
-            if count >= BLOCK_EVENTS or size >= BLOCK_BYTES:
-                self._insert_block(first, data[start:end], count)
-                first += count
-                start, count, size = position, 0, 0
+        cuts, start, count, size = cut_blocks(data)
+        for cut_start, cut_end, cut_count in cuts:
+            self._insert_block(first, data[cut_start:cut_end], cut_count)
+            first += cut_count
         self.block_pieces = [data[start:]] if count else []
         self.block_count = count
         self.block_bytes = size

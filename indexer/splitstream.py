@@ -67,6 +67,7 @@ from .preparation import BAD_LOG_ERRORS, PrepTask, alive, collector_paused, fail
 from .streaming import Outbox, RelayedFailure, StreamingCursor, stream_recording
 from .projection import SessionProjector, encode_items, expanded_items
 from .packedrows import CHUNK_TYPE, PackedRow
+from .workergc import settle_collector
 
 OPS_BYTES: Final = 1 << 20
 """Bytes of lines after which the reading stage sends what it has forwarded."""
@@ -334,6 +335,7 @@ def read_stage(task: PrepTask, compression: str, root: str, target: Any, ops_byt
     peak_rss_kib))`` (the reader's result, without events), ``("failed",
     (status, code, message))`` or ``("crashed", description)``.
     """
+    settle_collector()
     started = time.process_time()
     channel = FrameWriter(target)
     outbox = Outbox(channel, OPS_AHEAD, name="split-read-sender")

@@ -25,6 +25,7 @@ from .ingest import LogOutcome, ingest_log
 from .layout import Compression
 from .preparation import BAD_LOG_ERRORS, PrepTask, RecordingCursor, adopt_dictionary, collector_paused, failure_of, take_warnings
 from .projection import INSERT_BLOCK
+from .workergc import settle_collector
 
 
 class Outbox:
@@ -222,6 +223,7 @@ def stream_recording(
     :class:`RelayedFailure`) ends as ``failed``, anything else unexpected as
     ``crashed`` (the writer then ingests the log itself).
     """
+    settle_collector()
     adopt_dictionary(dictionary)
     cursor = StreamingCursor(connection, chunk_rows)
     started = time.process_time()
