@@ -274,7 +274,7 @@ def _plain_op(events: list[dict[str, Any]]) -> tuple[Any, ...]:
         types = [event["type"] for event in events]
         times = [event.get("time") for event in events]
         full_at = [at for at, event in enumerate(events) if "sourceEventSeqs" in event or type(etype := event["type"]) is not str or etype in full_types]
-        full: Any = _exact_lines([events[at] for at in full_at]) if full_at else b""
+        full: Any = _exact_lines([events[at] for at in full_at], lines, full_at) if full_at else b""
         return (_ADD, first, count, lines, types, times, full_at, full)
     return (_ADD, first, count, lines, None, None, None, list(events))  # never seen (the sink's contract): everything as it is
 
@@ -308,17 +308,22 @@ def _packed_op(items: list[Any]) -> tuple[Any, ...]:
         expected = seq + count if type(seq) is int else expected
     if not contiguous:
         return _plain_op(expanded_items(items))
-    return (_ADD, first, len(types), lines, types, times, full_at, _exact_lines(full_events) if full_at else b"")
+    return (_ADD, first, len(types), lines, types, times, full_at, _exact_lines(full_events, lines, full_at) if full_at else b"")
 
 
-def _exact_lines(events: list[dict[str, Any]]) -> bytes | list[dict[str, Any]]:
+def _exact_lines(events: list[dict[str, Any]], batch_lines: bytes, positions: list[int]) -> bytes | list[dict[str, Any]]:
     """``events`` as JSON lines when they decode back to equal values, else the events themselves.
 
-    A decoded event differs from the reader's only where JSON cannot say what
-    the value was: a non-finite float (the standard library reads ``1e999``
-    as infinity; msgspec writes it as ``null``), a tuple, ``msgspec.Raw``.
+    ``events`` are the batch's events at ``positions`` (ascending), and
+    ``batch_lines`` the batch's lines (one per event, from ``encode_events``,
+    whose line of an event depends on that event alone): their lines are
+    taken from there, not encoded again.  A decoded event differs from the
+    reader's only where JSON cannot say what the value was: a non-finite float
+    (the standard library reads ``1e999`` as infinity; msgspec writes it as
+    ``null``), a tuple, ``msgspec.Raw``.
     """
-    lines = encode_events(events)
+    every = batch_lines.split(b"\n")  # the last piece is the empty one after the final LF
+    lines = b"\n".join([every[at] for at in positions]) + b"\n"
     try:
         if _decode_lines(lines) == events:
             return lines

@@ -367,3 +367,20 @@ def test_frames_carry_each_message_whole_and_end_with_the_pipe() -> None:
         reader.recv()
     writing.join()
     assert received == messages
+
+
+@given(batches(), st.data())
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_full_events_lines_taken_from_their_batch_equal_them_encoded_alone(events: list[list[dict[str, Any]]], data: st.DataObject) -> None:
+    """``_exact_lines`` answers from the batch's lines what it would from the events' own encoding."""
+    from readmodel.store.blocks import encode_events
+
+    batch = [event for part in events for event in part]
+    positions = sorted(data.draw(st.sets(st.integers(0, len(batch) - 1), min_size=1)))
+    chosen = [batch[at] for at in positions]
+    alone = encode_events(chosen)
+    try:
+        expected: Any = alone if msgspec.json.Decoder().decode_lines(alone) == chosen else chosen
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        expected = chosen
+    assert splitstream._exact_lines(chosen, encode_events(batch), positions) == expected
