@@ -13,6 +13,7 @@ request headers undecoded (:func:`decode_request_header_lazily`).
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 from collections.abc import Callable
@@ -438,7 +439,7 @@ def accept_values(values: list[Any], start: int, expected: int) -> tuple[list[An
     return items, index, expected
 
 
-def _framed_line_count(region: bytes) -> int:
+def _framed_line_count_python(region: bytes) -> int:
     """The number of lines of ``region`` (which ends with a line feed) when
     every line break lies between two top-level objects, else 0.
 
@@ -467,6 +468,23 @@ def _framed_line_count(region: bytes) -> int:
         count += 1
         at = find(b"\n", at + 1)
     return count
+
+
+def _framed_line_count_accelerated() -> Callable[[bytes], int] | None:
+    """The C version of :func:`_framed_line_count_python` (``indexer/_linescan.c``), if built.
+
+    ``SESSIONQ_LINESCAN_C=0`` turns it off; either way the counts are the same.
+    """
+    if os.environ.get("SESSIONQ_LINESCAN_C", "1") == "0":
+        return None
+    try:
+        from indexer._linescan import framed_line_count
+    except ImportError:
+        return None
+    return framed_line_count  # type: ignore[no-any-return]
+
+
+_framed_line_count: Final[Callable[[bytes], int]] = _framed_line_count_accelerated() or _framed_line_count_python
 
 
 def deliver_per_line(items: list[Any], sink: EventSink) -> None:
