@@ -1,5 +1,5 @@
 /*
- * The line scanner's framing check, in C (an optional accelerator).
+ * Byte-level scans of the log reader, in C (an optional accelerator).
  *
  * framed_line_count(region) computes exactly what
  * indexer.records._framed_line_count_python computes (a property test holds
@@ -7,11 +7,20 @@
  * when every line feed but the last lies between "}" and "{" and the region's
  * last line ends with "}", else 0.  The Python path takes one bytes.find and
  * two index checks per line, a few percent of a worker's CPU on short lines;
- * here it is one memchr per line.  Without the extension the Python path is
- * used and the answers are the same.
+ * here it is one memchr per line.
+ *
+ * frame_end(data, pos, size) is indexer.zstdframes.frame_end_python's
+ * structural walk over one Zstandard frame (header, block headers, checksum):
+ * the frame's end offset, or -1 when it is torn; -2 for anything the Python
+ * walk raises on (a bad magic, reserved bits or block type) or cannot index,
+ * so that the caller runs the Python walk for its exact error.  It was one
+ * Python step per block of every frame of every log.
+ *
+ * Without the extension the Python paths are used and the answers are the same.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 #include <string.h>
 
 static PyObject *framed_line_count(PyObject *self, PyObject *arg) {
@@ -39,11 +48,57 @@ static PyObject *framed_line_count(PyObject *self, PyObject *arg) {
     return PyLong_FromSsize_t(count);
 }
 
+static Py_ssize_t walk_frame(const unsigned char *d, Py_ssize_t pos, Py_ssize_t size) {
+    static const Py_ssize_t dict_id_bytes[4] = {0, 1, 2, 4};
+    if (size - pos < 4) return -1;
+    if (memcmp(d + pos, "\x28\xb5\x2f\xfd", 4) != 0) return -2;
+    if (size - pos < 5) return -1;
+    unsigned descriptor = d[pos + 4];
+    if (descriptor & 0x18) return -2;
+    unsigned fcs_flag = descriptor >> 6;
+    unsigned single_segment = (descriptor >> 5) & 1;
+    Py_ssize_t fcs_bytes = fcs_flag == 0 ? (Py_ssize_t)single_segment : (fcs_flag == 1 ? 2 : fcs_flag == 2 ? 4 : 8);
+    pos += 5 + (single_segment ? 0 : 1) + dict_id_bytes[descriptor & 3] + fcs_bytes;
+    if (pos > size) return -1;
+    for (;;) {
+        if (size - pos < 3) return -1;
+        uint32_t block = (uint32_t)d[pos] | ((uint32_t)d[pos + 1] << 8) | ((uint32_t)d[pos + 2] << 16);
+        unsigned block_type = (block >> 1) & 3;
+        if (block_type == 3) return -2;
+        pos += block_type == 1 ? 4 : 3 + (Py_ssize_t)(block >> 3);
+        if (pos > size) return -1;
+        if (block & 1) break;
+    }
+    if (descriptor & 4) { /* content checksum */
+        pos += 4;
+        if (pos > size) return -1;
+    }
+    return pos;
+}
+
+static PyObject *frame_end(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "frame_end(data, pos, size) takes three arguments");
+        return NULL;
+    }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    if (pos == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t size = PyLong_AsSsize_t(args[2]);
+    if (size == -1 && PyErr_Occurred()) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    /* Outside the contract (len(data) == size, 0 <= pos): the Python walk decides. */
+    Py_ssize_t end = pos < 0 || size > view.len ? -2 : walk_frame((const unsigned char *)view.buf, pos, size);
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(end);
+}
+
 static PyMethodDef methods[] = {
     {"framed_line_count", framed_line_count, METH_O, "A region's line count when every line is one framed object, else 0."},
+    {"frame_end", (PyCFunction)(void (*)(void))frame_end, METH_FASTCALL, "The end of the Zstandard frame at pos, -1 when torn, -2: ask the Python walk."},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_linescan", "The line scanner's framing check (optional accelerator).", -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_linescan", "Byte-level scans of the log reader (optional accelerator).", -1, methods};
 
 PyMODINIT_FUNC PyInit__linescan(void) { return PyModule_Create(&module); }

@@ -19,6 +19,7 @@ decoded in bounded pieces (see :mod:`readmodel.export.frames`).
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -178,7 +179,7 @@ def _stream_frame(fh: BinaryIO, span: FrameSpan, max_plaintext: int) -> Iterator
         raise _as_log_error(exc) from None
 
 
-def frame_end(data: bytes, pos: int, size: int) -> int:
+def frame_end_python(data: bytes, pos: int, size: int) -> int:
     """End offset of the frame starting at ``pos`` in ``data[:size]``, or -1 when it is torn.
 
     The in-memory twin of :func:`readmodel.export.frames.scan_frames` (same
@@ -218,6 +219,30 @@ def frame_end(data: bytes, pos: int, size: int) -> int:
         if pos > size:
             return -1
     return pos
+
+
+def _frame_end_accelerated() -> Any:
+    """The C walk of :func:`frame_end_python` (``indexer/_linescan.c``), if built and not turned
+    off (``SESSIONQ_LINESCAN_C=0``): -2 where the Python walk raises."""
+    if os.environ.get("SESSIONQ_LINESCAN_C", "1") == "0":
+        return None
+    try:
+        from indexer._linescan import frame_end as walk
+    except ImportError:
+        return None
+    return walk
+
+
+_frame_end_c: Final = _frame_end_accelerated()
+
+
+def frame_end(data: bytes, pos: int, size: int) -> int:
+    """:func:`frame_end_python`, in C when the accelerator is built (the same ends and errors)."""
+    if _frame_end_c is not None:
+        end: int = _frame_end_c(data, pos, size)
+        if end >= -1:
+            return end
+    return frame_end_python(data, pos, size)
 
 
 def first_frame(fh: BinaryIO, size: int, data: bytes | None = None) -> FrameSpan | TornFrame | None:

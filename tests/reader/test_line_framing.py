@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -37,3 +39,50 @@ def test_any_buffer_is_read_and_a_region_without_a_final_line_feed_has_none() ->
     assert _linescan.framed_line_count(b"{}") == 0
     assert _linescan.framed_line_count(b"{}\n{}") == 0
     assert _linescan.framed_line_count(b"") == 0
+
+
+def _frames(pieces: list[bytes], checksum: bool, sized: bool) -> bytes:
+    import zstandard
+
+    compressor = zstandard.ZstdCompressor(level=1, write_checksum=checksum, write_content_size=sized)
+    return b"".join(compressor.compress(piece) for piece in pieces)
+
+
+@given(
+    st.lists(st.binary(max_size=300) | st.just(b"a" * 200_000), min_size=1, max_size=3),
+    st.booleans(),
+    st.booleans(),
+    st.data(),
+)
+def test_the_c_frame_walk_equals_the_python_walk(pieces: list[bytes], checksum: bool, sized: bool, data: st.DataObject) -> None:
+    from indexer.zstdframes import frame_end, frame_end_python
+
+    log = bytearray(_frames(pieces, checksum, sized))
+    for _ in range(data.draw(st.integers(0, 3))):  # damage: flipped bytes anywhere
+        at = data.draw(st.integers(0, len(log) - 1))
+        log[at] = data.draw(st.integers(0, 255))
+    log = log[: data.draw(st.integers(0, len(log)))]  # and a torn end
+    blob = bytes(log)
+    pos = 0
+    while pos < len(blob):
+        try:
+            expected: Any = frame_end_python(blob, pos, len(blob))
+        except records.LogFormatError as exc:
+            expected = str(exc)
+        got = _linescan.frame_end(blob, pos, len(blob))
+        assert got == expected or (got == -2 and isinstance(expected, str))
+        try:
+            assert frame_end(blob, pos, len(blob)) == expected
+        except records.LogFormatError as exc:
+            assert str(exc) == expected
+        if not isinstance(expected, int) or expected < 0:
+            break
+        pos = expected
+
+
+def test_the_c_frame_walk_leaves_errors_and_bad_calls_to_the_python_walk() -> None:
+    assert _linescan.frame_end(b"nope!", 0, 5) == -2  # a bad magic: Python raises its message
+    assert _linescan.frame_end(b"\x28\xb5\x2f\xfd\x18", 0, 5) == -2  # reserved header bits
+    assert _linescan.frame_end(b"\x28\xb5", 0, 2) == -1  # torn
+    assert _linescan.frame_end(b"\x28\xb5", 0, 9) == -2  # size past the data: not indexed
+    assert _linescan.frame_end(b"\x28\xb5", -1, 2) == -2
