@@ -1,6 +1,6 @@
 """The optional C extensions (readmodel/search/_ftsaux.c: FTS5 auxiliary functions;
 readmodel/projection/_grams.c: the substring index's gram words; indexer/_linescan.c:
-the line scanner's framing check).
+the log reader's byte-level scans; readmodel/store/_runpack.c: event runs' members packed).
 
 Everything else about the package is in pyproject.toml; the extension is
 declared here because setuptools still calls ``[tool.setuptools.ext-modules]``
@@ -18,5 +18,7 @@ setup(
         Extension("readmodel.projection._grams", sources=["readmodel/projection/_grams.c"], optional=True),
         # The line scanner's framing check (indexer/records.py has the Python path).
         Extension("indexer._linescan", sources=["indexer/_linescan.c"], optional=True),
+        # Event runs' members packed (readmodel/store/blocks.py has the Python path).
+        Extension("readmodel.store._runpack", sources=["readmodel/store/_runpack.c"], optional=True),
     ]
 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import threading
 from collections.abc import Sequence
 from itertools import accumulate, groupby
@@ -246,7 +247,33 @@ _pack_into = msgspec.msgpack.Encoder().encode_into
 _unpack_ints = msgspec.msgpack.Decoder(list[int]).decode
 
 
+def _run_packer() -> Any:
+    """The C packers of run members (``readmodel/store/_runpack.c``), if built and not
+    turned off (``SESSIONQ_RUNPACK_C=0``); they answer ``None`` where the Python paths decide."""
+    if os.environ.get("SESSIONQ_RUNPACK_C", "1") == "0":
+        return None
+    try:
+        from readmodel.store import _runpack
+    except ImportError:
+        return None
+    return _runpack
+
+
+_runpack: Final = _run_packer()
+_pack_times_c: Final = _runpack.pack_run_times if _runpack is not None else None
+_pack_types_c: Final = _runpack.pack_run_types if _runpack is not None else None
+
+
 def pack_run_times(times: Sequence[int]) -> bytearray:
+    """The members' times of one run (:func:`pack_run_times_python`; in C when built)."""
+    if _pack_times_c is not None:
+        packed: bytearray | None = _pack_times_c(times)
+        if packed is not None:
+            return packed
+    return pack_run_times_python(times)
+
+
+def pack_run_times_python(times: Sequence[int]) -> bytearray:
     """The members' times of one run: msgpack ``[t0, t1 - t0, t2 - t1, ...]``.
 
     Contract: ``times`` is non-empty and holds safe integers (|t| < 2**53), so
@@ -270,6 +297,15 @@ _unpack_list = msgspec.msgpack.Decoder(list[Any]).decode
 
 
 def pack_run_types(types: Sequence[str]) -> bytearray:
+    """The members' types of one run (:func:`pack_run_types_python`; in C when built)."""
+    if _pack_types_c is not None:
+        packed: bytearray | None = _pack_types_c(types)
+        if packed is not None:
+            return packed
+    return pack_run_types_python(types)
+
+
+def pack_run_types_python(types: Sequence[str]) -> bytearray:
     """The members' types of one run, run-length coded: msgpack ``[type, repeat, type, repeat, ...]``."""
     coded: list[Any] = []
     for etype, group in groupby(types):

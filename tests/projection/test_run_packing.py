@@ -1,0 +1,56 @@
+"""Run members packed by the C accelerator (readmodel/store/_runpack.c) equal the Python paths' bytes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from readmodel.store import blocks
+from readmodel.store.blocks import pack_run_times_python, pack_run_types_python, unpack_run_times, unpack_run_types
+
+_runpack = pytest.importorskip("readmodel.store._runpack", reason="the C accelerator is not built")
+
+_TYPES = st.sampled_from(["assistant/chunk", "step/start", "step/end", "request/header", "x" * 40, "é" * 200, "t" * 70_000, ""])
+_BOUNDARIES = [0, 1, 31, 32, 127, 128, 255, 256, 65_535, 65_536, 2**32 - 1, 2**32, 2**53 - 1]
+_TIMES = st.integers(-(2**53) + 1, 2**53 - 1) | st.sampled_from(_BOUNDARIES + [-value for value in _BOUNDARIES])
+
+
+@given(st.lists(_TYPES, min_size=1, max_size=40) | st.lists(st.text(max_size=5), min_size=1, max_size=40))
+def test_c_types_equal_the_python_bytes(types: list[str]) -> None:
+    packed = _runpack.pack_run_types(types)
+    assert type(packed) is bytearray and packed == pack_run_types_python(types)
+    assert unpack_run_types(packed) == types
+
+
+@given(st.lists(_TIMES, min_size=1, max_size=40) | st.lists(st.integers(0, 300), min_size=1, max_size=70_000 // 1000))
+def test_c_times_equal_the_python_bytes(times: list[int]) -> None:
+    packed = _runpack.pack_run_times(times)
+    assert type(packed) is bytearray and packed == pack_run_times_python(times)
+    assert unpack_run_times(packed) == times
+
+
+def test_long_runs_take_the_wider_array_headers() -> None:
+    for count in (15, 16, 65_535, 65_536):
+        times = list(range(count))
+        assert _runpack.pack_run_times(times) == pack_run_times_python(times)
+    types = [str(at % 2) for at in range(40_000)]  # 40,000 groups: 80,000 array members
+    assert _runpack.pack_run_types(types) == pack_run_types_python(types)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [("a", "b"), ["a", 1], ["\ud800"], [1.0], [True], [2**63], (1, 2), [], [-1, 2**63 - 1]],
+    ids=["tuple", "mixed", "surrogate", "float", "bool", "past-int64", "int-tuple", "empty", "delta-overflow"],
+)
+def test_inputs_outside_the_common_case_go_to_the_python_path(value: Any) -> None:
+    packer = _runpack.pack_run_types if value and type(value[0]) is str else _runpack.pack_run_times
+    assert packer(value) is None
+
+
+def test_the_public_packers_use_the_python_path_for_what_c_declines() -> None:
+    assert blocks.pack_run_times([1.5, 2]) == pack_run_times_python([1.5, 2])
+    with pytest.raises(UnicodeEncodeError):
+        blocks.pack_run_types(["\ud800"])
