@@ -16,12 +16,22 @@
  * so that the caller runs the Python walk for its exact error.  It was one
  * Python step per block of every frame of every log.
  *
+ * json_exact(value) says whether msgspec's JSON encoding of ``value``
+ * decodes back to an equal value: it holds only dicts with str keys, lists,
+ * str without surrogates, 64-bit ints, finite floats, bools and None, at most
+ * JSON_EXACT_DEPTH deep (msgspec's decoder stops at 1000).  A split stream's
+ * reading stage sends such events as their JSON lines without decoding them
+ * back to compare; for anything else it still compares.
+ *
  * Without the extension the Python paths are used and the answers are the same.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+#define JSON_EXACT_DEPTH 500
 
 static PyObject *framed_line_count(PyObject *self, PyObject *arg) {
     Py_buffer view;
@@ -93,7 +103,65 @@ static PyObject *frame_end(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return PyLong_FromSsize_t(end);
 }
 
+static int has_surrogate(PyObject *text) {
+    if (PyUnicode_READY(text) < 0) return -1;
+    int kind = PyUnicode_KIND(text);
+    if (kind == PyUnicode_1BYTE_KIND) return 0;
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    for (Py_ssize_t at = 0; at < length; at++) {
+        Py_UCS4 unit = PyUnicode_READ(kind, data, at);
+        if (unit >= 0xD800 && unit <= 0xDFFF) return 1;
+    }
+    return 0;
+}
+
+/* 1: encodes to JSON that decodes back equal; 0: not known to; -1: an error is set. */
+static int exact(PyObject *value, int depth) {
+    PyTypeObject *type = Py_TYPE(value);
+    if (type == &PyUnicode_Type) {
+        int surrogate = has_surrogate(value);
+        return surrogate < 0 ? -1 : !surrogate;
+    }
+    if (type == &PyBool_Type || value == Py_None) return 1;
+    if (type == &PyLong_Type) {
+        /* Past 64 bits only the comparison decides (digit limits of int conversions). */
+        int overflow;
+        long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (number == -1 && PyErr_Occurred()) return -1;
+        return overflow ? 0 : 1;
+    }
+    if (type == &PyFloat_Type) return isfinite(PyFloat_AS_DOUBLE(value)) ? 1 : 0;
+    if (depth >= JSON_EXACT_DEPTH) return 0;
+    if (type == &PyList_Type) {
+        for (Py_ssize_t at = 0; at < PyList_GET_SIZE(value); at++) {
+            int ok = exact(PyList_GET_ITEM(value, at), depth + 1);
+            if (ok != 1) return ok;
+        }
+        return 1;
+    }
+    if (type == &PyDict_Type) {
+        Py_ssize_t position = 0;
+        PyObject *key, *item;
+        while (PyDict_Next(value, &position, &key, &item)) {
+            if (Py_TYPE(key) != &PyUnicode_Type) return 0;
+            int ok = exact(key, depth + 1);
+            if (ok == 1) ok = exact(item, depth + 1);
+            if (ok != 1) return ok;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+static PyObject *json_exact(PyObject *self, PyObject *value) {
+    int ok = exact(value, 0);
+    if (ok < 0) return NULL;
+    return PyBool_FromLong(ok);
+}
+
 static PyMethodDef methods[] = {
+    {"json_exact", json_exact, METH_O, "Whether msgspec's JSON of the value decodes back to an equal value (False: not known)."},
     {"framed_line_count", framed_line_count, METH_O, "A region's line count when every line is one framed object, else 0."},
     {"frame_end", (PyCFunction)(void (*)(void))frame_end, METH_FASTCALL, "The end of the Zstandard frame at pos, -1 when torn, -2: ask the Python walk."},
     {NULL, NULL, 0, NULL},

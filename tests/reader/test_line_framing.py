@@ -86,3 +86,33 @@ def test_the_c_frame_walk_leaves_errors_and_bad_calls_to_the_python_walk() -> No
     assert _linescan.frame_end(b"\x28\xb5", 0, 2) == -1  # torn
     assert _linescan.frame_end(b"\x28\xb5", 0, 9) == -2  # size past the data: not indexed
     assert _linescan.frame_end(b"\x28\xb5", -1, 2) == -2
+
+
+_JSON_LIKE = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6) | st.sampled_from(["\ud800", "a\udfff", "é"]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner, max_size=4) | st.lists(inner, max_size=3).map(tuple),
+    max_leaves=12,
+)
+
+
+@given(_JSON_LIKE)
+def test_a_value_json_exact_accepts_decodes_back_equal(value: Any) -> None:
+    import msgspec
+
+    if _linescan.json_exact(value):
+        assert msgspec.json.decode(msgspec.json.encode(value)) == value
+
+
+def test_json_exact_accepts_json_values_and_refuses_the_rest() -> None:
+    import msgspec
+
+    assert _linescan.json_exact([{"a": [1, -2.5, None, True, "é", {"b": 2**63 - 1}]}])
+    refused = [float("inf"), float("nan"), (1,), "\ud800", {"\udc00": 1}, {1: 2}, msgspec.Raw(b"1"), 2**64, b"x", _deep(600)]
+    assert [_linescan.json_exact(value) for value in refused] == [False] * len(refused)
+
+
+def _deep(depth: int) -> Any:
+    value: Any = []
+    for _ in range(depth):
+        value = [value]
+    return value
