@@ -23,6 +23,13 @@
  * reading stage sends such events as their JSON lines without decoding them
  * back to compare; for anything else it still compares.
  *
+ * member_lines(head, texts, first_seq, times) writes a packed chunk row's
+ * member lines as indexer.packedrows.PackedRow.encode's Python path does:
+ * for each member, '{"type":"assistant/chunk","seq":' seq ',"time":' time,
+ * then ``head`` (the row's shared '"data":{…,"text":' part), its fragment's
+ * JSON string (the LF-terminated lines of ``texts``) and '}}}' LF.  None when
+ * the inputs are not that (a count mismatch, a time not a 64-bit exact int).
+ *
  * Without the extension the Python paths are used and the answers are the same.
  */
 #define PY_SSIZE_T_CLEAN
@@ -160,7 +167,79 @@ static PyObject *json_exact(PyObject *self, PyObject *value) {
     return PyBool_FromLong(ok);
 }
 
+#define MEMBER_START "{\"type\":\"assistant/chunk\",\"seq\":"
+#define MEMBER_TIME ",\"time\":"
+#define MEMBER_END "}}}\n"
+
+static int decimal(int64_t value, char *out) {
+    char digits[24];
+    int length = 0;
+    uint64_t magnitude = value < 0 ? (uint64_t)0 - (uint64_t)value : (uint64_t)value;
+    do {
+        digits[length++] = (char)('0' + magnitude % 10);
+        magnitude /= 10;
+    } while (magnitude);
+    int written = 0;
+    if (value < 0) out[written++] = '-';
+    while (length) out[written++] = digits[--length];
+    return written;
+}
+
+static PyObject *member_lines(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !PyBytes_CheckExact(args[0]) || !PyBytes_CheckExact(args[1]) || !PyList_CheckExact(args[3])) Py_RETURN_NONE;
+    const char *head = PyBytes_AS_STRING(args[0]);
+    Py_ssize_t head_size = PyBytes_GET_SIZE(args[0]);
+    const char *texts = PyBytes_AS_STRING(args[1]);
+    Py_ssize_t texts_size = PyBytes_GET_SIZE(args[1]);
+    PyObject *times = args[3];
+    Py_ssize_t count = PyList_GET_SIZE(times);
+    int overflow;
+    long long first = PyLong_CheckExact(args[2]) ? PyLong_AsLongLongAndOverflow(args[2], &overflow) : (overflow = 1, 0);
+    if (overflow || (first == -1 && PyErr_Occurred()) || first < 0 || first > INT64_MAX - count) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if (count == 0 || texts_size == 0 || texts[texts_size - 1] != '\n') Py_RETURN_NONE;
+    /* Room for every member with 20-digit numbers; the bytes are cut to size at the end. */
+    Py_ssize_t fixed = (Py_ssize_t)(sizeof(MEMBER_START) - 1 + sizeof(MEMBER_TIME) - 1 + sizeof(MEMBER_END) - 1) + head_size + 40;
+    if (count > (PY_SSIZE_T_MAX - texts_size) / fixed) Py_RETURN_NONE;
+    PyObject *result = PyBytes_FromStringAndSize(NULL, count * fixed + texts_size);
+    if (result == NULL) return NULL;
+    char *out = PyBytes_AS_STRING(result);
+    const char *text = texts, *texts_end = texts + texts_size;
+    for (Py_ssize_t at = 0; at < count; at++) {
+        PyObject *item = PyList_GET_ITEM(times, at);
+        long long time = PyLong_CheckExact(item) ? PyLong_AsLongLongAndOverflow(item, &overflow) : (overflow = 1, 0);
+        const char *text_end = text < texts_end ? memchr(text, '\n', (size_t)(texts_end - text)) : NULL;
+        if (overflow || (time == -1 && PyErr_Occurred()) || text_end == NULL) {
+            PyErr_Clear();
+            Py_DECREF(result);
+            Py_RETURN_NONE;
+        }
+        memcpy(out, MEMBER_START, sizeof(MEMBER_START) - 1);
+        out += sizeof(MEMBER_START) - 1;
+        out += decimal((int64_t)first + at, out);
+        memcpy(out, MEMBER_TIME, sizeof(MEMBER_TIME) - 1);
+        out += sizeof(MEMBER_TIME) - 1;
+        out += decimal((int64_t)time, out);
+        memcpy(out, head, (size_t)head_size);
+        out += head_size;
+        memcpy(out, text, (size_t)(text_end - text));
+        out += text_end - text;
+        memcpy(out, MEMBER_END, sizeof(MEMBER_END) - 1);
+        out += sizeof(MEMBER_END) - 1;
+        text = text_end + 1;
+    }
+    if (text != texts_end) { /* more fragments than times */
+        Py_DECREF(result);
+        Py_RETURN_NONE;
+    }
+    if (_PyBytes_Resize(&result, out - PyBytes_AS_STRING(result)) < 0) return NULL;
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"member_lines", (PyCFunction)(void (*)(void))member_lines, METH_FASTCALL, "A packed row's member lines (None: take the Python path)."},
     {"json_exact", json_exact, METH_O, "Whether msgspec's JSON of the value decodes back to an equal value (False: not known)."},
     {"framed_line_count", framed_line_count, METH_O, "A region's line count when every line is one framed object, else 0."},
     {"frame_end", (PyCFunction)(void (*)(void))frame_end, METH_FASTCALL, "The end of the Zstandard frame at pos, -1 when torn, -2: ask the Python walk."},

@@ -11,6 +11,7 @@ JSON lines from the row).
 
 from __future__ import annotations
 
+import os
 from itertools import accumulate
 from typing import Any, Final
 
@@ -195,7 +196,6 @@ class PackedRow:
         row = self.row
         data = row["data"]
         tag = row["type"]
-        count = len(self.times)
         if tag == "tool-call-chunks":
             fragments = data["args"]
             chunk = {"type": "tool-call-delta", "index": data["index"], "id": data["id"]}
@@ -208,9 +208,20 @@ class PackedRow:
         try:
             # ',"data":{"turn":…,"step":…,"chunk":{…,"text":' without the empty fragment's '""}}'.
             head = b',"data":' + _encode({"turn": data["turn"], "step": data["step"], "chunk": chunk})[:-4]
-            texts = _encode_member_lines(fragments).split(b"\n")
+            text_lines = _encode_member_lines(fragments)
         except UnicodeEncodeError:
             return None
+        if _member_lines is not None:
+            # The same bytes written member by member in C (indexer/_linescan.c), when it takes them.
+            lines: bytes | None = _member_lines(head, text_lines, self.first_seq, self.times)
+            if lines is not None:
+                return lines
+        return self._interleaved(head, text_lines)
+
+    def _interleaved(self, head: bytes, text_lines: bytes) -> bytes:
+        """:meth:`encode`'s lines from ``head`` and the fragments' JSON lines, in Python."""
+        count = len(self.times)
+        texts = text_lines.split(b"\n")
         first = self.first_seq
         keys = _encode_member_lines(list(zip(range(first, first + count), self.times)))
         starts = keys.replace(b",", b',"time":').replace(b"[", _MEMBER_START).replace(b"]", head).split(b"\n")
@@ -220,6 +231,20 @@ class PackedRow:
         pieces[0::3] = starts
         pieces[1::3] = texts
         return b"".join(pieces)
+
+
+def _member_lines_accelerated() -> Any:
+    """``indexer._linescan.member_lines`` if built and not turned off (``SESSIONQ_LINESCAN_C=0``)."""
+    if os.environ.get("SESSIONQ_LINESCAN_C", "1") == "0":
+        return None
+    try:
+        from indexer._linescan import member_lines
+    except ImportError:
+        return None
+    return member_lines
+
+
+_member_lines: Final = _member_lines_accelerated()
 
 
 def _row_times(tag: str, time0: Any, gaps: list[Any]) -> list[Any]:

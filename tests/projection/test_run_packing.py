@@ -54,3 +54,48 @@ def test_the_public_packers_use_the_python_path_for_what_c_declines() -> None:
     assert blocks.pack_run_times([1.5, 2]) == pack_run_times_python([1.5, 2])
     with pytest.raises(UnicodeEncodeError):
         blocks.pack_run_types(["\ud800"])
+
+
+@given(
+    st.lists(st.text(max_size=8) | st.sampled_from(['"', "\\", "\n", "é", "\x00"]), min_size=1, max_size=20),
+    st.sampled_from(["text-chunks", "reasoning-chunks", "tool-call-chunks"]),
+    st.integers(0, 2**53 - 30),
+    st.data(),
+)
+def test_packed_row_lines_written_in_c_equal_the_python_interleaving(fragments: list[str], tag: str, seq0: int, data: st.DataObject) -> None:
+    from indexer.packedrows import PackedRow, check_row
+
+    body: dict[str, Any] = {"turn": data.draw(st.sampled_from([1, 2.5])), "step": 0, "index": 2}
+    if tag == "tool-call-chunks":
+        body.update({"id": "c", "name": "bash", "args": fragments})
+    else:
+        body["texts"] = fragments
+    body["dt"] = data.draw(st.lists(st.integers(-(2**40), 2**40), min_size=len(fragments) - 1, max_size=len(fragments) - 1))
+    row = {"type": tag, "seq0": seq0, "time0": data.draw(st.integers(-(2**52), 2**52)), "data": body}
+    try:
+        first, times = check_row(row)
+    except Exception:  # noqa: BLE001 - times outside the safe range: not a row to encode
+        return
+    packed = PackedRow(row, first, times)
+    from indexer import packedrows
+
+    in_c = packed.encode()  # the default when the accelerator is built
+    assert in_c is not None
+
+    saved = packedrows._member_lines
+    packedrows._member_lines = None
+    try:
+        assert packed.encode() == in_c
+    finally:
+        packedrows._member_lines = saved
+
+
+def test_member_lines_declines_what_is_not_a_row() -> None:
+    from indexer._linescan import member_lines
+
+    assert member_lines(b"h", b'"a"\n', 0, [1, 2]) is None  # fewer fragments than times
+    assert member_lines(b"h", b'"a"\n"b"\n', 0, [1]) is None  # more
+    assert member_lines(b"h", b'"a"\n', 0, [1.0]) is None
+    assert member_lines(b"h", b'"a"\n', -1, [1]) is None
+    assert member_lines(b"h", b'"a"\n', 0, [2**64]) is None
+    assert member_lines(b"h", b'"a"\n', 5, [-7]) == b'{"type":"assistant/chunk","seq":5,"time":-7h"a"}}}\n'
