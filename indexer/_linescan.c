@@ -30,6 +30,10 @@
  * JSON string (the LF-terminated lines of ``texts``) and '}}}' LF.  None when
  * the inputs are not that (a count mismatch, a time not a 64-bit exact int).
  *
+ * cut_blocks(data, max_lines, max_bytes) is indexer.blockcuts.cut_blocks_python:
+ * where raw blocks end in LF-terminated lines (one memchr per line instead of
+ * a bytes object per line).
+ *
  * Without the extension the Python paths are used and the answers are the same.
  */
 #define PY_SSIZE_T_CLEAN
@@ -238,7 +242,50 @@ static PyObject *member_lines(PyObject *self, PyObject *const *args, Py_ssize_t 
     return result;
 }
 
+static PyObject *cut_blocks(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "cut_blocks(data, max_lines, max_bytes) takes three arguments");
+        return NULL;
+    }
+    Py_ssize_t max_lines = PyLong_AsSsize_t(args[1]);
+    if (max_lines == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t max_bytes = PyLong_AsSsize_t(args[2]);
+    if (max_bytes == -1 && PyErr_Occurred()) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    PyObject *cuts = PyList_New(0);
+    if (cuts == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    const char *data = (const char *)view.buf;
+    Py_ssize_t start = 0, position = 0, count = 0, size = 0;
+    const char *at;
+    while (position < view.len && (at = memchr(data + position, '\n', (size_t)(view.len - position))) != NULL) {
+        Py_ssize_t end = at - data;
+        size += end - position;
+        count++;
+        position = end + 1;
+        if (count >= max_lines || size >= max_bytes) {
+            PyObject *cut = Py_BuildValue("(nnn)", start, end, count);
+            if (cut == NULL || PyList_Append(cuts, cut) < 0) {
+                Py_XDECREF(cut);
+                Py_DECREF(cuts);
+                PyBuffer_Release(&view);
+                return NULL;
+            }
+            Py_DECREF(cut);
+            start = position;
+            count = size = 0;
+        }
+    }
+    PyBuffer_Release(&view);
+    PyObject *result = Py_BuildValue("(Nnnn)", cuts, start, count, size);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"cut_blocks", (PyCFunction)(void (*)(void))cut_blocks, METH_FASTCALL, "Where raw blocks end: (cuts, open start, open lines, open bytes)."},
     {"member_lines", (PyCFunction)(void (*)(void))member_lines, METH_FASTCALL, "A packed row's member lines (None: take the Python path)."},
     {"json_exact", json_exact, METH_O, "Whether msgspec's JSON of the value decodes back to an equal value (False: not known)."},
     {"framed_line_count", framed_line_count, METH_O, "A region's line count when every line is one framed object, else 0."},

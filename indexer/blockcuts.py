@@ -13,7 +13,9 @@ a time), and the per-line walk was 9% of its projecting stage's CPU.
 
 from __future__ import annotations
 
+import os
 from bisect import bisect_left
+from collections.abc import Callable
 from itertools import accumulate
 from typing import Final
 
@@ -25,7 +27,7 @@ Cut = tuple[int, int, int]
 _EMPTY: Final[tuple[list[Cut], int, int, int]] = ([], 0, 0, 0)
 
 
-def cut_blocks(data: bytes, max_lines: int = BLOCK_EVENTS, max_bytes: int = BLOCK_BYTES) -> tuple[list[Cut], int, int, int]:
+def cut_blocks_python(data: bytes, max_lines: int = BLOCK_EVENTS, max_bytes: int = BLOCK_BYTES) -> tuple[list[Cut], int, int, int]:
     """The full blocks at the front of ``data`` and what stays open after them.
 
     Contract: ``data`` is empty or ends with a line feed, and holds lines
@@ -56,3 +58,25 @@ def cut_blocks(data: bytes, max_lines: int = BLOCK_EVENTS, max_bytes: int = BLOC
         offset = end + 1
         line += count
     return cuts, offset, 0, 0
+
+
+def _accelerated() -> Callable[[bytes, int, int], tuple[list[Cut], int, int, int]] | None:
+    """``indexer._linescan.cut_blocks`` (one memchr per line, no object per line) if built
+    and not turned off (``SESSIONQ_LINESCAN_C=0``)."""
+    if os.environ.get("SESSIONQ_LINESCAN_C", "1") == "0":
+        return None
+    try:
+        from indexer._linescan import cut_blocks as in_c
+    except ImportError:
+        return None
+    return in_c  # type: ignore[no-any-return]
+
+
+_in_c: Final = _accelerated()
+
+
+def cut_blocks(data: bytes, max_lines: int = BLOCK_EVENTS, max_bytes: int = BLOCK_BYTES) -> tuple[list[Cut], int, int, int]:
+    """:func:`cut_blocks_python`, in C when the accelerator is built (the same answer)."""
+    if _in_c is not None:
+        return _in_c(data, max_lines, max_bytes)
+    return cut_blocks_python(data, max_lines, max_bytes)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from indexer.blockcuts import Cut, cut_blocks
+from indexer.blockcuts import Cut, cut_blocks, cut_blocks_python
 from readmodel.store.blocks import BLOCK_BYTES, BLOCK_EVENTS
 
 
@@ -30,13 +31,13 @@ def _data(lengths: list[int]) -> bytes:
 @given(st.lists(st.integers(0, 40), max_size=300), st.integers(1, 20), st.integers(1, 200))
 def test_cuts_equal_the_line_by_line_walk(lengths: list[int], max_lines: int, max_bytes: int) -> None:
     data = _data(lengths)
-    assert cut_blocks(data, max_lines, max_bytes) == _walk(data, max_lines, max_bytes)
+    assert cut_blocks(data, max_lines, max_bytes) == cut_blocks_python(data, max_lines, max_bytes) == _walk(data, max_lines, max_bytes)
 
 
 @given(st.lists(st.sampled_from([0, 1, 900, 4000, 70_000, BLOCK_BYTES - 1, BLOCK_BYTES]), max_size=700))
 def test_cuts_equal_the_walk_at_the_real_limits(lengths: list[int]) -> None:
     data = _data(lengths)
-    assert cut_blocks(data) == _walk(data, BLOCK_EVENTS, BLOCK_BYTES)
+    assert cut_blocks(data) == cut_blocks_python(data) == _walk(data, BLOCK_EVENTS, BLOCK_BYTES)
 
 
 def test_every_cut_is_a_slice_of_whole_lines() -> None:
@@ -47,4 +48,11 @@ def test_every_cut_is_a_slice_of_whole_lines() -> None:
 
 
 def test_empty_data_has_no_blocks() -> None:
-    assert cut_blocks(b"") == ([], 0, 0, 0)
+    assert cut_blocks(b"") == cut_blocks_python(b"") == ([], 0, 0, 0)
+
+
+def test_the_c_cuts_are_used_when_built() -> None:
+    from indexer import blockcuts
+
+    linescan = pytest.importorskip("indexer._linescan", reason="the C accelerator is not built")
+    assert blockcuts._in_c is linescan.cut_blocks
