@@ -383,6 +383,24 @@ class SessionProjector:
             return
         if not self.use_runs and PackedRow in map(type, events):
             events = expanded_items(events)  # a row per event: the members are needed one by one
+        count, packed = self.take_events(events)
+        first = events[0]
+        if packed:
+            first_seq = first.first_seq if type(first) is PackedRow else first["seq"]
+            self.extend_block(first_seq, encode_items(events), count)
+        else:
+            self.extend_block(first["seq"], encode_events(events) if lines is None else lines, count)
+        self.added(count)
+
+    def added(self, count: int) -> None:
+        """``count`` more events were taken (and their lines given to the open block): flush when due."""
+        self.pending += count
+        if self.pending >= self.flush_events:
+            self.flush()
+
+    def take_events(self, events: list[Any]) -> tuple[int, bool]:
+        """:meth:`add`'s rows of ``events`` (a non-empty list), without their raw lines
+        or the flush: how many events they stand for, and whether a packed row was among them."""
         # Locals: this loop runs once per event of the log.
         runs = self.runs
         run = self.open_run
@@ -428,17 +446,9 @@ class SessionProjector:
             if etype in extras:
                 self._log_only_extras(event, etype)
         self.open_run = run
-        first = events[0]
-        if packed:
-            first_seq = first.first_seq if type(first) is PackedRow else first["seq"]
-            self._block_extend(first_seq, encode_items(events), count)
-        else:
-            self._block_extend(first["seq"], encode_events(events) if lines is None else lines, count)
-        self.pending += count
-        if self.pending >= self.flush_events:
-            self.flush()
+        return count, packed
 
-    def _block_extend(self, first_seq: int, piece: bytes, count: int) -> None:
+    def extend_block(self, first_seq: int, piece: bytes, count: int) -> None:
         """Append ``count`` consecutive events' LF-terminated lines to the open
         block, closing every block that reaches :data:`BLOCK_EVENTS` lines or
         :data:`BLOCK_BYTES` (exactly where appending line by line would)."""

@@ -68,6 +68,7 @@ from .streaming import Outbox, RelayedFailure, StreamingCursor, stream_recording
 from .projection import SessionProjector, encode_items, expanded_items
 from .packedrows import CHUNK_TYPE, PackedRow
 from .workergc import settle_collector
+from .columnadd import add_columns
 
 OPS_BYTES: Final = 1 << 20
 """Bytes of lines after which the reading stage sends what it has forwarded."""
@@ -412,14 +413,14 @@ def _project(cursor: StreamingCursor, task: PrepTask, source: Any, writer: Any) 
     """``ingest_log`` of a cold read, its reader being the reading stage's."""
     surface_keys: dict[int, int] = {}
     projector = SessionProjector(cursor, task.sid, 0, fts=None, surface_keys=surface_keys, redact_documents=task.redact)
-    add, replacement = projector.add, projector.replacement
+    replacement = projector.replacement
     for message in _received(FrameReader(source), writer):
         kind = message[0]
         if kind == "ops":
             for op in message[1]:
                 code = op[0]
                 if code == _ADD:
-                    add(_events(op), op[3])
+                    apply_add(projector, op)
                 elif code == _REPLACE:
                     replacement(op[1], op[2])
                 else:
@@ -436,18 +437,31 @@ def _project(cursor: StreamingCursor, task: PrepTask, source: Any, writer: Any) 
     raise StageCrashed("the reading process ended without its last message")
 
 
+def apply_add(projector: SessionProjector, op: tuple[Any, ...]) -> None:
+    """Make ``projector`` take the batch of an ``_ADD`` op, as ``projector.add(_events(op), lines)`` would."""
+    if op[4] is not None and projector.use_runs:  # columns: no dict for an event the projector reads no more of
+        add_columns(projector, op[1], op[4], op[5], op[6], _full_events(op), op[3])
+    else:
+        projector.add(_events(op), op[3])
+
+
 def _events(op: tuple[Any, ...]) -> list[dict[str, Any]]:
     """The batch of events an ``_ADD`` op stands for (see :class:`Forwarder`)."""
     _, first, count, _lines, types, times, full_at, full = op
     if types is None:
         return full  # type: ignore[no-any-return]
     events = [{"type": etype, "seq": seq, "time": at} for etype, seq, at in zip(types, range(first, first + count), times)]
-    if full_at:
-        if type(full) is not list:
-            full = _decode_lines(full)
-        for at, event in zip(full_at, full):
-            events[at] = event
+    for at, event in zip(full_at, _full_events(op)):
+        events[at] = event
     return events
+
+
+def _full_events(op: tuple[Any, ...]) -> list[dict[str, Any]]:
+    """The events an ``_ADD`` op with columns sends in full, at its ``full_at`` positions."""
+    full = op[7]
+    if not op[6]:
+        return []
+    return full if type(full) is list else _decode_lines(full)  # type: ignore[no-any-return]
 
 
 def _received(source: Any, writer: Any) -> Any:
