@@ -30,6 +30,7 @@ from typing import Any, Final
 import msgspec
 
 from readmodel.store.blocks import (
+    int_run,
     BLOCK_BYTES,
     BLOCK_EVENTS,
     compress_payload,
@@ -687,6 +688,9 @@ def link_spans(sources: Sequence[Any]) -> list[tuple[Any, int]]:
     cited seqs.  Anything else (never seen after validation) keeps one row
     per distinct value, as the one-row-per-link layout stored it.
     """
+    run = int_run(sources) if int_run is not None else None
+    if run is not None and run[1] <= MAX_LINK_SPAN:
+        return [run]  # the common case, told in one C call: one contiguous run of chunks
     if set(map(type, sources)) != _INT_ONLY:
         return [(source, 1) for source in dict.fromkeys(sources)]
     seqs = sorted(set(sources))

@@ -8,6 +8,11 @@
  * [t0, t1 - t0, t2 - t1, ...].  Every flush of a projector packs its runs;
  * the Python paths build an intermediate list and group it element by element.
  *
+ * int_run(values) answers (first, count) when ``values`` is a non-empty list of
+ * exact ints first, first + 1, ..., first + count - 1 (64-bit), else None: the
+ * common sourceEventSeqs (an answer citing its chunks), which the fold and the
+ * projector otherwise check, sort and de-duplicate element by element.
+ *
  * Only the common inputs are handled: a list of exact str (encodable as UTF-8)
  * or of exact ints whose deltas fit 64 bits.  Anything else returns None and
  * the caller takes its Python path, which also raises what it raised before.
@@ -151,7 +156,24 @@ static PyObject *pack_run_times(PyObject *self, PyObject *times) {
     return finish(&out);
 }
 
+static PyObject *int_run(PyObject *self, PyObject *values) {
+    if (!PyList_CheckExact(values) || PyList_GET_SIZE(values) == 0) Py_RETURN_NONE;
+    Py_ssize_t count = PyList_GET_SIZE(values);
+    int64_t first = 0;
+    for (Py_ssize_t at = 0; at < count; at++) {
+        int64_t value;
+        if (exact_int64(PyList_GET_ITEM(values, at), &value) < 0) {
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+        if (at == 0) first = value;
+        else if (first > INT64_MAX - at || value != first + at) Py_RETURN_NONE;
+    }
+    return Py_BuildValue("(Ln)", (long long)first, count);
+}
+
 static PyMethodDef methods[] = {
+    {"int_run", int_run, METH_O, "(first, count) when the list is the exact ints first..first+count-1, else None."},
     {"pack_run_types", pack_run_types, METH_O, "A run's types, run-length coded in msgpack (None: take the Python path)."},
     {"pack_run_times", pack_run_times, METH_O, "A run's times as msgpack deltas (None: take the Python path)."},
     {NULL, NULL, 0, NULL},

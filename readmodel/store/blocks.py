@@ -260,6 +260,9 @@ def _run_packer() -> Any:
 
 
 _runpack: Final = _run_packer()
+int_run: Final = _runpack.int_run if _runpack is not None else None
+"""``(first, count)`` when a list is the exact ints ``first .. first + count - 1``, else
+``None`` (C; ``None`` itself without the accelerator: callers take their general path)."""
 _pack_times_c: Final = _runpack.pack_run_times if _runpack is not None else None
 _pack_types_c: Final = _runpack.pack_run_types if _runpack is not None else None
 

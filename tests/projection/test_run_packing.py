@@ -99,3 +99,19 @@ def test_member_lines_declines_what_is_not_a_row() -> None:
     assert member_lines(b"h", b'"a"\n', -1, [1]) is None
     assert member_lines(b"h", b'"a"\n', 0, [2**64]) is None
     assert member_lines(b"h", b'"a"\n', 5, [-7]) == b'{"type":"assistant/chunk","seq":5,"time":-7h"a"}}}\n'
+
+
+@given(
+    st.lists(st.integers(-5, 40), max_size=12)
+    | st.builds(lambda first, count: list(range(first, first + count)), st.integers(-(2**63), 2**63), st.integers(1, 30))
+    | st.lists(st.sampled_from([0, 1, 2, 1.0, True, 2**64]), max_size=4)
+)
+def test_int_run_is_exactly_a_list_of_consecutive_exact_ints(values: list[Any]) -> None:
+    fits = all(type(value) is int and -(2**63) <= value < 2**63 for value in values)
+    consecutive = bool(values) and fits and values == list(range(values[0], values[0] + len(values)))
+    assert _runpack.int_run(values) == ((values[0], len(values)) if consecutive else None)
+
+
+def test_int_run_refuses_what_is_not_a_list() -> None:
+    assert _runpack.int_run((1, 2)) is None
+    assert _runpack.int_run([]) is None
