@@ -30,7 +30,6 @@ from typing import Any, Final
 import msgspec
 
 from readmodel.store.blocks import (
-    int_run,
     BLOCK_BYTES,
     BLOCK_EVENTS,
     compress_payload,
@@ -42,6 +41,7 @@ from readmodel.store.blocks import (
     unpack_run_types,
 )
 from readmodel.projection.extraction import TEXT_EVENT_TYPES, extract_event_text
+from readmodel.core.intruns import int_run
 from readmodel.core.jsvalues import MAX_SAFE_INTEGER
 from readmodel.store import gramindex, texts, textsearch
 from readmodel.store.texts import TextStore

@@ -66,7 +66,7 @@ import msgspec
 from readmodel.core.errors import SessionQueryError
 from readmodel.core.jsvalues import MAX_SAFE_INTEGER, is_non_negative_safe_integer, is_number
 from readmodel.core.vocabulary import Event, Surface
-from readmodel.store.blocks import int_run
+from readmodel.core.intruns import int_run
 from readmodel.projection.toolresults import (
     UNBLANKABLE,
     UNDEFINED,

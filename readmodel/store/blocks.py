@@ -248,21 +248,18 @@ _unpack_ints = msgspec.msgpack.Decoder(list[int]).decode
 
 
 def _run_packer() -> Any:
-    """The C packers of run members (``readmodel/store/_runpack.c``), if built and not
+    """The C packers of run members (``readmodel/core/_runpack.c``), if built and not
     turned off (``SESSIONQ_RUNPACK_C=0``); they answer ``None`` where the Python paths decide."""
     if os.environ.get("SESSIONQ_RUNPACK_C", "1") == "0":
         return None
     try:
-        from readmodel.store import _runpack
+        from readmodel.core import _runpack
     except ImportError:
         return None
     return _runpack
 
 
 _runpack: Final = _run_packer()
-int_run: Final = _runpack.int_run if _runpack is not None else None
-"""``(first, count)`` when a list is the exact ints ``first .. first + count - 1``, else
-``None`` (C; ``None`` itself without the accelerator: callers take their general path)."""
 _pack_times_c: Final = _runpack.pack_run_times if _runpack is not None else None
 _pack_types_c: Final = _runpack.pack_run_types if _runpack is not None else None
 

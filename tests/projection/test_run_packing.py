@@ -1,4 +1,4 @@
-"""Run members packed by the C accelerator (readmodel/store/_runpack.c) equal the Python paths' bytes."""
+"""Run members packed by the C accelerator (readmodel/core/_runpack.c) equal the Python paths' bytes."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from readmodel.store import blocks
 from readmodel.store.blocks import pack_run_times_python, pack_run_types_python, unpack_run_times, unpack_run_types
 
-_runpack = pytest.importorskip("readmodel.store._runpack", reason="the C accelerator is not built")
+_runpack = pytest.importorskip("readmodel.core._runpack", reason="the C accelerator is not built")
 
 _TYPES = st.sampled_from(["assistant/chunk", "step/start", "step/end", "request/header", "x" * 40, "é" * 200, "t" * 70_000, ""])
 _BOUNDARIES = [0, 1, 31, 32, 127, 128, 255, 256, 65_535, 65_536, 2**32 - 1, 2**32, 2**53 - 1]
