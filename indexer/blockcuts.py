@@ -13,12 +13,12 @@ a time), and the per-line walk was 9% of its projecting stage's CPU.
 
 from __future__ import annotations
 
-import os
 from bisect import bisect_left
 from collections.abc import Callable
 from itertools import accumulate
 from typing import Final
 
+from readmodel.core.accelerators import LINESCAN, accelerated
 from readmodel.store.blocks import BLOCK_BYTES, BLOCK_EVENTS
 
 Cut = tuple[int, int, int]
@@ -60,19 +60,8 @@ def cut_blocks_python(data: bytes, max_lines: int = BLOCK_EVENTS, max_bytes: int
     return cuts, offset, 0, 0
 
 
-def _accelerated() -> Callable[[bytes, int, int], tuple[list[Cut], int, int, int]] | None:
-    """``indexer._linescan.cut_blocks`` (one memchr per line, no object per line) if built
-    and not turned off (``SESSIONQ_LINESCAN_C=0``)."""
-    if os.environ.get("SESSIONQ_LINESCAN_C", "1") == "0":
-        return None
-    try:
-        from indexer._linescan import cut_blocks as in_c
-    except ImportError:
-        return None
-    return in_c  # type: ignore[no-any-return]
-
-
-_in_c: Final = _accelerated()
+_in_c: Final[Callable[[bytes, int, int], tuple[list[Cut], int, int, int]] | None] = accelerated(LINESCAN, "cut_blocks")
+"""One memchr per line, no object per line (``indexer/_linescan.c``)."""
 
 
 def cut_blocks(data: bytes, max_lines: int = BLOCK_EVENTS, max_bytes: int = BLOCK_BYTES) -> tuple[list[Cut], int, int, int]:

@@ -11,12 +11,12 @@ JSON lines from the row).
 
 from __future__ import annotations
 
-import os
 from itertools import accumulate
 from typing import Any, Final
 
 import msgspec
 
+from readmodel.core.accelerators import LINESCAN, accelerated
 from readmodel.core.jsvalues import MAX_SAFE_INTEGER, is_non_negative_safe_integer, is_safe_integer
 
 from .logerrors import RecordError
@@ -233,18 +233,7 @@ class PackedRow:
         return b"".join(pieces)
 
 
-def _member_lines_accelerated() -> Any:
-    """``indexer._linescan.member_lines`` if built and not turned off (``SESSIONQ_LINESCAN_C=0``)."""
-    if os.environ.get("SESSIONQ_LINESCAN_C", "1") == "0":
-        return None
-    try:
-        from indexer._linescan import member_lines
-    except ImportError:
-        return None
-    return member_lines
-
-
-_member_lines: Final = _member_lines_accelerated()
+_member_lines: Final = accelerated(LINESCAN, "member_lines")
 
 
 def _row_times(tag: str, time0: Any, gaps: list[Any]) -> list[Any]:

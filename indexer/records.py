@@ -13,7 +13,6 @@ request headers undecoded (:func:`decode_request_header_lazily`).
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 from collections.abc import Callable
@@ -21,6 +20,8 @@ from typing import Any, Final
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
+
+from readmodel.core.accelerators import LINESCAN, accelerated
 
 from .logerrors import LogFormatError, NullLineError, RecordError
 from .packedrows import ROW_TAGS, expand_row
@@ -470,21 +471,8 @@ def _framed_line_count_python(region: bytes) -> int:
     return count
 
 
-def _framed_line_count_accelerated() -> Callable[[bytes], int] | None:
-    """The C version of :func:`_framed_line_count_python` (``indexer/_linescan.c``), if built.
-
-    ``SESSIONQ_LINESCAN_C=0`` turns it off; either way the counts are the same.
-    """
-    if os.environ.get("SESSIONQ_LINESCAN_C", "1") == "0":
-        return None
-    try:
-        from indexer._linescan import framed_line_count
-    except ImportError:
-        return None
-    return framed_line_count  # type: ignore[no-any-return]
-
-
-_framed_line_count: Final[Callable[[bytes], int]] = _framed_line_count_accelerated() or _framed_line_count_python
+# The C version when built (indexer/_linescan.c): the same counts.
+_framed_line_count: Final[Callable[[bytes], int]] = accelerated(LINESCAN, "framed_line_count") or _framed_line_count_python
 
 
 def deliver_per_line(items: list[Any], sink: EventSink) -> None:

@@ -59,6 +59,7 @@ import msgspec
 
 from readmodel.projection.extraction import TEXT_EVENT_TYPES
 from readmodel.projection.surface import SURFACE_EVENT_TYPES
+from readmodel.core.accelerators import LINESCAN, accelerated
 from readmodel.store.blocks import encode_events
 
 from .ingest import LogOutcome, conclude_ingest, log_reader
@@ -312,18 +313,7 @@ def _packed_op(items: list[Any]) -> tuple[Any, ...]:
     return (_ADD, first, len(types), lines, types, times, full_at, _exact_lines(full_events, lines, full_at) if full_at else b"")
 
 
-def _json_exact_accelerated() -> Any:
-    """``indexer._linescan.json_exact`` if built and not turned off (``SESSIONQ_LINESCAN_C=0``)."""
-    if os.environ.get("SESSIONQ_LINESCAN_C", "1") == "0":
-        return None
-    try:
-        from indexer._linescan import json_exact
-    except ImportError:
-        return None
-    return json_exact
-
-
-_json_exact: Final = _json_exact_accelerated()
+_json_exact: Final = accelerated(LINESCAN, "json_exact")
 
 
 def _exact_lines(events: list[dict[str, Any]], batch_lines: bytes, positions: list[int]) -> bytes | list[dict[str, Any]]:

@@ -19,7 +19,6 @@ decoded in bounded pieces (see :mod:`readmodel.export.frames`).
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -35,6 +34,8 @@ from readmodel.export.frames import (
     TornFrame,
     ZstdFrameError,
 )
+
+from readmodel.core.accelerators import LINESCAN, accelerated
 
 from .records import LogFormatError
 
@@ -221,19 +222,8 @@ def frame_end_python(data: bytes, pos: int, size: int) -> int:
     return pos
 
 
-def _frame_end_accelerated() -> Any:
-    """The C walk of :func:`frame_end_python` (``indexer/_linescan.c``), if built and not turned
-    off (``SESSIONQ_LINESCAN_C=0``): -2 where the Python walk raises."""
-    if os.environ.get("SESSIONQ_LINESCAN_C", "1") == "0":
-        return None
-    try:
-        from indexer._linescan import frame_end as walk
-    except ImportError:
-        return None
-    return walk
-
-
-_frame_end_c: Final = _frame_end_accelerated()
+_frame_end_c: Final = accelerated(LINESCAN, "frame_end")
+"""The C walk of :func:`frame_end_python` (``indexer/_linescan.c``): -2 where the Python walk raises."""
 
 
 def frame_end(data: bytes, pos: int, size: int) -> int:

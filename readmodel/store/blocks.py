@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 from collections.abc import Sequence
 from itertools import accumulate, groupby
@@ -18,6 +17,8 @@ from typing import Any, Final
 
 import msgspec
 import zstandard
+
+from readmodel.core.accelerators import RUNPACK, accelerated
 
 BLOCK_EVENTS: Final = 256
 BLOCK_BYTES: Final = 256 * 1024
@@ -247,21 +248,9 @@ _pack_into = msgspec.msgpack.Encoder().encode_into
 _unpack_ints = msgspec.msgpack.Decoder(list[int]).decode
 
 
-def _run_packer() -> Any:
-    """The C packers of run members (``readmodel/core/_runpack.c``), if built and not
-    turned off (``SESSIONQ_RUNPACK_C=0``); they answer ``None`` where the Python paths decide."""
-    if os.environ.get("SESSIONQ_RUNPACK_C", "1") == "0":
-        return None
-    try:
-        from readmodel.core import _runpack
-    except ImportError:
-        return None
-    return _runpack
-
-
-_runpack: Final = _run_packer()
-_pack_times_c: Final = _runpack.pack_run_times if _runpack is not None else None
-_pack_types_c: Final = _runpack.pack_run_types if _runpack is not None else None
+# The C packers of run members (readmodel/core/_runpack.c): None where the Python paths decide.
+_pack_times_c: Final = accelerated(RUNPACK, "pack_run_times")
+_pack_types_c: Final = accelerated(RUNPACK, "pack_run_types")
 
 
 def pack_run_times(times: Sequence[int]) -> bytearray:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -51,6 +53,7 @@ def test_empty_data_has_no_blocks() -> None:
     assert cut_blocks(b"") == cut_blocks_python(b"") == ([], 0, 0, 0)
 
 
+@pytest.mark.skipif(os.environ.get("SESSIONQ_LINESCAN_C") == "0", reason="the accelerator is switched off")
 def test_the_c_cuts_are_used_when_built() -> None:
     from indexer import blockcuts
 
