@@ -34,6 +34,11 @@
  * where raw blocks end in LF-terminated lines (one memchr per line instead of
  * a bytes object per line).
  *
+ * lines_at(data, positions) is b"".join of the LF-terminated lines of ``data`` at
+ * ``positions`` (ascending line indexes), each with its LF: only those lines
+ * are copied (a split stream's full events, out of their batch's lines).
+ * None when a position is not an int, not ascending or past the last line.
+ *
  * Without the extension the Python paths are used and the answers are the same.
  */
 #define PY_SSIZE_T_CLEAN
@@ -284,7 +289,48 @@ static PyObject *cut_blocks(PyObject *self, PyObject *const *args, Py_ssize_t na
     return result;
 }
 
+static PyObject *lines_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyBytes_CheckExact(args[0]) || !PyList_CheckExact(args[1])) Py_RETURN_NONE;
+    const char *data = PyBytes_AS_STRING(args[0]);
+    Py_ssize_t size = PyBytes_GET_SIZE(args[0]);
+    PyObject *positions = args[1];
+    Py_ssize_t wanted = PyList_GET_SIZE(positions);
+    PyObject *result = PyBytes_FromStringAndSize(NULL, size);
+    if (result == NULL) return NULL;
+    char *out = PyBytes_AS_STRING(result);
+    Py_ssize_t line = 0, offset = 0, previous = -1;
+    for (Py_ssize_t at = 0; at < wanted; at++) {
+        PyObject *item = PyList_GET_ITEM(positions, at);
+        Py_ssize_t target = PyLong_CheckExact(item) ? PyLong_AsSsize_t(item) : -1;
+        if (target <= previous) { /* not an int, negative, or not ascending */
+            PyErr_Clear();
+            Py_DECREF(result);
+            Py_RETURN_NONE;
+        }
+        previous = target;
+        const char *end = NULL;
+        for (;;) {
+            end = offset < size ? memchr(data + offset, '\n', (size_t)(size - offset)) : NULL;
+            if (end == NULL || line == target) break;
+            offset = end - data + 1;
+            line++;
+        }
+        if (end == NULL) { /* past the last line */
+            Py_DECREF(result);
+            Py_RETURN_NONE;
+        }
+        Py_ssize_t length = end - data + 1 - offset;
+        memcpy(out, data + offset, (size_t)length);
+        out += length;
+        offset += length;
+        line++;
+    }
+    if (_PyBytes_Resize(&result, out - PyBytes_AS_STRING(result)) < 0) return NULL;
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"lines_at", (PyCFunction)(void (*)(void))lines_at, METH_FASTCALL, "The LF-terminated lines at ascending positions, joined (None: take the Python path)."},
     {"cut_blocks", (PyCFunction)(void (*)(void))cut_blocks, METH_FASTCALL, "Where raw blocks end: (cuts, open start, open lines, open bytes)."},
     {"member_lines", (PyCFunction)(void (*)(void))member_lines, METH_FASTCALL, "A packed row's member lines (None: take the Python path)."},
     {"json_exact", json_exact, METH_O, "Whether msgspec's JSON of the value decodes back to an equal value (False: not known)."},

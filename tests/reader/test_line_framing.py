@@ -118,3 +118,18 @@ def _deep(depth: int) -> Any:
     for _ in range(depth):
         value = [value]
     return value
+
+
+@given(st.lists(st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"")), min_size=1, max_size=30), st.data())
+def test_lines_at_copies_exactly_the_chosen_lines(lines: list[bytes], data: st.DataObject) -> None:
+    blob = b"".join(line + b"\n" for line in lines)
+    positions = sorted(data.draw(st.sets(st.integers(0, len(lines) - 1), min_size=1)))
+    assert _linescan.lines_at(blob, positions) == b"".join(lines[at] + b"\n" for at in positions)
+
+
+def test_lines_at_declines_positions_it_cannot_take() -> None:
+    assert _linescan.lines_at(b"a\nb\n", [1, 0]) is None  # not ascending
+    assert _linescan.lines_at(b"a\nb\n", [2]) is None  # past the last line
+    assert _linescan.lines_at(b"a\nb\n", [-1]) is None
+    assert _linescan.lines_at(b"a\nb\n", [True]) is None  # not an exact int
+    assert _linescan.lines_at(b"a\nb\n", []) == b""
