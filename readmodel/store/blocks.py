@@ -253,13 +253,15 @@ _pack_times_c: Final = accelerated(RUNPACK, "pack_run_times")
 _pack_types_c: Final = accelerated(RUNPACK, "pack_run_types")
 
 
+def _c_or_python(in_c: Any, in_python: Any, members: Sequence[Any]) -> bytearray:
+    """``in_c(members)`` when it is built and takes them (not ``None``), else ``in_python(members)``."""
+    packed = in_c(members) if in_c is not None else None
+    return packed if packed is not None else in_python(members)  # type: ignore[no-any-return]
+
+
 def pack_run_times(times: Sequence[int]) -> bytearray:
     """The members' times of one run (:func:`pack_run_times_python`; in C when built)."""
-    if _pack_times_c is not None:
-        packed: bytearray | None = _pack_times_c(times)
-        if packed is not None:
-            return packed
-    return pack_run_times_python(times)
+    return _c_or_python(_pack_times_c, pack_run_times_python, times)
 
 
 def pack_run_times_python(times: Sequence[int]) -> bytearray:
@@ -287,11 +289,7 @@ _unpack_list = msgspec.msgpack.Decoder(list[Any]).decode
 
 def pack_run_types(types: Sequence[str]) -> bytearray:
     """The members' types of one run (:func:`pack_run_types_python`; in C when built)."""
-    if _pack_types_c is not None:
-        packed: bytearray | None = _pack_types_c(types)
-        if packed is not None:
-            return packed
-    return pack_run_types_python(types)
+    return _c_or_python(_pack_types_c, pack_run_types_python, types)
 
 
 def pack_run_types_python(types: Sequence[str]) -> bytearray:
