@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from collections.abc import Iterator
 from enum import Enum
 from typing import Any, Final
@@ -28,6 +29,8 @@ from readmodel.core.jsvalues import utf16_units
 NO_CWD_DIR: Final = "_no-cwd"
 _SAFE_UNITS: Final = frozenset(map(ord, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"))
 _SEPARATOR_UNITS: Final = frozenset(map(ord, "/\\:"))
+_SAFE_SEGMENT: Final = re.compile(r"[A-Za-z0-9._-]*").fullmatch
+"""Whether every character of a text is one of :data:`_SAFE_UNITS` (one C-level pass)."""
 _SLUG_MAX: Final = 251
 
 
@@ -84,7 +87,7 @@ def encode_segment(session_id: str) -> str:
         return "~002E"
     if session_id == "..":
         return "~002E~002E"
-    if session_id.isascii() and all(ord(ch) in _SAFE_UNITS for ch in session_id):
+    if _SAFE_SEGMENT(session_id) is not None:
         return session_id
     return "".join(chr(unit) if unit in _SAFE_UNITS else _escape_unit(unit) for unit in utf16_units(session_id))
 

@@ -19,6 +19,7 @@ from readmodel.core.clipping import clip_path, clip_repr
 from .layout import Compression, LayoutProblem, expected_transcript_path, same_file
 from .reader import read_listing_header
 from .records import LogFormatError
+from .workergc import settle_collector
 
 _encode_json = msgspec.json.Encoder().encode
 
@@ -58,6 +59,7 @@ def observe(path: str, root: str, compression: Compression) -> Observed:
 
 def observe_chunk(paths: list[str], root: str, compression: str) -> list[Observed]:
     """A worker task of a parallel listing (module-level so it pickles by name)."""
+    settle_collector()
     mode = Compression(compression)
     return [observe(path, root, mode) for path in paths]
 

@@ -16,6 +16,7 @@ from typing import Any, Final
 
 import msgspec
 
+from readmodel.core.accelerators import LINESCAN, accelerated
 from readmodel.core.jsvalues import MAX_SAFE_INTEGER, is_non_negative_safe_integer, is_safe_integer
 
 from .logerrors import RecordError
@@ -195,7 +196,6 @@ class PackedRow:
         row = self.row
         data = row["data"]
         tag = row["type"]
-        count = len(self.times)
         if tag == "tool-call-chunks":
             fragments = data["args"]
             chunk = {"type": "tool-call-delta", "index": data["index"], "id": data["id"]}
@@ -208,9 +208,20 @@ class PackedRow:
         try:
             # ',"data":{"turn":…,"step":…,"chunk":{…,"text":' without the empty fragment's '""}}'.
             head = b',"data":' + _encode({"turn": data["turn"], "step": data["step"], "chunk": chunk})[:-4]
-            texts = _encode_member_lines(fragments).split(b"\n")
+            text_lines = _encode_member_lines(fragments)
         except UnicodeEncodeError:
             return None
+        if _member_lines is not None:
+            # The same bytes written member by member in C (indexer/_linescan.c), when it takes them.
+            lines: bytes | None = _member_lines(head, text_lines, self.first_seq, self.times)
+            if lines is not None:
+                return lines
+        return self._interleaved(head, text_lines)
+
+    def _interleaved(self, head: bytes, text_lines: bytes) -> bytes:
+        """:meth:`encode`'s lines from ``head`` and the fragments' JSON lines, in Python."""
+        count = len(self.times)
+        texts = text_lines.split(b"\n")
         first = self.first_seq
         keys = _encode_member_lines(list(zip(range(first, first + count), self.times)))
         starts = keys.replace(b",", b',"time":').replace(b"[", _MEMBER_START).replace(b"]", head).split(b"\n")
@@ -220,6 +231,9 @@ class PackedRow:
         pieces[0::3] = starts
         pieces[1::3] = texts
         return b"".join(pieces)
+
+
+_member_lines: Final = accelerated(LINESCAN, "member_lines")
 
 
 def _row_times(tag: str, time0: Any, gaps: list[Any]) -> list[Any]:

@@ -38,6 +38,7 @@ import gc
 import logging
 import multiprocessing
 import os
+import pickle
 import resource
 import select
 import signal
@@ -59,6 +60,7 @@ from .ingest import LogOutcome, ingest_log, session_columns
 from .layout import Compression
 from .projection import insert_documents
 from .records import LogFormatError
+from .workergc import chunk_stretch
 from readmodel.store.blocks import active_dictionary, use_dictionary
 
 log = logging.getLogger("sessionq.indexer")
@@ -339,6 +341,35 @@ class ChunkResult(msgspec.Struct, array_like=True):
     cpu_seconds: float
     peak_rss_kib: int
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled with protocol 5 inside whatever protocol carries it.
+
+        The pool pickles answers with the default protocol (4 before Python
+        3.14), which writes each ``bytearray`` (raw blocks, run members, blobs:
+        a few per session and one per cited provenance list) through its
+        ``__reduce_ex__``; protocol 5 has an opcode for them.  Pickling a
+        chunk's answer took 30% less CPU, reading it back 10% less.
+        """
+        return (_chunk_result, (pickle.dumps((self.sessions, self.cpu_seconds, self.peak_rss_kib), protocol=5),))
+
+
+def _chunk_result(pickled: bytes) -> ChunkResult:
+    """The :class:`ChunkResult` its ``__reduce__`` pickled."""
+    return ChunkResult(*pickle.loads(pickled))
+
+
+class Protocol5:
+    """Carries ``value`` pickled with protocol 5 inside a pickle of any protocol
+    (see :meth:`ChunkResult.__reduce__`); it unpickles as ``value`` itself."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (pickle.loads, (pickle.dumps(self.value, protocol=5),))
+
 
 def adopt_dictionary(dictionary: tuple[int, bytes] | None) -> None:
     """Compress raw blocks as the writer does: with its dictionary, or without one."""
@@ -356,7 +387,9 @@ def prepare_chunk(tasks: list[PrepTask], compression: str, root: str, dictionary
     adopt_dictionary(dictionary)
     mode = Compression(compression)
     started = time.process_time()
-    with collector_paused():  # a chunk is bounded (CHUNK_BYTES of logs)
+    # A chunk is bounded (CHUNK_BYTES of logs).  In a worker, the collector stays off
+    # until the worker's next task, when this answer has been sent (indexer.workergc).
+    with chunk_stretch() if _capture is not None else collector_paused():
         sessions = [_prepare_one(task, mode, root) for task in tasks]
     return ChunkResult(sessions, time.process_time() - started, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 

@@ -41,12 +41,14 @@ from readmodel.store.blocks import (
     unpack_run_types,
 )
 from readmodel.projection.extraction import TEXT_EVENT_TYPES, extract_event_text
+from readmodel.core.intruns import int_run
 from readmodel.core.jsvalues import MAX_SAFE_INTEGER
 from readmodel.store import gramindex, texts, textsearch
 from readmodel.store.texts import KnownTexts, TextStore
 from readmodel.store.rowkeys import MAX_LINK_SPAN, SURFACE_CODES, docid
 from readmodel.projection.surface import SURFACE_EVENT_TYPES, tool_result_fingerprint
 
+from .blockcuts import cut_blocks
 from .packedrows import CHUNK_TYPE, PackedRow
 from .storedtexts import stored_text
 
@@ -391,6 +393,24 @@ class SessionProjector:
             return
         if not self.use_runs and PackedRow in map(type, events):
             events = expanded_items(events)  # a row per event: the members are needed one by one
+        count, packed = self.take_events(events)
+        first = events[0]
+        if packed:
+            first_seq = first.first_seq if type(first) is PackedRow else first["seq"]
+            self.extend_block(first_seq, encode_items(events), count)
+        else:
+            self.extend_block(first["seq"], encode_events(events) if lines is None else lines, count)
+        self.added(count)
+
+    def added(self, count: int) -> None:
+        """``count`` more events were taken (and their lines given to the open block): flush when due."""
+        self.pending += count
+        if self.pending >= self.flush_events:
+            self.flush()
+
+    def take_events(self, events: list[Any]) -> tuple[int, bool]:
+        """:meth:`add`'s rows of ``events`` (a non-empty list), without their raw lines
+        or the flush: how many events they stand for, and whether a packed row was among them."""
         # Locals: this loop runs once per event of the log.
         runs = self.runs
         run = self.open_run
@@ -436,17 +456,9 @@ class SessionProjector:
             if etype in extras:
                 self._log_only_extras(event, etype)
         self.open_run = run
-        first = events[0]
-        if packed:
-            first_seq = first.first_seq if type(first) is PackedRow else first["seq"]
-            self._block_extend(first_seq, encode_items(events), count)
-        else:
-            self._block_extend(first["seq"], encode_events(events) if lines is None else lines, count)
-        self.pending += count
-        if self.pending >= self.flush_events:
-            self.flush()
+        return count, packed
 
-    def _block_extend(self, first_seq: int, piece: bytes, count: int) -> None:
+    def extend_block(self, first_seq: int, piece: bytes, count: int) -> None:
         """Append ``count`` consecutive events' LF-terminated lines to the open
         block, closing every block that reaches :data:`BLOCK_EVENTS` lines or
         :data:`BLOCK_BYTES` (exactly where appending line by line would)."""
@@ -465,23 +477,16 @@ class SessionProjector:
     def _split_blocks(self) -> None:
         """Close full blocks off the front of the open one (the long-session case).
 
-        Walks the LFs of the joined pieces (every line ends with one) instead of
-        splitting them into lines and joining each block again: a block is one
-        slice of the buffer.
+        A block is one slice of the joined pieces (:func:`~indexer.blockcuts.cut_blocks`
+        finds where each ends) instead of its lines split and joined again.
         """
         data = b"".join(self.block_pieces)
         first = self.block_first
         assert first is not None
-        find = data.find
-        start = position = count = size = 0  # the open block: its offset, its lines and bytes (LFs not counted)
-        while (end := find(b"\n", position)) >= 0:
-            size += end - position
-            count += 1
-            position = end + 1
-            if count >= BLOCK_EVENTS or size >= BLOCK_BYTES:
-                self._insert_block(first, data[start:end], count)
-                first += count
-                start, count, size = position, 0, 0
+        cuts, start, count, size = cut_blocks(data)
+        for cut_start, cut_end, cut_count in cuts:
+            self._insert_block(first, data[cut_start:cut_end], cut_count)
+            first += cut_count
         self.block_pieces = [data[start:]] if count else []
         self.block_count = count
         self.block_bytes = size
@@ -692,6 +697,9 @@ def link_spans(sources: Sequence[Any]) -> list[tuple[Any, int]]:
     cited seqs.  Anything else (never seen after validation) keeps one row
     per distinct value, as the one-row-per-link layout stored it.
     """
+    run = int_run(sources) if int_run is not None else None
+    if run is not None and run[1] <= MAX_LINK_SPAN:
+        return [run]  # the common case, told in one C call: one contiguous run of chunks
     if set(map(type, sources)) != _INT_ONLY:
         return [(source, 1) for source in dict.fromkeys(sources)]
     seqs = sorted(set(sources))

@@ -21,6 +21,8 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
+from readmodel.core.accelerators import LINESCAN, accelerated
+
 from .logerrors import LogFormatError, NullLineError, RecordError
 from .packedrows import ROW_TAGS, expand_row
 
@@ -438,7 +440,7 @@ def accept_values(values: list[Any], start: int, expected: int) -> tuple[list[An
     return items, index, expected
 
 
-def _framed_line_count(region: bytes) -> int:
+def _framed_line_count_python(region: bytes) -> int:
     """The number of lines of ``region`` (which ends with a line feed) when
     every line break lies between two top-level objects, else 0.
 
@@ -467,6 +469,10 @@ def _framed_line_count(region: bytes) -> int:
         count += 1
         at = find(b"\n", at + 1)
     return count
+
+
+# The C version when built (indexer/_linescan.c): the same counts.
+_framed_line_count: Final[Callable[[bytes], int]] = accelerated(LINESCAN, "framed_line_count") or _framed_line_count_python
 
 
 def deliver_per_line(items: list[Any], sink: EventSink) -> None:
@@ -517,7 +523,11 @@ class LineScanner:
         self.sink = sink
         self.lazy_payloads = lazy_payloads
         self._decode_block = decode_lines_lazily if lazy_payloads else _decode_lines
-        self.region_sink = region_sink if region_sink is not None else self._per_line
+        # ``None``: line by line to ``sink``.  Not a bound method of this scanner: that
+        # would be a reference cycle keeping the whole reading (pipeline, fold, the
+        # caller's projector) alive until the collector runs, which a worker pays for
+        # every session it prepares (the collector is off while it prepares a chunk).
+        self.region_sink = region_sink
         self.region_consumer = region_consumer
         self.next_seq = next_seq
         self.committed = offset
@@ -579,10 +589,6 @@ class LineScanner:
             return 0  # a line holds more than one value: the slow path judges
         return self._fast_region(values)
 
-    def _per_line(self, items: list[Any]) -> None:
-        """The default region sink: each fast-path line to ``sink`` on its own."""
-        deliver_per_line(items, self.sink)
-
     def _fast_region(self, values: list[Any]) -> int:
         """Accept the block's values up to the first defect; returns how many were accepted."""
         if self.region_consumer is not None:
@@ -590,7 +596,10 @@ class LineScanner:
         else:
             items, accepted, self.next_seq = accept_values(values, 0, self.next_seq)
             if items:
-                self.region_sink(items)
+                if self.region_sink is not None:
+                    self.region_sink(items)
+                else:
+                    deliver_per_line(items, self.sink)
         self.line_no += accepted
         return accepted
 

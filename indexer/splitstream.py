@@ -59,6 +59,7 @@ import msgspec
 
 from readmodel.projection.extraction import TEXT_EVENT_TYPES
 from readmodel.projection.surface import SURFACE_EVENT_TYPES
+from readmodel.core.accelerators import LINESCAN, accelerated
 from readmodel.store.blocks import encode_events
 
 from .ingest import LogOutcome, conclude_ingest, log_reader
@@ -67,6 +68,8 @@ from .preparation import BAD_LOG_ERRORS, PrepTask, alive, collector_paused, fail
 from .streaming import Outbox, RelayedFailure, StreamingCursor, stream_recording
 from .projection import SessionProjector, encode_items, expanded_items
 from .packedrows import CHUNK_TYPE, PackedRow
+from .workergc import settle_collector
+from .columnadd import add_columns
 
 OPS_BYTES: Final = 1 << 20
 """Bytes of lines after which the reading stage sends what it has forwarded."""
@@ -273,7 +276,7 @@ def _plain_op(events: list[dict[str, Any]]) -> tuple[Any, ...]:
         types = [event["type"] for event in events]
         times = [event.get("time") for event in events]
         full_at = [at for at, event in enumerate(events) if "sourceEventSeqs" in event or type(etype := event["type"]) is not str or etype in full_types]
-        full: Any = _exact_lines([events[at] for at in full_at]) if full_at else b""
+        full: Any = _exact_lines([events[at] for at in full_at], lines, full_at) if full_at else b""
         return (_ADD, first, count, lines, types, times, full_at, full)
     return (_ADD, first, count, lines, None, None, None, list(events))  # never seen (the sink's contract): everything as it is
 
@@ -307,17 +310,32 @@ def _packed_op(items: list[Any]) -> tuple[Any, ...]:
         expected = seq + count if type(seq) is int else expected
     if not contiguous:
         return _plain_op(expanded_items(items))
-    return (_ADD, first, len(types), lines, types, times, full_at, _exact_lines(full_events) if full_at else b"")
+    return (_ADD, first, len(types), lines, types, times, full_at, _exact_lines(full_events, lines, full_at) if full_at else b"")
 
 
-def _exact_lines(events: list[dict[str, Any]]) -> bytes | list[dict[str, Any]]:
+_json_exact: Final = accelerated(LINESCAN, "json_exact")
+_lines_at: Final = accelerated(LINESCAN, "lines_at")
+
+
+def _exact_lines(events: list[dict[str, Any]], batch_lines: bytes, positions: list[int]) -> bytes | list[dict[str, Any]]:
     """``events`` as JSON lines when they decode back to equal values, else the events themselves.
 
-    A decoded event differs from the reader's only where JSON cannot say what
-    the value was: a non-finite float (the standard library reads ``1e999``
-    as infinity; msgspec writes it as ``null``), a tuple, ``msgspec.Raw``.
+    ``events`` are the batch's events at ``positions`` (ascending), and
+    ``batch_lines`` the batch's lines (one per event, from ``encode_events``,
+    whose line of an event depends on that event alone): their lines are
+    taken from there, not encoded again.  A decoded event differs from the
+    reader's only where JSON cannot say what the value was: a non-finite float
+    (the standard library reads ``1e999`` as infinity; msgspec writes it as
+    ``null``), a tuple, ``msgspec.Raw``.  Events made only of JSON's own values
+    (``indexer._linescan.json_exact``: nearly all of them) are not decoded back to
+    compare: that was 8% of a long log's reading stage.
     """
-    lines = encode_events(events)
+    lines = _lines_at(batch_lines, positions) if _lines_at is not None else None
+    if lines is None:
+        every = batch_lines.split(b"\n")  # the last piece is the empty one after the final LF
+        lines = b"\n".join([every[at] for at in positions]) + b"\n"
+    if _json_exact is not None and _json_exact(events):
+        return lines  # only JSON's own values: they decode back equal (no need to decode them to see)
     try:
         if _decode_lines(lines) == events:
             return lines
@@ -334,6 +352,7 @@ def read_stage(task: PrepTask, compression: str, root: str, target: Any, ops_byt
     peak_rss_kib))`` (the reader's result, without events), ``("failed",
     (status, code, message))`` or ``("crashed", description)``.
     """
+    settle_collector()
     started = time.process_time()
     channel = FrameWriter(target)
     outbox = Outbox(channel, OPS_AHEAD, name="split-read-sender")
@@ -387,14 +406,14 @@ def _project(cursor: StreamingCursor, task: PrepTask, source: Any, writer: Any) 
     """``ingest_log`` of a cold read, its reader being the reading stage's."""
     surface_keys: dict[int, int] = {}
     projector = SessionProjector(cursor, task.sid, 0, fts=None, surface_keys=surface_keys, redact_documents=task.redact)
-    add, replacement = projector.add, projector.replacement
+    replacement = projector.replacement
     for message in _received(FrameReader(source), writer):
         kind = message[0]
         if kind == "ops":
             for op in message[1]:
                 code = op[0]
                 if code == _ADD:
-                    add(_events(op), op[3])
+                    apply_add(projector, op)
                 elif code == _REPLACE:
                     replacement(op[1], op[2])
                 else:
@@ -411,18 +430,31 @@ def _project(cursor: StreamingCursor, task: PrepTask, source: Any, writer: Any) 
     raise StageCrashed("the reading process ended without its last message")
 
 
+def apply_add(projector: SessionProjector, op: tuple[Any, ...]) -> None:
+    """Make ``projector`` take the batch of an ``_ADD`` op, as ``projector.add(_events(op), lines)`` would."""
+    if op[4] is not None and projector.use_runs:  # columns: no dict for an event the projector reads no more of
+        add_columns(projector, op[1], op[4], op[5], op[6], _full_events(op), op[3])
+    else:
+        projector.add(_events(op), op[3])
+
+
 def _events(op: tuple[Any, ...]) -> list[dict[str, Any]]:
     """The batch of events an ``_ADD`` op stands for (see :class:`Forwarder`)."""
     _, first, count, _lines, types, times, full_at, full = op
     if types is None:
         return full  # type: ignore[no-any-return]
     events = [{"type": etype, "seq": seq, "time": at} for etype, seq, at in zip(types, range(first, first + count), times)]
-    if full_at:
-        if type(full) is not list:
-            full = _decode_lines(full)
-        for at, event in zip(full_at, full):
-            events[at] = event
+    for at, event in zip(full_at, _full_events(op)):
+        events[at] = event
     return events
+
+
+def _full_events(op: tuple[Any, ...]) -> list[dict[str, Any]]:
+    """The events an ``_ADD`` op with columns sends in full, at its ``full_at`` positions."""
+    full = op[7]
+    if not op[6]:
+        return []
+    return full if type(full) is list else _decode_lines(full)  # type: ignore[no-any-return]
 
 
 def _received(source: Any, writer: Any) -> Any:

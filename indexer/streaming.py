@@ -23,8 +23,9 @@ from readmodel.store.blocks import compress_payload
 
 from .ingest import LogOutcome, ingest_log
 from .layout import Compression
-from .preparation import BAD_LOG_ERRORS, PrepTask, RecordingCursor, adopt_dictionary, collector_paused, failure_of, take_warnings
+from .preparation import BAD_LOG_ERRORS, PrepTask, Protocol5, RecordingCursor, adopt_dictionary, collector_paused, failure_of, take_warnings
 from .projection import INSERT_BLOCK
+from .workergc import settle_collector
 
 
 class Outbox:
@@ -153,15 +154,16 @@ class StreamingCursor(RecordingCursor):
         self._outbox.finish()
 
 
-def _compressed(item: tuple[Any, ...]) -> tuple[Any, ...]:
-    """A message as it goes to the writer: a chunk's raw blocks compressed (on the sender's thread)."""
+def _compressed(item: tuple[Any, ...]) -> Any:
+    """A message as it goes to the writer: a chunk's raw blocks compressed (on the sender's thread),
+    pickled with protocol 5 (the writer receives the message itself)."""
     if item[0] != "calls":
         return item
     _, calls, blocks = item
     for at in blocks:
         sql, args, many = calls[at]
         calls[at] = (sql, (*args[:4], bytearray(compress_payload(args[4]))), many)
-    return ("calls", calls)
+    return Protocol5(("calls", calls))
 
 
 SEND_AHEAD: Final = 2
@@ -222,6 +224,7 @@ def stream_recording(
     :class:`RelayedFailure`) ends as ``failed``, anything else unexpected as
     ``crashed`` (the writer then ingests the log itself).
     """
+    settle_collector()
     adopt_dictionary(dictionary)
     cursor = StreamingCursor(connection, chunk_rows)
     started = time.process_time()

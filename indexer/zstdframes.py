@@ -35,6 +35,8 @@ from readmodel.export.frames import (
     ZstdFrameError,
 )
 
+from readmodel.core.accelerators import LINESCAN, accelerated
+
 from .records import LogFormatError
 
 __all__ = [
@@ -178,7 +180,7 @@ def _stream_frame(fh: BinaryIO, span: FrameSpan, max_plaintext: int) -> Iterator
         raise _as_log_error(exc) from None
 
 
-def frame_end(data: bytes, pos: int, size: int) -> int:
+def frame_end_python(data: bytes, pos: int, size: int) -> int:
     """End offset of the frame starting at ``pos`` in ``data[:size]``, or -1 when it is torn.
 
     The in-memory twin of :func:`readmodel.export.frames.scan_frames` (same
@@ -218,6 +220,19 @@ def frame_end(data: bytes, pos: int, size: int) -> int:
         if pos > size:
             return -1
     return pos
+
+
+_frame_end_c: Final = accelerated(LINESCAN, "frame_end")
+"""The C walk of :func:`frame_end_python` (``indexer/_linescan.c``): -2 where the Python walk raises."""
+
+
+def frame_end(data: bytes, pos: int, size: int) -> int:
+    """:func:`frame_end_python`, in C when the accelerator is built (the same ends and errors)."""
+    if _frame_end_c is not None:
+        end: int = _frame_end_c(data, pos, size)
+        if end >= -1:
+            return end
+    return frame_end_python(data, pos, size)
 
 
 def first_frame(fh: BinaryIO, size: int, data: bytes | None = None) -> FrameSpan | TornFrame | None:

@@ -18,6 +18,8 @@ from typing import Any, Final
 import msgspec
 import zstandard
 
+from readmodel.core.accelerators import RUNPACK, accelerated
+
 BLOCK_EVENTS: Final = 256
 BLOCK_BYTES: Final = 256 * 1024
 DICTIONARY_MIN_BYTES: Final = 8 * 1024 * 1024
@@ -246,7 +248,23 @@ _pack_into = msgspec.msgpack.Encoder().encode_into
 _unpack_ints = msgspec.msgpack.Decoder(list[int]).decode
 
 
+# The C packers of run members (readmodel/core/_runpack.c): None where the Python paths decide.
+_pack_times_c: Final = accelerated(RUNPACK, "pack_run_times")
+_pack_types_c: Final = accelerated(RUNPACK, "pack_run_types")
+
+
+def _c_or_python(in_c: Any, in_python: Any, members: Sequence[Any]) -> bytearray:
+    """``in_c(members)`` when it is built and takes them (not ``None``), else ``in_python(members)``."""
+    packed = in_c(members) if in_c is not None else None
+    return packed if packed is not None else in_python(members)  # type: ignore[no-any-return]
+
+
 def pack_run_times(times: Sequence[int]) -> bytearray:
+    """The members' times of one run (:func:`pack_run_times_python`; in C when built)."""
+    return _c_or_python(_pack_times_c, pack_run_times_python, times)
+
+
+def pack_run_times_python(times: Sequence[int]) -> bytearray:
     """The members' times of one run: msgpack ``[t0, t1 - t0, t2 - t1, ...]``.
 
     Contract: ``times`` is non-empty and holds safe integers (|t| < 2**53), so
@@ -270,6 +288,11 @@ _unpack_list = msgspec.msgpack.Decoder(list[Any]).decode
 
 
 def pack_run_types(types: Sequence[str]) -> bytearray:
+    """The members' types of one run (:func:`pack_run_types_python`; in C when built)."""
+    return _c_or_python(_pack_types_c, pack_run_types_python, types)
+
+
+def pack_run_types_python(types: Sequence[str]) -> bytearray:
     """The members' types of one run, run-length coded: msgpack ``[type, repeat, type, repeat, ...]``."""
     coded: list[Any] = []
     for etype, group in groupby(types):

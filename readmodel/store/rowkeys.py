@@ -43,8 +43,12 @@ def id_sort_key(session_id: str) -> bytes:
     (Schema 0016: before it each weight took five bytes, and a 36-character id
     555 bytes, kept twice — in ``sessions`` and its listing index.)
     """
-    parts = [_char_key_parts(char) for char in unicodedata.normalize("NFD", session_id)]
-    return b"".join(b"".join(part[level] for part in parts) + b"\0" for level in range(3))
+    parts = list(map(_char_key_parts, unicodedata.normalize("NFD", session_id)))
+    if not parts:
+        return b"\0\0\0"
+    # The levels' weights, regrouped per level by one zip (every session row computes this key).
+    primary, secondary, tertiary = zip(*parts)
+    return b"".join(primary) + b"\0" + b"".join(secondary) + b"\0" + b"".join(tertiary) + b"\0"
 
 
 def _ordered_varint(value: int) -> bytes:

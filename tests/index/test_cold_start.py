@@ -10,10 +10,12 @@ form of texts seen last.  Each must leave the index exactly as before.
 from __future__ import annotations
 
 import os
+import pickle
 import subprocess
 import sys
 import threading
 import time
+from multiprocessing.reduction import ForkingPickler
 from pathlib import Path
 from typing import Any, Final
 
@@ -143,7 +145,8 @@ def test_forked_workers_end_when_the_writer_is_killed() -> None:
 
 
 class _Connection:
-    """A connection that keeps what is sent (slowly, as a busy writer takes it), or fails."""
+    """A connection that keeps what is sent (slowly, as a busy writer takes it), or fails;
+    a message arrives as a pipe carries it (pickled and read back)."""
 
     def __init__(self, fail_after: int | None = None) -> None:
         self.sent: list[Any] = []
@@ -153,7 +156,7 @@ class _Connection:
         if self.fail_after is not None and len(self.sent) >= self.fail_after:
             raise BrokenPipeError("the writer stopped listening")
         time.sleep(0.002)
-        self.sent.append(message)
+        self.sent.append(pickle.loads(ForkingPickler.dumps(message)))
 
 
 def test_a_streamed_recording_arrives_in_order_with_its_blocks_compressed() -> None:

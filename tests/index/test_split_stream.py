@@ -230,10 +230,11 @@ def test_the_projectors_failure_wins_over_a_later_one_of_the_reader(tmp_path: Pa
     # The projector fails on the first batch; the reader would fail only at the end of the log.
     path = compaction_log(tmp_path / "root")
 
-    def failing_add(self: SessionProjector, events: Any, lines: Any = None) -> None:
+    def failing_take(self: SessionProjector, events: Any) -> Any:
         raise ValueError("the projector refuses")
 
-    monkeypatch.setattr(SessionProjector, "add", failing_add)
+    # Every batch goes through take_events, added whole (add) or by columns (a split stream).
+    monkeypatch.setattr(SessionProjector, "take_events", failing_take)
     task = task_for(path, "compacted")
     split = split_messages(task, str(tmp_path / "root"))
     assert split[-1][0] == "failed" and "the projector refuses" in split[-1][1][2]
@@ -285,13 +286,17 @@ class _Posted:
         self.messages.append(message)
 
 
-def _forwarded_calls(outbox: _Posted, flush_events: int) -> list[Any]:
-    """The calls a projector records when fed the ops ``outbox`` received (as the projecting stage is)."""
+def _forwarded_calls(outbox: _Posted, flush_events: int, by_columns: bool = True) -> list[Any]:
+    """The calls a projector records when fed the ops ``outbox`` received (as the projecting stage
+    is; ``by_columns=False``: each op's events built as dicts and added)."""
     cursor = RecordingCursor()
     projector = SessionProjector(cursor, 3, 0, surface_keys={}, flush_events=flush_events)
     for message in outbox.messages:
         for op in message[1]:
-            projector.add(_events(op), op[3])
+            if by_columns:
+                splitstream.apply_add(projector, op)
+            else:
+                projector.add(_events(op), op[3])
     projector.finish()
     return cursor.calls
 
@@ -312,6 +317,7 @@ def test_forwarded_batches_project_as_the_reader_s_own_events(events: list[list[
         forward.add(batch)
     mine.finish()
     assert _forwarded_calls(outbox, flush_events=5) == direct.calls
+    assert _forwarded_calls(outbox, flush_events=5, by_columns=False) == direct.calls
 
 
 @given(sessions_with_rows())
@@ -367,3 +373,20 @@ def test_frames_carry_each_message_whole_and_end_with_the_pipe() -> None:
         reader.recv()
     writing.join()
     assert received == messages
+
+
+@given(batches(), st.data())
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_full_events_lines_taken_from_their_batch_equal_them_encoded_alone(events: list[list[dict[str, Any]]], data: st.DataObject) -> None:
+    """``_exact_lines`` answers from the batch's lines what it would from the events' own encoding."""
+    from readmodel.store.blocks import encode_events
+
+    batch = [event for part in events for event in part]
+    positions = sorted(data.draw(st.sets(st.integers(0, len(batch) - 1), min_size=1)))
+    chosen = [batch[at] for at in positions]
+    alone = encode_events(chosen)
+    try:
+        expected: Any = alone if msgspec.json.Decoder().decode_lines(alone) == chosen else chosen
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        expected = chosen
+    assert splitstream._exact_lines(chosen, encode_events(batch), positions) == expected

@@ -1,0 +1,344 @@
+/*
+ * Byte-level scans of the log reader, in C (an optional accelerator).
+ *
+ * framed_line_count(region) computes exactly what
+ * indexer.records._framed_line_count_python computes (a property test holds
+ * them equal): for a region that ends with a line feed, its number of lines
+ * when every line feed but the last lies between "}" and "{" and the region's
+ * last line ends with "}", else 0.  The Python path takes one bytes.find and
+ * two index checks per line, a few percent of a worker's CPU on short lines;
+ * here it is one memchr per line.
+ *
+ * frame_end(data, pos, size) is indexer.zstdframes.frame_end_python's
+ * structural walk over one Zstandard frame (header, block headers, checksum):
+ * the frame's end offset, or -1 when it is torn; -2 for anything the Python
+ * walk raises on (a bad magic, reserved bits or block type) or cannot index,
+ * so that the caller runs the Python walk for its exact error.  It was one
+ * Python step per block of every frame of every log.
+ *
+ * json_exact(value) says whether msgspec's JSON encoding of ``value``
+ * decodes back to an equal value: it holds only dicts with str keys, lists,
+ * str without surrogates, 64-bit ints, finite floats, bools and None, at most
+ * JSON_EXACT_DEPTH deep (msgspec's decoder stops at 1000).  A split stream's
+ * reading stage sends such events as their JSON lines without decoding them
+ * back to compare; for anything else it still compares.
+ *
+ * member_lines(head, texts, first_seq, times) writes a packed chunk row's
+ * member lines as indexer.packedrows.PackedRow.encode's Python path does:
+ * for each member, '{"type":"assistant/chunk","seq":' seq ',"time":' time,
+ * then ``head`` (the row's shared '"data":{…,"text":' part), its fragment's
+ * JSON string (the LF-terminated lines of ``texts``) and '}}}' LF.  None when
+ * the inputs are not that (a count mismatch, a time not a 64-bit exact int).
+ *
+ * cut_blocks(data, max_lines, max_bytes) is indexer.blockcuts.cut_blocks_python:
+ * where raw blocks end in LF-terminated lines (one memchr per line instead of
+ * a bytes object per line).
+ *
+ * lines_at(data, positions) is b"".join of the LF-terminated lines of ``data`` at
+ * ``positions`` (ascending line indexes), each with its LF: only those lines
+ * are copied (a split stream's full events, out of their batch's lines).
+ * None when a position is not an int, not ascending or past the last line.
+ *
+ * Without the extension the Python paths are used and the answers are the same.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#define JSON_EXACT_DEPTH 500
+
+static PyObject *framed_line_count(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const char *data = (const char *)view.buf;
+    Py_ssize_t last = view.len - 1;
+    Py_ssize_t count = 0;
+    if (last >= 1 && data[last - 1] == '}') {
+        const char *at = memchr(data, '\n', (size_t)view.len);
+        count = 1;
+        while (at != NULL && at != data + last) {
+            /* A line feed at offset 0 has the region's last byte before it (Python's region[-1]). */
+            char before = at == data ? data[last] : at[-1];
+            if (before != '}' || at[1] != '{') {
+                count = 0;
+                break;
+            }
+            count++;
+            at = memchr(at + 1, '\n', (size_t)(data + last - at));
+        }
+        if (at == NULL) count = 0; /* no final line feed: not a region this check is for */
+    }
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(count);
+}
+
+static Py_ssize_t walk_frame(const unsigned char *d, Py_ssize_t pos, Py_ssize_t size) {
+    static const Py_ssize_t dict_id_bytes[4] = {0, 1, 2, 4};
+    if (size - pos < 4) return -1;
+    if (memcmp(d + pos, "\x28\xb5\x2f\xfd", 4) != 0) return -2;
+    if (size - pos < 5) return -1;
+    unsigned descriptor = d[pos + 4];
+    if (descriptor & 0x18) return -2;
+    unsigned fcs_flag = descriptor >> 6;
+    unsigned single_segment = (descriptor >> 5) & 1;
+    Py_ssize_t fcs_bytes = fcs_flag == 0 ? (Py_ssize_t)single_segment : (fcs_flag == 1 ? 2 : fcs_flag == 2 ? 4 : 8);
+    pos += 5 + (single_segment ? 0 : 1) + dict_id_bytes[descriptor & 3] + fcs_bytes;
+    if (pos > size) return -1;
+    for (;;) {
+        if (size - pos < 3) return -1;
+        uint32_t block = (uint32_t)d[pos] | ((uint32_t)d[pos + 1] << 8) | ((uint32_t)d[pos + 2] << 16);
+        unsigned block_type = (block >> 1) & 3;
+        if (block_type == 3) return -2;
+        pos += block_type == 1 ? 4 : 3 + (Py_ssize_t)(block >> 3);
+        if (pos > size) return -1;
+        if (block & 1) break;
+    }
+    if (descriptor & 4) { /* content checksum */
+        pos += 4;
+        if (pos > size) return -1;
+    }
+    return pos;
+}
+
+static PyObject *frame_end(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "frame_end(data, pos, size) takes three arguments");
+        return NULL;
+    }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    if (pos == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t size = PyLong_AsSsize_t(args[2]);
+    if (size == -1 && PyErr_Occurred()) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    /* Outside the contract (len(data) == size, 0 <= pos): the Python walk decides. */
+    Py_ssize_t end = pos < 0 || size > view.len ? -2 : walk_frame((const unsigned char *)view.buf, pos, size);
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(end);
+}
+
+static int has_surrogate(PyObject *text) {
+    if (PyUnicode_READY(text) < 0) return -1;
+    int kind = PyUnicode_KIND(text);
+    if (kind == PyUnicode_1BYTE_KIND) return 0;
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    for (Py_ssize_t at = 0; at < length; at++) {
+        Py_UCS4 unit = PyUnicode_READ(kind, data, at);
+        if (unit >= 0xD800 && unit <= 0xDFFF) return 1;
+    }
+    return 0;
+}
+
+/* 1: encodes to JSON that decodes back equal; 0: not known to; -1: an error is set. */
+static int exact(PyObject *value, int depth) {
+    PyTypeObject *type = Py_TYPE(value);
+    if (type == &PyUnicode_Type) {
+        int surrogate = has_surrogate(value);
+        return surrogate < 0 ? -1 : !surrogate;
+    }
+    if (type == &PyBool_Type || value == Py_None) return 1;
+    if (type == &PyLong_Type) {
+        /* Past 64 bits only the comparison decides (digit limits of int conversions). */
+        int overflow;
+        long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (number == -1 && PyErr_Occurred()) return -1;
+        return overflow ? 0 : 1;
+    }
+    if (type == &PyFloat_Type) return isfinite(PyFloat_AS_DOUBLE(value)) ? 1 : 0;
+    if (depth >= JSON_EXACT_DEPTH) return 0;
+    if (type == &PyList_Type) {
+        for (Py_ssize_t at = 0; at < PyList_GET_SIZE(value); at++) {
+            int ok = exact(PyList_GET_ITEM(value, at), depth + 1);
+            if (ok != 1) return ok;
+        }
+        return 1;
+    }
+    if (type == &PyDict_Type) {
+        Py_ssize_t position = 0;
+        PyObject *key, *item;
+        while (PyDict_Next(value, &position, &key, &item)) {
+            if (Py_TYPE(key) != &PyUnicode_Type) return 0;
+            int ok = exact(key, depth + 1);
+            if (ok == 1) ok = exact(item, depth + 1);
+            if (ok != 1) return ok;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+static PyObject *json_exact(PyObject *self, PyObject *value) {
+    int ok = exact(value, 0);
+    if (ok < 0) return NULL;
+    return PyBool_FromLong(ok);
+}
+
+#define MEMBER_START "{\"type\":\"assistant/chunk\",\"seq\":"
+#define MEMBER_TIME ",\"time\":"
+#define MEMBER_END "}}}\n"
+
+static int decimal(int64_t value, char *out) {
+    char digits[24];
+    int length = 0;
+    uint64_t magnitude = value < 0 ? (uint64_t)0 - (uint64_t)value : (uint64_t)value;
+    do {
+        digits[length++] = (char)('0' + magnitude % 10);
+        magnitude /= 10;
+    } while (magnitude);
+    int written = 0;
+    if (value < 0) out[written++] = '-';
+    while (length) out[written++] = digits[--length];
+    return written;
+}
+
+static PyObject *member_lines(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !PyBytes_CheckExact(args[0]) || !PyBytes_CheckExact(args[1]) || !PyList_CheckExact(args[3])) Py_RETURN_NONE;
+    const char *head = PyBytes_AS_STRING(args[0]);
+    Py_ssize_t head_size = PyBytes_GET_SIZE(args[0]);
+    const char *texts = PyBytes_AS_STRING(args[1]);
+    Py_ssize_t texts_size = PyBytes_GET_SIZE(args[1]);
+    PyObject *times = args[3];
+    Py_ssize_t count = PyList_GET_SIZE(times);
+    int overflow;
+    long long first = PyLong_CheckExact(args[2]) ? PyLong_AsLongLongAndOverflow(args[2], &overflow) : (overflow = 1, 0);
+    if (overflow || (first == -1 && PyErr_Occurred()) || first < 0 || first > INT64_MAX - count) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if (count == 0 || texts_size == 0 || texts[texts_size - 1] != '\n') Py_RETURN_NONE;
+    /* Room for every member with 20-digit numbers; the bytes are cut to size at the end. */
+    Py_ssize_t fixed = (Py_ssize_t)(sizeof(MEMBER_START) - 1 + sizeof(MEMBER_TIME) - 1 + sizeof(MEMBER_END) - 1) + head_size + 40;
+    if (count > (PY_SSIZE_T_MAX - texts_size) / fixed) Py_RETURN_NONE;
+    PyObject *result = PyBytes_FromStringAndSize(NULL, count * fixed + texts_size);
+    if (result == NULL) return NULL;
+    char *out = PyBytes_AS_STRING(result);
+    const char *text = texts, *texts_end = texts + texts_size;
+    for (Py_ssize_t at = 0; at < count; at++) {
+        PyObject *item = PyList_GET_ITEM(times, at);
+        long long time = PyLong_CheckExact(item) ? PyLong_AsLongLongAndOverflow(item, &overflow) : (overflow = 1, 0);
+        const char *text_end = text < texts_end ? memchr(text, '\n', (size_t)(texts_end - text)) : NULL;
+        if (overflow || (time == -1 && PyErr_Occurred()) || text_end == NULL) {
+            PyErr_Clear();
+            Py_DECREF(result);
+            Py_RETURN_NONE;
+        }
+        memcpy(out, MEMBER_START, sizeof(MEMBER_START) - 1);
+        out += sizeof(MEMBER_START) - 1;
+        out += decimal((int64_t)first + at, out);
+        memcpy(out, MEMBER_TIME, sizeof(MEMBER_TIME) - 1);
+        out += sizeof(MEMBER_TIME) - 1;
+        out += decimal((int64_t)time, out);
+        memcpy(out, head, (size_t)head_size);
+        out += head_size;
+        memcpy(out, text, (size_t)(text_end - text));
+        out += text_end - text;
+        memcpy(out, MEMBER_END, sizeof(MEMBER_END) - 1);
+        out += sizeof(MEMBER_END) - 1;
+        text = text_end + 1;
+    }
+    if (text != texts_end) { /* more fragments than times */
+        Py_DECREF(result);
+        Py_RETURN_NONE;
+    }
+    if (_PyBytes_Resize(&result, out - PyBytes_AS_STRING(result)) < 0) return NULL;
+    return result;
+}
+
+static PyObject *cut_blocks(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "cut_blocks(data, max_lines, max_bytes) takes three arguments");
+        return NULL;
+    }
+    Py_ssize_t max_lines = PyLong_AsSsize_t(args[1]);
+    if (max_lines == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t max_bytes = PyLong_AsSsize_t(args[2]);
+    if (max_bytes == -1 && PyErr_Occurred()) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    PyObject *cuts = PyList_New(0);
+    if (cuts == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    const char *data = (const char *)view.buf;
+    Py_ssize_t start = 0, position = 0, count = 0, size = 0;
+    const char *at;
+    while (position < view.len && (at = memchr(data + position, '\n', (size_t)(view.len - position))) != NULL) {
+        Py_ssize_t end = at - data;
+        size += end - position;
+        count++;
+        position = end + 1;
+        if (count >= max_lines || size >= max_bytes) {
+            PyObject *cut = Py_BuildValue("(nnn)", start, end, count);
+            if (cut == NULL || PyList_Append(cuts, cut) < 0) {
+                Py_XDECREF(cut);
+                Py_DECREF(cuts);
+                PyBuffer_Release(&view);
+                return NULL;
+            }
+            Py_DECREF(cut);
+            start = position;
+            count = size = 0;
+        }
+    }
+    PyBuffer_Release(&view);
+    PyObject *result = Py_BuildValue("(Nnnn)", cuts, start, count, size);
+    return result;
+}
+
+static PyObject *lines_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyBytes_CheckExact(args[0]) || !PyList_CheckExact(args[1])) Py_RETURN_NONE;
+    const char *data = PyBytes_AS_STRING(args[0]);
+    Py_ssize_t size = PyBytes_GET_SIZE(args[0]);
+    PyObject *positions = args[1];
+    Py_ssize_t wanted = PyList_GET_SIZE(positions);
+    PyObject *result = PyBytes_FromStringAndSize(NULL, size);
+    if (result == NULL) return NULL;
+    char *out = PyBytes_AS_STRING(result);
+    Py_ssize_t line = 0, offset = 0, previous = -1;
+    for (Py_ssize_t at = 0; at < wanted; at++) {
+        PyObject *item = PyList_GET_ITEM(positions, at);
+        Py_ssize_t target = PyLong_CheckExact(item) ? PyLong_AsSsize_t(item) : -1;
+        if (target <= previous) { /* not an int, negative, or not ascending */
+            PyErr_Clear();
+            Py_DECREF(result);
+            Py_RETURN_NONE;
+        }
+        previous = target;
+        const char *end = NULL;
+        for (;;) {
+            end = offset < size ? memchr(data + offset, '\n', (size_t)(size - offset)) : NULL;
+            if (end == NULL || line == target) break;
+            offset = end - data + 1;
+            line++;
+        }
+        if (end == NULL) { /* past the last line */
+            Py_DECREF(result);
+            Py_RETURN_NONE;
+        }
+        Py_ssize_t length = end - data + 1 - offset;
+        memcpy(out, data + offset, (size_t)length);
+        out += length;
+        offset += length;
+        line++;
+    }
+    if (_PyBytes_Resize(&result, out - PyBytes_AS_STRING(result)) < 0) return NULL;
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"lines_at", (PyCFunction)(void (*)(void))lines_at, METH_FASTCALL, "The LF-terminated lines at ascending positions, joined (None: take the Python path)."},
+    {"cut_blocks", (PyCFunction)(void (*)(void))cut_blocks, METH_FASTCALL, "Where raw blocks end: (cuts, open start, open lines, open bytes)."},
+    {"member_lines", (PyCFunction)(void (*)(void))member_lines, METH_FASTCALL, "A packed row's member lines (None: take the Python path)."},
+    {"json_exact", json_exact, METH_O, "Whether msgspec's JSON of the value decodes back to an equal value (False: not known)."},
+    {"framed_line_count", framed_line_count, METH_O, "A region's line count when every line is one framed object, else 0."},
+    {"frame_end", (PyCFunction)(void (*)(void))frame_end, METH_FASTCALL, "The end of the Zstandard frame at pos, -1 when torn, -2: ask the Python walk."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_linescan", "Byte-level scans of the log reader (optional accelerator).", -1, methods};
+
+PyMODINIT_FUNC PyInit__linescan(void) { return PyModule_Create(&module); }
