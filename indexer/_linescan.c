@@ -102,17 +102,24 @@ static Py_ssize_t walk_frame(const unsigned char *d, Py_ssize_t pos, Py_ssize_t 
     return pos;
 }
 
-static PyObject *frame_end(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+/* The arguments (bytes-like, int, int) of a fast call: the buffer is held on success
+   (release it); on failure an exception is set and nothing is held. */
+static int buffer_and_two_sizes(PyObject *const *args, Py_ssize_t nargs, const char *signature, Py_buffer *view, Py_ssize_t *first, Py_ssize_t *second) {
     if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "frame_end(data, pos, size) takes three arguments");
-        return NULL;
+        PyErr_Format(PyExc_TypeError, "%s takes three arguments", signature);
+        return -1;
     }
-    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
-    if (pos == -1 && PyErr_Occurred()) return NULL;
-    Py_ssize_t size = PyLong_AsSsize_t(args[2]);
-    if (size == -1 && PyErr_Occurred()) return NULL;
+    *first = PyLong_AsSsize_t(args[1]);
+    if (*first == -1 && PyErr_Occurred()) return -1;
+    *second = PyLong_AsSsize_t(args[2]);
+    if (*second == -1 && PyErr_Occurred()) return -1;
+    return PyObject_GetBuffer(args[0], view, PyBUF_SIMPLE);
+}
+
+static PyObject *frame_end(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    Py_ssize_t pos, size;
+    if (buffer_and_two_sizes(args, nargs, "frame_end(data, pos, size)", &view, &pos, &size) < 0) return NULL;
     /* Outside the contract (len(data) == size, 0 <= pos): the Python walk decides. */
     Py_ssize_t end = pos < 0 || size > view.len ? -2 : walk_frame((const unsigned char *)view.buf, pos, size);
     PyBuffer_Release(&view);
@@ -248,16 +255,9 @@ static PyObject *member_lines(PyObject *self, PyObject *const *args, Py_ssize_t 
 }
 
 static PyObject *cut_blocks(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "cut_blocks(data, max_lines, max_bytes) takes three arguments");
-        return NULL;
-    }
-    Py_ssize_t max_lines = PyLong_AsSsize_t(args[1]);
-    if (max_lines == -1 && PyErr_Occurred()) return NULL;
-    Py_ssize_t max_bytes = PyLong_AsSsize_t(args[2]);
-    if (max_bytes == -1 && PyErr_Occurred()) return NULL;
     Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    Py_ssize_t max_lines, max_bytes;
+    if (buffer_and_two_sizes(args, nargs, "cut_blocks(data, max_lines, max_bytes)", &view, &max_lines, &max_bytes) < 0) return NULL;
     PyObject *cuts = PyList_New(0);
     if (cuts == NULL) {
         PyBuffer_Release(&view);

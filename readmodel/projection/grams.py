@@ -48,7 +48,6 @@ No SQLAlchemy here: the indexer's preparation workers compute grams.
 
 from __future__ import annotations
 
-import os
 import re
 import unicodedata
 from array import array
@@ -57,6 +56,7 @@ from operator import add
 from types import ModuleType
 from typing import Final
 
+from readmodel.core.accelerators import GRAMS, accelerator_module
 from readmodel.core.jsvalues import JS_WHITESPACE
 from readmodel.projection.filters import fold_classes
 
@@ -229,11 +229,8 @@ def _accelerator() -> ModuleType | None:
     ``SESSIONQ_GRAMS_C=0`` turns it off; without a C compiler it is not built.
     Either way :func:`document_tokens` gives the same set of words.
     """
-    if os.environ.get("SESSIONQ_GRAMS_C", "1") == "0":
-        return None
-    try:
-        from readmodel.projection import _grams
-    except ImportError:
+    _grams = accelerator_module(GRAMS)
+    if _grams is None:
         return None
     table = array("I", range(_FOLD_LIMIT))
     for code, representative in _fold_map().items():

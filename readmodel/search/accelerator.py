@@ -21,11 +21,12 @@ paths, which give the same answers more slowly.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import sys
 from types import ModuleType
 from typing import Final
+
+from readmodel.core.accelerators import FTSAUX, accelerator_module
 
 # CPython releases whose sqlite3.Connection keeps its sqlite3* handle right
 # after the object header (the extension reads it from there).
@@ -33,13 +34,10 @@ _KNOWN_PYTHONS: Final = ((3, 11), (3, 12), (3, 13), (3, 14))
 
 
 def _load() -> ModuleType | None:
-    if os.environ.get("SESSIONQ_FTSAUX", "1") == "0":
-        return None
     if sys.version_info[:2] not in _KNOWN_PYTHONS or sys.implementation.name != "cpython":
         return None
-    try:
-        from readmodel.search import _ftsaux
-    except ImportError:
+    _ftsaux = accelerator_module(FTSAUX)
+    if _ftsaux is None:
         return None
     major, minor, patch = sqlite3.sqlite_version_info
     if _ftsaux.library_version() != major * 1_000_000 + minor * 1_000 + patch:
