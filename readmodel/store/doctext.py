@@ -32,7 +32,7 @@ from typing import Any, Final
 
 from readmodel.core.checkedcache import CheckedCache
 from readmodel.projection.texthash import text_hash
-from readmodel.store.blocks import MissingDictionary, compress_payload, decompress_payload, register_dictionary
+from readmodel.store.blocks import MissingDictionary, compress_text, decompress_payload, register_dictionary
 
 FUNCTION: Final = "sessionq_text"
 """The SQL function the ``documents`` view decodes ``text_z`` with."""
@@ -58,7 +58,7 @@ def pack_text(text: str) -> str | bytearray:
     data = text.encode("utf-8")
     if len(data) < MIN_PACKED_BYTES:
         return text
-    packed = compress_payload(data)
+    packed = compress_text(data)
     return bytearray(packed) if len(packed) < len(data) else text
 
 
