@@ -11,6 +11,7 @@ same order under the same sids.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from concurrent.futures import Future, ProcessPoolExecutor, wait
 from pathlib import Path
@@ -248,3 +249,54 @@ def test_the_caller_lists_the_tasks_no_worker_began_and_the_order_holds(tmp_path
 def _seen(items: list[Observed]) -> list[tuple[Any, ...]]:
     """What a pass uses of observations (a read may move a file's access time)."""
     return [(item.path, item.header, item.problem, item.stat and (item.stat.st_ino, item.stat.st_size, item.stat.st_mtime_ns)) for item in items]
+
+
+def _niceness(pids: list[int]) -> list[int]:
+    """How much nicer than this process each of ``pids`` runs."""
+    return [os.getpriority(os.PRIO_PROCESS, pid) - os.getpriority(os.PRIO_PROCESS, 0) for pid in pids]
+
+
+def test_a_cold_starts_workers_train_and_list_at_the_writers_priority_then_run_nicer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    """The training is the workers' first task; they run at the writer's priority until it and the listing are done."""
+    if _elsewhere_if_not_alone(request):
+        return
+    from indexer import dictionary as block_dictionary
+
+    root = _root_for_worker_listing(tmp_path, monkeypatch)
+    monkeypatch.setattr(block_dictionary, "MIN_BYTES", 0)  # before the fork: the workers train this small root
+    monkeypatch.setattr(block_dictionary, "SAMPLE_PIECE", 256)
+    trained: list[Any] = []
+    monkeypatch.setattr(coldstart.Training, "run", lambda self: trained.append(self))
+    begun = ColdStart(root, Compression.ZSTD, 2)
+    try:
+        assert begun.pool is not None and isinstance(begun.training, coldstart.WorkerTraining)
+        pids = list(begun.pool._processes)  # noqa: SLF001
+        dictionary = begun.training.result()
+        assert _niceness(pids) == [0, 0]  # trained, but the listing is not taken yet
+        assert begun.listing() is not None
+        nicer = [min(preparation.WORKER_NICENESS, 19 - os.getpriority(os.PRIO_PROCESS, 0))] * 2  # niceness stops at 19
+        deadline = time.monotonic() + 5
+        while _niceness(pids) != nicer and time.monotonic() < deadline:
+            time.sleep(0.01)  # the training's end is told on the pool's thread, maybe after its result
+        assert _niceness(pids) == nicer
+    finally:
+        begun.close()
+    assert trained == []  # no thread of the writer's trained
+    paths = sorted(str(path) for path in root.glob("*/*/session.jsonl.zstd"))
+    assert dictionary is not None and dictionary == block_dictionary.train_for(paths, sum(Path(path).stat().st_size for path in paths), Compression.ZSTD)
+
+
+def test_a_cold_start_without_workers_trains_on_a_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from indexer import dictionary as block_dictionary
+
+    root = _root_for_worker_listing(tmp_path, monkeypatch)
+    monkeypatch.setattr(block_dictionary, "MIN_BYTES", 0)
+    monkeypatch.setattr(block_dictionary, "SAMPLE_PIECE", 256)
+    begun = ColdStart(root, Compression.ZSTD, 0)
+    try:
+        assert begun.pool is None and isinstance(begun.training, coldstart.Training)
+        assert begun.training.result() is not None and begun.listing() is None  # the writer lists
+    finally:
+        begun.close()
