@@ -72,10 +72,7 @@ class Training(threading.Thread):
         self._trained: tuple[int, bytes] | None = None
 
     def run(self) -> None:
-        try:
-            self._trained = block_dictionary.train_for(self.paths, _logs_size(self.paths), self.compression)
-        except Exception as exc:  # noqa: BLE001 - only a smaller index is lost: blocks stay plain
-            log.warning("cannot train a block dictionary (%s: %s); raw blocks stay without one", type(exc).__name__, exc)
+        self._trained = _trained_here(self.paths, self.compression)
 
     def result(self) -> tuple[int, bytes] | None:
         self.join()
@@ -91,6 +88,15 @@ def _logs_size(paths: list[str]) -> int:
         except OSError:
             continue
     return total
+
+
+def _trained_here(paths: list[str], compression: Compression) -> tuple[int, bytes] | None:
+    """The dictionary for ``paths``, trained in this thread (a failure: none)."""
+    try:
+        return block_dictionary.train_for(paths, _logs_size(paths), compression)
+    except Exception as exc:  # noqa: BLE001 - only a smaller index is lost: blocks stay plain
+        log.warning("cannot train a block dictionary (%s: %s); raw blocks stay without one", type(exc).__name__, exc)
+        return None
 
 
 def train_in_worker(paths: list[str], compression: str) -> tuple[int, bytes] | None:
@@ -111,16 +117,18 @@ class WorkerTraining:
 
     def __init__(self, pool: ProcessPoolExecutor, paths: list[str], compression: Compression, done: Callable[[], None]) -> None:
         """``done`` is called once the task has ended (on the pool's thread, or this one)."""
+        self.paths = paths
+        self.compression = compression
         self._future = pool.submit(train_in_worker, paths, compression.value)
         self._future.add_done_callback(lambda _future: done())
 
     def result(self) -> tuple[int, bytes] | None:
-        """The dictionary (``None``: none, or the task failed: blocks stay plain)."""
+        """The dictionary (``None``: none); a failed task (a dead worker) is trained again here, alike."""
         try:
             return self._future.result()
-        except Exception as exc:  # noqa: BLE001 - only a smaller index is lost, as on a thread
-            log.warning("cannot train a block dictionary (%s: %s); raw blocks stay without one", type(exc).__name__, exc)
-            return None
+        except Exception as exc:  # noqa: BLE001 - the same samples give the same dictionary here
+            log.warning("training in a worker process failed (%s: %s); training here", type(exc).__name__, exc)
+        return _trained_here(self.paths, self.compression)
 
 
 DictionaryTraining = Training | WorkerTraining

@@ -300,3 +300,30 @@ def test_a_cold_start_without_workers_trains_on_a_thread(tmp_path: Path, monkeyp
         assert begun.training.result() is not None and begun.listing() is None  # the writer lists
     finally:
         begun.close()
+
+
+def _broken_training(paths: list[str], compression: str) -> Any:
+    """A training task that fails in its worker (module-level: it is pickled by name)."""
+    raise RuntimeError("a worker lost its samples")
+
+
+def test_a_training_that_fails_in_a_worker_is_done_again_in_the_writer_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture
+) -> None:
+    if _elsewhere_if_not_alone(request):
+        return
+    from indexer import dictionary as block_dictionary
+
+    root = _root_for_worker_listing(tmp_path, monkeypatch)
+    monkeypatch.setattr(block_dictionary, "MIN_BYTES", 0)
+    monkeypatch.setattr(block_dictionary, "SAMPLE_PIECE", 256)
+    monkeypatch.setattr(coldstart, "train_in_worker", _broken_training)
+    begun = ColdStart(root, Compression.ZSTD, 2)
+    try:
+        with caplog.at_level(logging.WARNING, logger="sessionq.indexer"):
+            dictionary = begun.training.result()
+    finally:
+        begun.close()
+    assert "training in a worker process failed (RuntimeError: a worker lost its samples); training here" in caplog.text
+    paths = sorted(str(path) for path in root.glob("*/*/session.jsonl.zstd"))
+    assert dictionary is not None and dictionary == block_dictionary.train_for(paths, sum(Path(path).stat().st_size for path in paths), Compression.ZSTD)
