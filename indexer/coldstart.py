@@ -116,9 +116,12 @@ class WorkerTraining:
     """
 
     def __init__(self, pool: ProcessPoolExecutor, paths: list[str], compression: Compression, done: Callable[[], None]) -> None:
-        """``done`` is called once the task has ended (on the pool's thread, or this one)."""
+        """``done`` is called once the task has ended (on the pool's thread, or this one), and
+        again by :meth:`result` (it must be idempotent): the pool's thread may call it only
+        after the result was taken, when the caller has moved on to its next tasks."""
         self.paths = paths
         self.compression = compression
+        self._done = done
         self._future = pool.submit(train_in_worker, paths, compression.value)
         self._future.add_done_callback(lambda _future: done())
 
@@ -128,6 +131,8 @@ class WorkerTraining:
             return self._future.result()
         except Exception as exc:  # noqa: BLE001 - the same samples give the same dictionary here
             log.warning("training in a worker process failed (%s: %s); training here", type(exc).__name__, exc)
+        finally:
+            self._done()
         return _trained_here(self.paths, self.compression)
 
 
@@ -172,7 +177,7 @@ class ColdStart:
         return training
 
     def _head_done(self, part: str) -> None:
-        """``part`` of the head's work is over; after the last, the workers run nicer than the writer (thread-safe)."""
+        """``part`` of the head's work is over; after the last, the workers run nicer than the writer (thread-safe, idempotent)."""
         with self._head_lock:
             self._head.discard(part)
             pool = self._forked if not self._head else None
