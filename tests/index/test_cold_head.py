@@ -251,6 +251,23 @@ def _seen(items: list[Observed]) -> list[tuple[Any, ...]]:
     return [(item.path, item.header, item.problem, item.stat and (item.stat.st_ino, item.stat.st_size, item.stat.st_mtime_ns)) for item in items]
 
 
+def _trainable_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """:func:`_root_for_worker_listing`, small enough to train a dictionary on (set before the workers are forked)."""
+    from indexer import dictionary as block_dictionary
+
+    monkeypatch.setattr(block_dictionary, "MIN_BYTES", 0)
+    monkeypatch.setattr(block_dictionary, "SAMPLE_PIECE", 256)
+    return _root_for_worker_listing(tmp_path, monkeypatch)
+
+
+def _trained_alone(root: Path) -> tuple[int, bytes] | None:
+    """The dictionary the writer alone trains for ``root``."""
+    from indexer import dictionary as block_dictionary
+
+    paths = sorted(str(path) for path in root.glob("*/*/session.jsonl.zstd"))
+    return block_dictionary.train_for(paths, sum(Path(path).stat().st_size for path in paths), Compression.ZSTD)
+
+
 def _niceness(pids: list[int]) -> list[int]:
     """How much nicer than this process each of ``pids`` runs."""
     return [os.getpriority(os.PRIO_PROCESS, pid) - os.getpriority(os.PRIO_PROCESS, 0) for pid in pids]
@@ -262,11 +279,7 @@ def test_a_cold_starts_workers_train_and_list_at_the_writers_priority_then_run_n
     """The training is the workers' first task; they run at the writer's priority until it and the listing are done."""
     if _elsewhere_if_not_alone(request):
         return
-    from indexer import dictionary as block_dictionary
-
-    root = _root_for_worker_listing(tmp_path, monkeypatch)
-    monkeypatch.setattr(block_dictionary, "MIN_BYTES", 0)  # before the fork: the workers train this small root
-    monkeypatch.setattr(block_dictionary, "SAMPLE_PIECE", 256)
+    root = _trainable_root(tmp_path, monkeypatch)
     trained: list[Any] = []
     monkeypatch.setattr(coldstart.Training, "run", lambda self: trained.append(self))
     begun = ColdStart(root, Compression.ZSTD, 2)
@@ -280,20 +293,15 @@ def test_a_cold_starts_workers_train_and_list_at_the_writers_priority_then_run_n
     finally:
         begun.close()
     assert trained == []  # no thread of the writer's trained
-    paths = sorted(str(path) for path in root.glob("*/*/session.jsonl.zstd"))
-    assert dictionary is not None and dictionary == block_dictionary.train_for(paths, sum(Path(path).stat().st_size for path in paths), Compression.ZSTD)
+    assert dictionary is not None and dictionary == _trained_alone(root)
 
 
 def test_a_cold_start_without_workers_trains_on_a_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from indexer import dictionary as block_dictionary
-
-    root = _root_for_worker_listing(tmp_path, monkeypatch)
-    monkeypatch.setattr(block_dictionary, "MIN_BYTES", 0)
-    monkeypatch.setattr(block_dictionary, "SAMPLE_PIECE", 256)
+    root = _trainable_root(tmp_path, monkeypatch)
     begun = ColdStart(root, Compression.ZSTD, 0)
     try:
         assert begun.pool is None and isinstance(begun.training, coldstart.Training)
-        assert begun.training.result() is not None and begun.listing() is None  # the writer lists
+        assert begun.training.result() == _trained_alone(root) is not None and begun.listing() is None  # the writer lists
     finally:
         begun.close()
 
@@ -308,11 +316,7 @@ def test_a_training_that_fails_in_a_worker_is_done_again_in_the_writer_alike(
 ) -> None:
     if _elsewhere_if_not_alone(request):
         return
-    from indexer import dictionary as block_dictionary
-
-    root = _root_for_worker_listing(tmp_path, monkeypatch)
-    monkeypatch.setattr(block_dictionary, "MIN_BYTES", 0)
-    monkeypatch.setattr(block_dictionary, "SAMPLE_PIECE", 256)
+    root = _trainable_root(tmp_path, monkeypatch)
     monkeypatch.setattr(coldstart, "train_in_worker", _broken_training)
     begun = ColdStart(root, Compression.ZSTD, 2)
     try:
@@ -321,5 +325,4 @@ def test_a_training_that_fails_in_a_worker_is_done_again_in_the_writer_alike(
     finally:
         begun.close()
     assert "training in a worker process failed (RuntimeError: a worker lost its samples); training here" in caplog.text
-    paths = sorted(str(path) for path in root.glob("*/*/session.jsonl.zstd"))
-    assert dictionary is not None and dictionary == block_dictionary.train_for(paths, sum(Path(path).stat().st_size for path in paths), Compression.ZSTD)
+    assert dictionary is not None and dictionary == _trained_alone(root)
