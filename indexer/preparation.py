@@ -263,15 +263,17 @@ def note_warning(message: str) -> None:
         _capture.messages.append(message)
 
 
-def _init_worker(writer_pid: int) -> None:
+def _init_worker(writer_pid: int, lower_now: bool = True) -> None:
     global _capture
     # The writer owns shutdown: a terminal's ^C reaches the whole process group.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # A forked worker inherits the writer's handlers (the daemon's stop-at-a-boundary):
     # a terminated worker must end like a fork server's does.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    # The writer is the one serial stage: when the cores are short, it goes first.
-    _lower_priority()
+    # The writer is the one serial stage: when the cores are short, it goes first
+    # (a cold start's workers: once they have done the head's work, lower_priority).
+    if lower_now:
+        _lower_priority()
     threading.Thread(target=_exit_with, args=(writer_pid,), name="writer-watch", daemon=True).start()
     _capture = _Capture()
     logger = logging.getLogger("sessionq")
@@ -284,6 +286,25 @@ def _lower_priority() -> None:
     try:
         os.nice(WORKER_NICENESS)
     except (AttributeError, OSError):  # not POSIX, or not permitted: equal priority is still correct
+        pass
+
+
+def lower_priority(pool: ProcessPoolExecutor) -> None:
+    """Give the workers of ``pool`` (forked with ``head_first``) the priority they start with otherwise.
+
+    A cold start's workers list the root and train the dictionary at the
+    writer's priority: that work is the build's serial stage then (the
+    writer waits for it), and niced, it waited for any other process on
+    the machine.  Renicing another process of the same user to a lower
+    priority needs no privilege; the pool's process table is private to
+    ``concurrent.futures``, so without it the workers keep the writer's.
+    """
+    processes = getattr(pool, "_processes", None) or {}
+    try:
+        target = os.getpriority(os.PRIO_PROCESS, 0) + WORKER_NICENESS
+        for pid in list(processes):
+            os.setpriority(os.PRIO_PROCESS, pid, target)
+    except (AttributeError, OSError):  # not POSIX, or a worker gone: equal priority is still correct
         pass
 
 
@@ -514,7 +535,7 @@ def start_pool(workers: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(max_workers=workers, mp_context=pipe_context(), initializer=_init_worker, initargs=(os.getpid(),))
 
 
-def forked_pool(workers: int) -> ProcessPoolExecutor | None:
+def forked_pool(workers: int, *, head_first: bool = False) -> ProcessPoolExecutor | None:
     """Workers forked from this process at once; ``None`` when another thread runs here.
 
     The fork server's first worker costs a fresh interpreter importing the
@@ -528,11 +549,12 @@ def forked_pool(workers: int) -> ProcessPoolExecutor | None:
     submitting thread, before starting its manager thread; so the first task
     is submitted here.  The workers never touch the parent's database
     connections (SQLite's locks are per process; they exit without closing
-    anything; see also ``gc.freeze`` below).
+    anything; see also ``gc.freeze`` below).  ``head_first``: the workers keep
+    this process's priority until :func:`lower_priority`.
     """
     if threading.active_count() != 1 or "fork" not in multiprocessing.get_all_start_methods():
         return None
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"), initializer=_init_worker, initargs=(os.getpid(),))
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"), initializer=_init_worker, initargs=(os.getpid(), not head_first))
     # Everything the workers inherit goes to the collector's permanent generation first:
     # their collector never finalises a copy of the writer's objects (an unreachable
     # database connection closed by a worker), nor touches those pages (copy on write).

@@ -32,7 +32,7 @@ from readmodel.store.activity import store_last_activity
 from readmodel.store.sources import check_source, default_source
 
 from . import dictionary as block_dictionary
-from .coldstart import ColdStart, Training
+from .coldstart import ColdStart, DictionaryTraining, Training
 from .ingest import LogOutcome, ingest_log
 from .layout import Compression, LayoutProblem, discover, revision_token
 from .ownership import clashes, has_problem, other_owners, owned_elsewhere, refuse_owned_elsewhere, register_source, store_problems
@@ -270,7 +270,7 @@ class Reconciler:
         with self.writer.cursor() as cur:
             return cur.execute('SELECT 1 FROM "block_dictionaries" LIMIT 1').fetchone() is None
 
-    def _store_dictionary(self, training: Training) -> None:
+    def _store_dictionary(self, training: DictionaryTraining) -> None:
         trained = training.result()
         if trained is None:
             return

@@ -216,6 +216,25 @@ def test_a_small_root_trains_a_full_dictionary_of_the_size_its_samples_allow() -
     assert len(trained[1]) in {16 << 10, 32 << 10}  # 1 MiB of samples: 32 KiB asked for, full or retrained at half
 
 
+def test_small_samples_train_with_a_small_frequency_table_and_larger_ones_with_zstds_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only roots under ≈ 32 MB (samples under 4 MiB) get another dictionary: the larger roots' stay as they were."""
+    assert blocks.training_frequency_log(blocks.SMALL_TRAINING_BYTES - 1) == blocks.SMALL_TRAINING_FREQUENCY_LOG == 17
+    assert blocks.training_frequency_log(blocks.SMALL_TRAINING_BYTES) == 0  # zstd's default (20)
+    asked: list[int] = []
+    real = zstandard.train_dictionary
+
+    def trainer(size: int, samples: list[bytes], **params: Any) -> Any:
+        asked.append(params["f"])
+        return real(size, samples, **params)
+
+    monkeypatch.setattr(zstandard, "train_dictionary", trainer)
+    small = blocks.train_dictionary(_log_like_samples(0), 16 * 1024)
+    assert asked == [17] and blocks.train_dictionary(_log_like_samples(0), 16 * 1024) == small  # still deterministic
+    monkeypatch.setattr(blocks, "SMALL_TRAINING_BYTES", 1)
+    blocks.train_dictionary(_log_like_samples(0), 16 * 1024)
+    assert asked[-1] == 0
+
+
 def _log_like_samples(salt: int) -> list[bytes]:
     """Samples resembling log heads: repeated headers with varying ids and texts."""
     header = b'{"type":"session","tools":[' + b",".join(b'{"name":"tool%d","schema":{"type":"object"}}' % i for i in range(40)) + b"]}"

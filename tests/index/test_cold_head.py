@@ -11,6 +11,7 @@ same order under the same sids.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from concurrent.futures import Future, ProcessPoolExecutor, wait
 from pathlib import Path
@@ -248,3 +249,80 @@ def test_the_caller_lists_the_tasks_no_worker_began_and_the_order_holds(tmp_path
 def _seen(items: list[Observed]) -> list[tuple[Any, ...]]:
     """What a pass uses of observations (a read may move a file's access time)."""
     return [(item.path, item.header, item.problem, item.stat and (item.stat.st_ino, item.stat.st_size, item.stat.st_mtime_ns)) for item in items]
+
+
+def _trainable_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """:func:`_root_for_worker_listing`, small enough to train a dictionary on (set before the workers are forked)."""
+    from indexer import dictionary as block_dictionary
+
+    monkeypatch.setattr(block_dictionary, "MIN_BYTES", 0)
+    monkeypatch.setattr(block_dictionary, "SAMPLE_PIECE", 256)
+    return _root_for_worker_listing(tmp_path, monkeypatch)
+
+
+def _trained_alone(root: Path) -> tuple[int, bytes] | None:
+    """The dictionary the writer alone trains for ``root``."""
+    from indexer import dictionary as block_dictionary
+
+    paths = sorted(str(path) for path in root.glob("*/*/session.jsonl.zstd"))
+    return block_dictionary.train_for(paths, sum(Path(path).stat().st_size for path in paths), Compression.ZSTD)
+
+
+def _niceness(pids: list[int]) -> list[int]:
+    """How much nicer than this process each of ``pids`` runs."""
+    return [os.getpriority(os.PRIO_PROCESS, pid) - os.getpriority(os.PRIO_PROCESS, 0) for pid in pids]
+
+
+def test_a_cold_starts_workers_train_and_list_at_the_writers_priority_then_run_nicer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    """The training is the workers' first task; they run at the writer's priority until it and the listing are done."""
+    if _elsewhere_if_not_alone(request):
+        return
+    root = _trainable_root(tmp_path, monkeypatch)
+    trained: list[Any] = []
+    monkeypatch.setattr(coldstart.Training, "run", lambda self: trained.append(self))
+    begun = ColdStart(root, Compression.ZSTD, 2)
+    try:
+        assert begun.pool is not None and isinstance(begun.training, coldstart.WorkerTraining)
+        pids = list(begun.pool._processes)  # noqa: SLF001
+        dictionary = begun.training.result()
+        assert _niceness(pids) == [0, 0]  # trained, but the listing is not taken yet
+        assert begun.listing() is not None
+        assert _niceness(pids) == [min(preparation.WORKER_NICENESS, 19 - os.getpriority(os.PRIO_PROCESS, 0))] * 2  # niceness stops at 19
+    finally:
+        begun.close()
+    assert trained == []  # no thread of the writer's trained
+    assert dictionary is not None and dictionary == _trained_alone(root)
+
+
+def test_a_cold_start_without_workers_trains_on_a_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _trainable_root(tmp_path, monkeypatch)
+    begun = ColdStart(root, Compression.ZSTD, 0)
+    try:
+        assert begun.pool is None and isinstance(begun.training, coldstart.Training)
+        assert begun.training.result() == _trained_alone(root) is not None and begun.listing() is None  # the writer lists
+    finally:
+        begun.close()
+
+
+def _broken_training(paths: list[str], compression: str) -> Any:
+    """A training task that fails in its worker (module-level: it is pickled by name)."""
+    raise RuntimeError("a worker lost its samples")
+
+
+def test_a_training_that_fails_in_a_worker_is_done_again_in_the_writer_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture
+) -> None:
+    if _elsewhere_if_not_alone(request):
+        return
+    root = _trainable_root(tmp_path, monkeypatch)
+    monkeypatch.setattr(coldstart, "train_in_worker", _broken_training)
+    begun = ColdStart(root, Compression.ZSTD, 2)
+    try:
+        with caplog.at_level(logging.WARNING, logger="sessionq.indexer"):
+            dictionary = begun.training.result()
+    finally:
+        begun.close()
+    assert "training in a worker process failed (RuntimeError: a worker lost its samples); training here" in caplog.text
+    assert dictionary is not None and dictionary == _trained_alone(root)
