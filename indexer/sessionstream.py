@@ -10,7 +10,7 @@ from readmodel.store.blocks import active_dictionary
 
 from .layout import Compression
 from .preparation import PrepTask, collector_paused, pipe_context
-from .splitstream import submit_split, widen_pipe
+from .splitstream import submit_split
 from . import streaming
 
 
@@ -26,7 +26,6 @@ class SessionStream:
         self.wait_seconds = 0.0  # time spent waiting for the worker's messages
         context = pipe_context()
         self._receive, send = context.Pipe(duplex=False)
-        widen_pipe(send)
         # The writer's ends are kept open until the worker has answered: the pool pickles
         # them after submit returns.
         self._send = send

@@ -47,7 +47,6 @@ does the rest.  Anything unexpected in either process ends the stream as
 
 from __future__ import annotations
 
-import fcntl
 import os
 import pickle
 import resource
@@ -105,32 +104,9 @@ def submit_split(
     each other's end: the writer's copies would hide it).
     """
     receive, send = context.Pipe(duplex=False)
-    widen_pipe(send)
     reading = pool.submit(read_stage, task, compression, root, send, OPS_BYTES)
     projecting = pool.submit(project_stage, task, root, receive, connection, chunk_rows, dictionary)
     return [reading, projecting], [receive, send]
-
-
-PIPE_BYTES: Final = 1 << 20
-"""What a stream's pipe holds (Linux's default is 64 KiB; 1 MiB is its usual most for a user)."""
-
-
-def widen_pipe(connection: Any) -> None:
-    """Let the pipe of ``connection`` hold :data:`PIPE_BYTES` where the system allows it.
-
-    A message of a megabyte or more then crosses in one or two writes and reads
-    rather than sixteen turns of each process (a 64 KiB pipe), each a wake-up
-    of the other: about half the pipe's CPU on either side.  Where the size
-    cannot be set (another system, the user's pipe allowance spent) the pipe
-    stays as it is; only the speed differs.
-    """
-    resize = getattr(fcntl, "F_SETPIPE_SZ", None)
-    if resize is None:
-        return
-    try:
-        fcntl.fcntl(connection.fileno(), resize, PIPE_BYTES)
-    except OSError:
-        pass
 
 
 # -- the pipe between the stages ------------------------------------------------------
