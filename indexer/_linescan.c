@@ -49,7 +49,8 @@
  * else (empty, another item type, a missing "seq" or "type", a seq that is not
  * an exact 64-bit int continuing the previous one, a row's times not a list):
  * the Python path then decides.  It was a few Python steps per event of every
- * batch on a long log's critical path.
+ * batch on a long log's critical path.  The types of events not sent in full
+ * are shared str objects (one per distinct type), equal to the events' own.
  *
  * Without the extension the Python paths are used and the answers are the same.
  */
@@ -374,6 +375,21 @@ static int intern_keys(void) {
     return key_seq && key_type && key_time && key_sources ? 0 : -1;
 }
 
+/* One str object per distinct event type (at most TYPES_SHARED of them): a batch's types list
+   then holds shared objects, which pickle once per message (the pickler's memo) and unpickle
+   as one object each, rather than one string per event. */
+#define TYPES_SHARED 256
+static PyObject *shared_types;
+
+static PyObject *shared_type(PyObject *etype) {
+    if (shared_types == NULL && (shared_types = PyDict_New()) == NULL) return NULL;
+    PyObject *known = PyDict_GetItemWithError(shared_types, etype);
+    if (known != NULL) return known;
+    if (PyErr_Occurred()) return NULL;
+    if (PyDict_GET_SIZE(shared_types) < TYPES_SHARED && PyDict_SetItem(shared_types, etype, etype) < 0) return NULL;
+    return etype;
+}
+
 /* 1: the dict's event is sent in full; 0: only its type, seq and time; -1: an exception is set. */
 static int sent_in_full(PyObject *event, PyObject *etype, PyObject *full_types) {
     int has = PyDict_Contains(event, key_sources);
@@ -427,7 +443,8 @@ static PyObject *batch_columns(PyObject *self, PyObject *const *args, Py_ssize_t
             }
             Py_INCREF(seq);
             int whole = sent_in_full(item, etype, full_types);
-            if (whole < 0 || PyList_Append(types, etype) < 0 || PyList_Append(times, time != NULL ? time : Py_None) < 0) {
+            PyObject *column_type = whole == 0 ? shared_type(etype) : etype; /* whole == 0: an exact str */
+            if (whole < 0 || column_type == NULL || PyList_Append(types, column_type) < 0 || PyList_Append(times, time != NULL ? time : Py_None) < 0) {
                 Py_DECREF(seq);
                 goto error;
             }
