@@ -33,10 +33,11 @@ themselves costs about what decoding them does):
   surface nor a text type, no ``sourceEventSeqs``: request headers, chunks,
   steps — most events and most bytes), those three values, from which the
   projecting stage builds a small dict;
-* the other events as JSON lines, which the reading stage has checked decode
-  back to values equal to the events (else they go pickled): JSON keeps key
-  order and the int/float/bool distinctions, so equal values are the same
-  values to the projector.
+* the other events as their lines among the batch's (only their positions
+  cross again), which the reading stage has checked decode back to values
+  equal to the events (else the events go pickled): JSON keeps key order and
+  the int/float/bool distinctions, so equal values are the same values to the
+  projector.
 
 Bounded memory: the reading stage sends messages of about :data:`OPS_BYTES` and
 at most :data:`OPS_AHEAD` wait for its sender thread; the pipe's backpressure
@@ -220,8 +221,8 @@ class Forwarder:
     types, times, full_at, full)``, ``(_REPLACE, seq, shadowed)`` or ``(_WARN,
     message)`` (a warning the reader logged before the next call).  ``types`` is
     ``None`` when the whole batch is in ``full`` (a list of events); otherwise
-    ``full`` holds the events at positions ``full_at``, as JSON lines (bytes) or
-    as a list of events.
+    the events at positions ``full_at`` are ``full`` (a list of events) or, when
+    ``full`` is ``None``, those positions' lines of ``lines`` decoded.
     """
 
     __slots__ = ("outbox", "ops_bytes", "ops", "size", "warned")
@@ -237,10 +238,7 @@ class Forwarder:
         """Forward one batch of the reader's events (its ``sink``; an item may be a
         :class:`~indexer.packedrows.PackedRow` standing for its members)."""
         self._warnings()
-        if PackedRow in map(type, events):
-            op = _packed_op(events)
-        else:
-            op = _plain_op(events)
+        op = _column_op(events)
         self.ops.append(op)
         self.size += len(op[3])
         if self.size >= self.ops_bytes:
@@ -265,6 +263,27 @@ class Forwarder:
             self.warned = len(messages)
 
 
+_batch_columns: Final = accelerated(LINESCAN, "batch_columns")
+
+
+def _column_op(items: list[Any]) -> tuple[Any, ...]:
+    """The ``_ADD`` op of a batch of the reader's items (dicts, and packed rows): its columns
+    from ``indexer._linescan.batch_columns`` when built and the batch is one it takes (the
+    common case: a few C steps per event instead of several Python ones), else
+    :func:`_column_op_python`'s; the same op either way (a property test holds them equal)."""
+    columns = _batch_columns(items, PackedRow, CHUNK_TYPE, _FULL_TYPES) if _batch_columns is not None else None
+    if columns is None:
+        return _column_op_python(items)
+    first, types, times, full_at, full, packed = columns
+    lines = encode_items(items) if packed else encode_events(items)
+    return (_ADD, first, len(types), lines, types, times, full_at, _full_payload(full, lines, full_at) if full_at else None)
+
+
+def _column_op_python(items: list[Any]) -> tuple[Any, ...]:
+    """:func:`_column_op` in Python."""
+    return _packed_op(items) if PackedRow in map(type, items) else _plain_op(items)
+
+
 def _plain_op(events: list[dict[str, Any]]) -> tuple[Any, ...]:
     """The ``_ADD`` op of a batch of events (dicts only)."""
     count = len(events)
@@ -276,7 +295,7 @@ def _plain_op(events: list[dict[str, Any]]) -> tuple[Any, ...]:
         types = [event["type"] for event in events]
         times = [event.get("time") for event in events]
         full_at = [at for at, event in enumerate(events) if "sourceEventSeqs" in event or type(etype := event["type"]) is not str or etype in full_types]
-        full: Any = _exact_lines([events[at] for at in full_at], lines, full_at) if full_at else b""
+        full: Any = _full_payload([events[at] for at in full_at], lines, full_at) if full_at else None
         return (_ADD, first, count, lines, types, times, full_at, full)
     return (_ADD, first, count, lines, None, None, None, list(events))  # never seen (the sink's contract): everything as it is
 
@@ -310,38 +329,45 @@ def _packed_op(items: list[Any]) -> tuple[Any, ...]:
         expected = seq + count if type(seq) is int else expected
     if not contiguous:
         return _plain_op(expanded_items(items))
-    return (_ADD, first, len(types), lines, types, times, full_at, _exact_lines(full_events, lines, full_at) if full_at else b"")
+    return (_ADD, first, len(types), lines, types, times, full_at, _full_payload(full_events, lines, full_at) if full_at else None)
 
 
 _json_exact: Final = accelerated(LINESCAN, "json_exact")
 _lines_at: Final = accelerated(LINESCAN, "lines_at")
 
 
-def _exact_lines(events: list[dict[str, Any]], batch_lines: bytes, positions: list[int]) -> bytes | list[dict[str, Any]]:
-    """``events`` as JSON lines when they decode back to equal values, else the events themselves.
+def _full_payload(events: list[dict[str, Any]], batch_lines: bytes, positions: list[int]) -> list[dict[str, Any]] | None:
+    """What an op carries of the events it sends in full: ``None`` when their lines decode back
+    to values equal to them (the projecting stage then decodes those lines out of the
+    batch's, :func:`lines_at`), else the events themselves.
 
     ``events`` are the batch's events at ``positions`` (ascending), and
     ``batch_lines`` the batch's lines (one per event, from ``encode_events``,
-    whose line of an event depends on that event alone): their lines are
-    taken from there, not encoded again.  A decoded event differs from the
-    reader's only where JSON cannot say what the value was: a non-finite float
-    (the standard library reads ``1e999`` as infinity; msgspec writes it as
-    ``null``), a tuple, ``msgspec.Raw``.  Events made only of JSON's own values
-    (``indexer._linescan.json_exact``: nearly all of them) are not decoded back to
-    compare: that was 8% of a long log's reading stage.
+    whose line of an event depends on that event alone).  A decoded event
+    differs from the reader's only where JSON cannot say what the value was: a
+    non-finite float (the standard library reads ``1e999`` as infinity; msgspec
+    writes it as ``null``), a tuple, ``msgspec.Raw``.  Events made only of
+    JSON's own values (``indexer._linescan.json_exact``: nearly all of them)
+    are not decoded back to compare: that was 8% of a long log's reading stage.
+    Their lines are not sent a second time either (they are in the batch's).
     """
+    if _json_exact is not None and _json_exact(events):
+        return None  # only JSON's own values: they decode back equal (no need to decode them to see)
+    try:
+        if _decode_lines(lines_at(batch_lines, positions)) == events:
+            return None
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        pass
+    return events
+
+
+def lines_at(batch_lines: bytes, positions: list[int]) -> bytes:
+    """The LF-terminated lines of ``batch_lines`` at ``positions`` (ascending, within its lines), joined."""
     lines = _lines_at(batch_lines, positions) if _lines_at is not None else None
     if lines is None:
         every = batch_lines.split(b"\n")  # the last piece is the empty one after the final LF
         lines = b"\n".join([every[at] for at in positions]) + b"\n"
-    if _json_exact is not None and _json_exact(events):
-        return lines  # only JSON's own values: they decode back equal (no need to decode them to see)
-    try:
-        if _decode_lines(lines) == events:
-            return lines
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        pass
-    return events
+    return lines  # type: ignore[no-any-return]
 
 
 def read_stage(task: PrepTask, compression: str, root: str, target: Any, ops_bytes: int = OPS_BYTES) -> None:
@@ -451,10 +477,11 @@ def _events(op: tuple[Any, ...]) -> list[dict[str, Any]]:
 
 def _full_events(op: tuple[Any, ...]) -> list[dict[str, Any]]:
     """The events an ``_ADD`` op with columns sends in full, at its ``full_at`` positions."""
-    full = op[7]
-    if not op[6]:
+    full_at = op[6]
+    if not full_at:
         return []
-    return full if type(full) is list else _decode_lines(full)  # type: ignore[no-any-return]
+    full = op[7]
+    return full if full is not None else _decode_lines(lines_at(op[3], full_at))  # type: ignore[no-any-return]
 
 
 def _received(source: Any, writer: Any) -> Any:

@@ -389,4 +389,69 @@ def test_full_events_lines_taken_from_their_batch_equal_them_encoded_alone(event
         expected: Any = alone if msgspec.json.Decoder().decode_lines(alone) == chosen else chosen
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         expected = chosen
-    assert splitstream._exact_lines(chosen, encode_events(batch), positions) == expected
+    lines = encode_events(batch)
+    assert splitstream.lines_at(lines, positions) == alone
+    assert splitstream._full_payload(chosen, lines, positions) == (None if expected is alone else chosen)
+
+
+@st.composite
+def odd_batches(draw: Any) -> list[Any]:
+    """One batch of the reader's items, packed rows among them, and now and then what no sink
+    hands over (a missing key, seqs that jump, repeat or are not ints, another item type)."""
+    packed, expanded, cuts = draw(sessions_with_rows())
+    items: list[Any] = list(draw(st.sampled_from([packed, expanded])))
+    seq = len(expanded)  # the session's seqs run from 0: the other events continue them
+    items += [{**event, "seq": at} for at, event in enumerate((event for part in draw(batches()) for event in part), seq)]
+    for _ in range(draw(st.integers(0, 2))):
+        at = draw(st.integers(0, len(items) - 1))
+        item = items[at]
+        if type(item) is PackedRow:
+            oddity = draw(st.sampled_from(["seq", "float", "tuple"]))
+            items[at] = {"seq": item.first_seq + 1, "type": "x"} if oddity == "seq" else PackedRow(item.row, float(item.first_seq) if oddity == "float" else item.first_seq, tuple(item.times) if oddity == "tuple" else item.times)  # type: ignore[arg-type]
+            continue
+        item = dict(item)
+        oddity = draw(st.sampled_from(["no seq", "no type", "no time", "bool", "float", "big", "jump", "type", "other"]))
+        if oddity in ("no seq", "no type", "no time"):
+            item.pop(oddity[3:], None)
+        elif oddity == "bool":
+            item["seq"] = True
+        elif oddity in ("float", "big", "jump"):
+            seq = item.get("seq", 0)
+            item["seq"] = {"float": float(seq), "big": 2**64 + seq, "jump": seq + 2}[oddity]
+        elif oddity == "type":
+            item["type"] = draw(st.sampled_from([None, 3, ["tool/result"]]))
+        else:
+            item = (item,)  # type: ignore[assignment]
+        items[at] = item
+    return items
+
+
+@given(odd_batches())
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_a_batch_s_op_in_c_is_the_python_path_s(items: list[Any]) -> None:
+    """``_column_op`` (its columns by ``indexer._linescan.batch_columns`` where it takes the batch)
+    makes the op ``_column_op_python`` makes, or raises what it raises."""
+    if splitstream._batch_columns is None:
+        pytest.skip("indexer._linescan is not built")
+    try:
+        expected: Any = repr(splitstream._column_op_python(items))  # repr: 1, 1.0 and True differ
+    except Exception as exc:  # noqa: BLE001 - the C path must fail alike
+        with pytest.raises(type(exc)):
+            splitstream._column_op(items)
+        return
+    assert repr(splitstream._column_op(items)) == expected
+
+
+def test_batch_columns_declines_what_is_not_a_reading_stage_s_batch() -> None:
+    from indexer.packedrows import CHUNK_TYPE
+
+    columns = splitstream._batch_columns
+    if columns is None:
+        pytest.skip("indexer._linescan is not built")
+    full = frozenset({"tool/result"})
+    event = {"type": "tool/result", "seq": 4, "time": 1}
+    assert columns([], PackedRow, CHUNK_TYPE, full) is None
+    assert columns((event,), PackedRow, CHUNK_TYPE, full) is None  # not a list
+    assert columns([event, {"type": "x", "seq": 6}], PackedRow, CHUNK_TYPE, full) is None  # seqs jump
+    assert columns([{"type": "x", "seq": 2**63}], PackedRow, CHUNK_TYPE, full) is None  # past 64 bits
+    assert columns([event, {"type": "x", "seq": 5}], PackedRow, CHUNK_TYPE, full) == (4, ["tool/result", "x"], [1, None], [0], [event], False)
