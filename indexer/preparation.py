@@ -515,18 +515,37 @@ def failure_detail(exc: BaseException, pool: ProcessPoolExecutor) -> str:
     executor's process table (private to ``concurrent.futures``, so only when it
     is there): a negative code is the signal that ended a worker; the survivors
     of a broken pool are terminated by the executor itself (-15).
+
+    They are read only once the executor's management thread has finished
+    with the broken pool (it joins every worker, so each code is cached): a
+    fork server's worker reports its code once, through a pipe, and two
+    threads polling it at once can both wake and one of them read nothing
+    (multiprocessing then says 255, or nothing yet).
     """
     detail = f"{type(exc).__name__}: {exc}"
     cause = exc.__cause__
     if cause is not None:
         lines = [line for line in str(cause).splitlines() if line.strip() and line.strip() != "'''"]
         detail += f"; cause: {lines[-1].strip() if lines else type(cause).__name__}"
-    if isinstance(exc, BrokenProcessPool):
+    if isinstance(exc, BrokenProcessPool) and _pool_settled(pool):
         processes = getattr(pool, "_processes", None) or {}
         codes = sorted({code for process in list(processes.values()) if (code := process.exitcode) is not None})
         if codes:
             detail += "; worker exit codes " + ", ".join(str(code) for code in codes) + " (negative: ended by that signal)"
     return detail
+
+
+def _pool_settled(pool: ProcessPoolExecutor, timeout: float = 5.0) -> bool:
+    """Whether ``pool``'s management thread is done (waited for up to ``timeout`` s).
+
+    A broken pool's thread terminates the survivors and joins them, then ends;
+    a pool without the (private) thread attribute has nothing to wait for.
+    """
+    manager = getattr(pool, "_executor_manager_thread", None)
+    if manager is None or manager is threading.current_thread():
+        return True
+    manager.join(timeout)
+    return not manager.is_alive()
 
 
 def start_pool(workers: int) -> ProcessPoolExecutor:
