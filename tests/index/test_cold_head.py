@@ -178,8 +178,8 @@ def test_a_cold_build_whose_workers_list_the_root_equals_one_by_the_writer_alone
     assert index_state(str(tmp_path / "index.db")) == index_state(str(tmp_path / "alone.db"))
 
 
-def _broken_listing(paths: list[str], root: str, compression: str) -> list[Observed]:
-    """A listing task that fails in its worker (module-level: it is pickled by name)."""
+def _failing_task(*_args: Any) -> Any:
+    """A worker task (listing or training) that fails in its worker (module-level: it is pickled by name)."""
     raise RuntimeError("a worker lost its way")
 
 
@@ -189,7 +189,7 @@ def test_a_cold_build_whose_listing_fails_in_a_worker_lists_in_the_writer(
     if _elsewhere_if_not_alone(request):
         return
     root = _root_for_worker_listing(tmp_path, monkeypatch)
-    monkeypatch.setattr("indexer.observation.observe_chunk", _broken_listing)  # before the workers are forked
+    monkeypatch.setattr("indexer.observation.observe_chunk", _failing_task)  # before the workers are forked
     with caplog.at_level(logging.WARNING, logger="sessionq.indexer"):
         report, _, observed_here = _cold_build(root, tmp_path / "index.db")
     assert "listing in worker processes failed (RuntimeError: a worker lost its way); listing here" in caplog.text
@@ -306,23 +306,18 @@ def test_a_cold_start_without_workers_trains_on_a_thread(tmp_path: Path, monkeyp
         begun.close()
 
 
-def _broken_training(paths: list[str], compression: str) -> Any:
-    """A training task that fails in its worker (module-level: it is pickled by name)."""
-    raise RuntimeError("a worker lost its samples")
-
-
 def test_a_training_that_fails_in_a_worker_is_done_again_in_the_writer_alike(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture
 ) -> None:
     if _elsewhere_if_not_alone(request):
         return
     root = _trainable_root(tmp_path, monkeypatch)
-    monkeypatch.setattr(coldstart, "train_in_worker", _broken_training)
+    monkeypatch.setattr(coldstart, "train_in_worker", _failing_task)
     begun = ColdStart(root, Compression.ZSTD, 2)
     try:
         with caplog.at_level(logging.WARNING, logger="sessionq.indexer"):
             dictionary = begun.training.result()
     finally:
         begun.close()
-    assert "training in a worker process failed (RuntimeError: a worker lost its samples); training here" in caplog.text
+    assert "training in a worker process failed (RuntimeError: a worker lost its way); training here" in caplog.text
     assert dictionary is not None and dictionary == _trained_alone(root)
