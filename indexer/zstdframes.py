@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import queue
 import threading
+from array import array
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO, Final, TypeVar
 
@@ -263,7 +264,7 @@ def iter_region(
     """
     if data is None or len(data) != size:
         if size - start >= PREFETCH_MIN_BYTES:
-            yield from prefetched(_iter_region_from_file(fh, start, size, max_plaintext), PREFETCH_BATCHES)
+            yield from prefetched(_iter_region_windowed(fh, start, size, max_plaintext), PREFETCH_BATCHES)
         else:
             yield from _iter_region_from_file(fh, start, size, max_plaintext)
         return
@@ -362,6 +363,132 @@ def _offer(out: queue.Queue[Any], item: Any, stop: threading.Event) -> bool:
         except queue.Full:
             continue
     return False
+
+
+WINDOW_BYTES: Final = 1 << 20
+"""Compressed bytes :func:`_iter_region_windowed` reads in one call."""
+
+
+def _iter_region_windowed(fh: BinaryIO, start: int, size: int, max_plaintext: int) -> Iterator[tuple[bytes, int] | TornFrame]:
+    """:func:`_iter_region_from_file` in few calls that give the GIL up: what the decode-ahead thread runs.
+
+    The per-frame path seeks, reads and decodes frame by frame, and each of
+    those calls gives the GIL up and then waits for it while the consumer's
+    fold holds it (up to the switch interval each time), so a thread running
+    it fell behind the consumer instead of working beside it.  This reads
+    :data:`WINDOW_BYTES` of compressed log at once, finds its frames in memory
+    (:func:`frame_end`) and decodes each batch of frames that declare their
+    plaintext size, within the bound, in one libzstd call that runs without
+    the GIL (``multi_decompress_to_buffer``, which fails a frame whose
+    plaintext is not exactly its declared size); a frame that declares none
+    goes through :func:`decode_frame_at_once`, as in memory.  Anything else —
+    a frame that fails or is damaged, a torn tail, a frame longer than the
+    window, a file shorter than ``size`` — hands the rest of the region, from
+    the first frame not yet delivered, to the per-frame path, which delivers
+    and fails exactly as it always has.  The plaintext before it is the same,
+    batched at whole frames as there (a batch ends once it holds
+    :data:`REGION_BATCH_BYTES`).
+    """
+    batch: list[bytes] = []
+    batch_bytes = 0
+    batch_end = delivered = pos = start  # the end of the last frame decoded, and of the last delivered
+    while pos < size:
+        want = min(WINDOW_BYTES, size - pos)
+        fh.seek(pos)
+        window = fh.read(want)
+        if len(window) != want:  # the file changed under the reader
+            yield from _handed_over(batch, batch_end, fh, pos, size, max_plaintext)
+            return
+        view = memoryview(window)
+        spans: list[int] = []  # start, end, declared size of each frame waiting to be decoded together
+        pending = 0
+        local = 0
+        while local < want:
+            try:
+                end = frame_end(window, local, want)
+            except LogFormatError:
+                end = -2  # damage: the per-frame path raises it at the same point
+            if end == -1 and local > 0 and pos + want < size:
+                break  # the frame goes on past the window: the next window starts with it
+            if end < 0:
+                decoded = _decode_together(window, spans)
+                if decoded is None:
+                    yield from _handed_over(batch, batch_end, fh, pos + spans[0], size, max_plaintext)
+                    return
+                batch += decoded
+                yield from _handed_over(batch, pos + local, fh, pos + local, size, max_plaintext)
+                return
+            declared = _declared_size(view[local:end])
+            if 0 < declared <= max_plaintext and end - local <= _ONE_SHOT_MAX_COMPRESSED:
+                spans += (local, end, declared)
+                pending += declared
+                if batch_bytes + pending < REGION_BATCH_BYTES:
+                    local = end
+                    continue
+                single = None
+            else:
+                single = view[local:end]
+            decoded = _decode_together(window, spans)
+            if decoded is None:
+                yield from _handed_over(batch, batch_end, fh, pos + spans[0], size, max_plaintext)
+                return
+            if single is not None:
+                plaintext = decode_frame_at_once(single, max_plaintext)
+                if plaintext is None:
+                    yield from _handed_over(batch + decoded, pos + local, fh, pos + local, size, max_plaintext)
+                    return
+                decoded.append(plaintext)
+            batch += decoded
+            batch_bytes += pending + (len(decoded[-1]) if single is not None else 0)
+            batch_end = pos + end
+            spans, pending = [], 0
+            local = end
+            if batch_bytes >= REGION_BATCH_BYTES:
+                yield b"".join(batch), batch_end
+                batch, batch_bytes, delivered = [], 0, batch_end
+        decoded = _decode_together(window, spans)
+        if decoded is None:
+            yield from _handed_over(batch, batch_end, fh, pos + spans[0], size, max_plaintext)
+            return
+        if spans:
+            batch += decoded
+            batch_bytes += pending
+            batch_end = pos + spans[-2]
+        pos += local
+    if batch or batch_end != delivered:
+        yield b"".join(batch), batch_end
+
+
+def _declared_size(frame: memoryview) -> int:
+    """The plaintext size ``frame``'s header declares (-1: none, or an unreadable header)."""
+    try:
+        return int(zstandard.frame_content_size(frame))
+    except zstandard.ZstdError:
+        return -1
+
+
+def _decode_together(window: bytes, spans: list[int]) -> list[bytes] | None:
+    """The plaintext of the frames at ``spans`` (start, end, declared size, ...) of ``window``, decoded in
+    one call without the GIL; ``None`` when any of them fails (the per-frame path then says how)."""
+    if not spans:
+        return []
+    segments = array("Q")
+    for at in range(0, len(spans), 3):
+        segments.append(spans[at])
+        segments.append(spans[at + 1] - spans[at])
+    try:
+        frames = zstandard.BufferWithSegments(window, segments.tobytes())
+        decoded = _decompressor().multi_decompress_to_buffer(frames, decompressed_sizes=array("Q", spans[2::3]).tobytes(), threads=0)
+    except (zstandard.ZstdError, MemoryError, ValueError):
+        return None
+    return [decoded[at].tobytes() for at in range(len(decoded))]
+
+
+def _handed_over(batch: list[bytes], batch_end: int, fh: BinaryIO, at: int, size: int, max_plaintext: int) -> Iterator[tuple[bytes, int] | TornFrame]:
+    """``batch`` (decoded frames up to ``batch_end``), then the region from ``at`` (= ``batch_end``) frame by frame."""
+    if batch:
+        yield b"".join(batch), batch_end
+    yield from _iter_region_from_file(fh, at, size, max_plaintext)
 
 
 def _iter_region_from_file(fh: BinaryIO, start: int, size: int, max_plaintext: int) -> Iterator[tuple[bytes, int] | TornFrame]:

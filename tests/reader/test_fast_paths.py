@@ -360,6 +360,53 @@ def test_in_memory_frame_walk_equals_streaming(plaintexts: list[bytes], checksum
     assert _walk(blob, len(blob), False, prefetch=True) == expected
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    plaintexts=st.lists(st.binary(max_size=300), min_size=1, max_size=12),
+    sized=st.lists(st.booleans(), min_size=12, max_size=12),
+    checksum=st.booleans(),
+    cut=st.floats(min_value=0.0, max_value=1.0),
+    flips=st.lists(st.tuples(st.floats(min_value=0.0, max_value=1.0, exclude_max=True), st.integers(min_value=1, max_value=255)), max_size=2),
+    window=st.integers(min_value=8, max_value=400),
+    batch=st.integers(min_value=1, max_value=700),
+)
+def test_the_windowed_frame_walk_equals_streaming(
+    plaintexts: list[bytes], sized: list[bool], checksum: bool, cut: float, flips: list[tuple[float, int]], window: int, batch: int
+) -> None:
+    """The decode-ahead thread's walk (a window of frames at a time, sized frames decoded together) delivers
+    what the frame-by-frame walk does, whatever the windows, batches, sizes declared and damage."""
+    data = bytearray(
+        b"".join(zstandard.ZstdCompressor(write_checksum=checksum, write_content_size=known).compress(p) for p, known in zip(plaintexts, sized))
+    )
+    for position, mask in flips:
+        data[int(len(data) * position)] ^= mask
+    blob = bytes(data[: int(len(data) * cut) or len(data)])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(zstdframes, "WINDOW_BYTES", window)
+        patch.setattr(zstdframes, "REGION_BATCH_BYTES", batch)
+        walked = _walk(blob, len(blob), False, prefetch=True)
+    assert walked == _reference_walk(blob, len(blob))
+
+
+def test_the_windowed_frame_walk_decodes_sized_frames_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Frames that declare their sizes are decoded a batch at a time, not frame by frame."""
+    plaintexts = [bytes([65 + n % 26]) * (100 + n) for n in range(40)]
+    blob = b"".join(zstandard.ZstdCompressor().compress(p) for p in plaintexts)
+    calls: list[int] = []
+    real = zstdframes._decode_together
+
+    def counted(window: bytes, spans: list[int]) -> list[bytes] | None:
+        calls.append(len(spans) // 3)
+        return real(window, spans)
+
+    monkeypatch.setattr(zstdframes, "_decode_together", counted)
+    monkeypatch.setattr(zstdframes, "REGION_BATCH_BYTES", 1000)
+    items = list(zstdframes._iter_region_windowed(io.BytesIO(blob), 0, len(blob), 1 << 16))
+    assert b"".join(item[0] for item in items if isinstance(item, tuple)) == b"".join(plaintexts)
+    assert items[-1] == (items[-1][0], len(blob))
+    assert max(calls) >= 8 and sum(calls) == 40  # about 1,000 bytes of plaintext per call
+
+
 # ---------------------------------------------------------------------------
 # Header JSON
 # ---------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from indexer import reader as reader_module
+from indexer import zstdframes
 from indexer.layout import Compression
 from indexer.reader import LogReader, read_listing_header
 from indexer.records import LogFormatError
@@ -187,6 +188,18 @@ def streamed(data: bytes, bound: int) -> tuple[bytes, str | None]:
     return b"".join(pieces), None
 
 
+def _walked_in_windows(data: bytes, bound: int) -> tuple[bytes, str | None]:
+    """The plaintext and the error of the decode-ahead thread's walk over ``data`` (one log)."""
+    pieces: list[bytes] = []
+    try:
+        for item in zstdframes._iter_region_windowed(io.BytesIO(data), 0, len(data), bound):
+            assert not isinstance(item, TornFrame)
+            pieces.append(item[0])
+    except LogFormatError as exc:
+        return b"".join(pieces), exc.message
+    return b"".join(pieces), None
+
+
 @pytest.mark.parametrize(
     ("declared", "decodes"),
     [(None, True), ("true", True), (0, False), (1, False), ("one less", False), ("one more", False), (1 << 40, False)],
@@ -200,7 +213,9 @@ def test_a_frame_decodes_at_once_only_when_its_content_size_is_absent_or_true(de
     with traced_peak() as peak:
         at_once = decode_frame_at_once(data, BOUND)
         whole, error = streamed(data, BOUND)
+        windowed = _walked_in_windows(data, BOUND)
     assert peak[0] < PEAK_LIMIT  # a terabyte declared is never allocated
+    assert windowed == (whole, error)
     if decodes:
         assert at_once == whole == plaintext and error is None
     else:
@@ -224,7 +239,9 @@ def test_at_once_equals_streaming_whatever_the_header_declares(plaintext: bytes,
     # The fast path declines only frames the streaming path fails, and empty ones.
     if error is None and plaintext and declared != "false":
         assert at_once == plaintext
-    # Through the reader's frame walk, in memory and from a file, the outcome is the stream's.
+    # Through the reader's frame walk, a window at a time (the decode-ahead thread's, which decodes
+    # size-declaring frames together), in memory and from a file, the outcome is the stream's.
+    assert _walked_in_windows(data, bound) == (whole, error)
     for in_memory in (True, False):
         pieces: list[bytes] = []
         try:
