@@ -389,20 +389,18 @@ def _iter_region_windowed(fh: BinaryIO, start: int, size: int, max_plaintext: in
     batched at whole frames as there (a batch ends once it holds
     :data:`REGION_BATCH_BYTES`).
     """
-    batch: list[bytes] = []
-    batch_bytes = 0
-    batch_end = delivered = pos = start  # the end of the last frame decoded, and of the last delivered
+    batch = _Batch(start)
+    pos = start
     while pos < size:
-        want = min(WINDOW_BYTES, size - pos)
+        want = min(WINDOW_BYTES, size - pos)  # at most _ONE_SHOT_MAX_COMPRESSED: every frame may decode at once
         fh.seek(pos)
         window = fh.read(want)
         if len(window) != want:  # the file changed under the reader
-            yield from _handed_over(batch, batch_end, fh, pos, size, max_plaintext)
+            yield from _handed_over(batch, fh, size, max_plaintext)
             return
         view = memoryview(window)
         spans: list[int] = []  # start, end, declared size of each frame waiting to be decoded together
-        pending = 0
-        local = 0
+        pending = local = 0
         while local < want:
             try:
                 end = frame_end(window, local, want)
@@ -410,53 +408,65 @@ def _iter_region_windowed(fh: BinaryIO, start: int, size: int, max_plaintext: in
                 end = -2  # damage: the per-frame path raises it at the same point
             if end == -1 and local > 0 and pos + want < size:
                 break  # the frame goes on past the window: the next window starts with it
-            if end < 0:
-                decoded = _decode_together(window, spans)
-                if decoded is None:
-                    yield from _handed_over(batch, batch_end, fh, pos + spans[0], size, max_plaintext)
-                    return
-                batch += decoded
-                yield from _handed_over(batch, pos + local, fh, pos + local, size, max_plaintext)
-                return
-            declared = _declared_size(view[local:end])
-            if 0 < declared <= max_plaintext and end - local <= _ONE_SHOT_MAX_COMPRESSED:
+            declared = _declared_size(view[local:end]) if end >= 0 else -1
+            sized = 0 < declared <= max_plaintext
+            if sized:
                 spans += (local, end, declared)
                 pending += declared
-                if batch_bytes + pending < REGION_BATCH_BYTES:
+                if batch.size + pending < REGION_BATCH_BYTES:
                     local = end
                     continue
-                single = None
-            else:
-                single = view[local:end]
-            decoded = _decode_together(window, spans)
-            if decoded is None:
-                yield from _handed_over(batch, batch_end, fh, pos + spans[0], size, max_plaintext)
+            if not batch.decode(window, pos, spans, pending):
+                yield from _handed_over(batch, fh, size, max_plaintext)
                 return
-            if single is not None:
-                plaintext = decode_frame_at_once(single, max_plaintext)
-                if plaintext is None:
-                    yield from _handed_over(batch + decoded, pos + local, fh, pos + local, size, max_plaintext)
-                    return
-                decoded.append(plaintext)
-            batch += decoded
-            batch_bytes += pending + (len(decoded[-1]) if single is not None else 0)
-            batch_end = pos + end
             spans, pending = [], 0
+            if not sized:
+                plaintext = decode_frame_at_once(view[local:end], max_plaintext) if end >= 0 else None
+                if plaintext is None:  # a torn tail, damage, or a frame the per-frame path fails
+                    yield from _handed_over(batch, fh, size, max_plaintext)
+                    return
+                batch.add([plaintext], len(plaintext), pos + end)
             local = end
-            if batch_bytes >= REGION_BATCH_BYTES:
-                yield b"".join(batch), batch_end
-                batch, batch_bytes, delivered = [], 0, batch_end
+            if batch.size >= REGION_BATCH_BYTES:
+                yield batch.take()
+        if not batch.decode(window, pos, spans, pending):
+            yield from _handed_over(batch, fh, size, max_plaintext)
+            return
+        pos += local
+    if batch.pieces or batch.end != batch.delivered:
+        yield batch.take()
+
+
+class _Batch:
+    """Decoded plaintext not yet delivered: the frames up to :attr:`end` (from :attr:`delivered`)."""
+
+    __slots__ = ("pieces", "size", "end", "delivered")
+
+    def __init__(self, start: int) -> None:
+        self.pieces: list[bytes] = []
+        self.size = 0
+        self.end = self.delivered = start
+
+    def add(self, pieces: list[bytes], size: int, end: int) -> None:
+        self.pieces += pieces
+        self.size += size
+        self.end = end
+
+    def decode(self, window: bytes, pos: int, spans: list[int], size: int) -> bool:
+        """Add the frames at ``spans`` of the window read at ``pos`` (``size`` bytes declared); False: one failed, none added."""
+        if not spans:
+            return True
         decoded = _decode_together(window, spans)
         if decoded is None:
-            yield from _handed_over(batch, batch_end, fh, pos + spans[0], size, max_plaintext)
-            return
-        if spans:
-            batch += decoded
-            batch_bytes += pending
-            batch_end = pos + spans[-2]
-        pos += local
-    if batch or batch_end != delivered:
-        yield b"".join(batch), batch_end
+            return False
+        self.add(decoded, size, pos + spans[-2])
+        return True
+
+    def take(self) -> tuple[bytes, int]:
+        """The plaintext to deliver, and the end of its last frame."""
+        taken = b"".join(self.pieces), self.end
+        self.pieces, self.size, self.delivered = [], 0, self.end
+        return taken
 
 
 def _declared_size(frame: memoryview) -> int:
@@ -484,11 +494,11 @@ def _decode_together(window: bytes, spans: list[int]) -> list[bytes] | None:
     return [decoded[at].tobytes() for at in range(len(decoded))]
 
 
-def _handed_over(batch: list[bytes], batch_end: int, fh: BinaryIO, at: int, size: int, max_plaintext: int) -> Iterator[tuple[bytes, int] | TornFrame]:
-    """``batch`` (decoded frames up to ``batch_end``), then the region from ``at`` (= ``batch_end``) frame by frame."""
-    if batch:
-        yield b"".join(batch), batch_end
-    yield from _iter_region_from_file(fh, at, size, max_plaintext)
+def _handed_over(batch: _Batch, fh: BinaryIO, size: int, max_plaintext: int) -> Iterator[tuple[bytes, int] | TornFrame]:
+    """What ``batch`` holds, then the region from its end on, frame by frame."""
+    if batch.pieces:
+        yield batch.take()
+    yield from _iter_region_from_file(fh, batch.end, size, max_plaintext)
 
 
 def _iter_region_from_file(fh: BinaryIO, start: int, size: int, max_plaintext: int) -> Iterator[tuple[bytes, int] | TornFrame]:
