@@ -209,7 +209,8 @@ class DeferredFts:
     (called between sessions, outside any savepoint) writes an oversized
     buffer, and :meth:`add` writes the current session's own rows early when
     one session alone outgrows it — inside the session's savepoint, so a
-    ``ROLLBACK TO`` undoes them together with the session's other rows.
+    ``ROLLBACK TO`` undoes them together with the session's other rows;
+    :meth:`spill` does the same at a smaller bound the caller chooses.
 
     It keeps the transaction's :class:`~readmodel.store.texts.KnownTexts`
     (``known``: the text ids :func:`insert_documents` found or created), which
@@ -254,13 +255,30 @@ class DeferredFts:
         self.rows.extend(rows)
         self.texts.extend(texts)
         self.chars += _size(rows) + _size(texts)
-        if self.chars > FTS_BUFFER_CHARS and (len(self.rows) > self.base or len(self.texts) > self.text_base):
-            own, own_texts = self.rows[self.base :], self.texts[self.text_base :]
-            del self.rows[self.base :]
-            del self.texts[self.text_base :]
-            self.chars -= _size(own) + _size(own_texts)
-            own.sort()
-            write_search_rows(cur, own, own_texts)
+        if self.chars > FTS_BUFFER_CHARS:
+            self._write_own(cur)
+
+    def spill(self, cur: Any, limit: int) -> None:
+        """Write the current session's rows now if they hold more than ``limit`` characters.
+
+        For a long session replayed as it streams: its rows are then indexed a
+        piece at a time while its worker still reads, instead of all at its end
+        with the cores idle.  The index is the same (no savepoint lies between
+        the pieces, so FTS5 builds the same segments).
+        """
+        if _size(self.rows[self.base :]) + _size(self.texts[self.text_base :]) > limit:
+            self._write_own(cur)
+
+    def _write_own(self, cur: Any) -> None:
+        """Index the current session's buffered rows now (inside its savepoint), and drop them from the buffer."""
+        if len(self.rows) == self.base and len(self.texts) == self.text_base:
+            return
+        own, own_texts = self.rows[self.base :], self.texts[self.text_base :]
+        del self.rows[self.base :]
+        del self.texts[self.text_base :]
+        self.chars -= _size(own) + _size(own_texts)
+        own.sort()
+        write_search_rows(cur, own, own_texts)
 
     def relieve(self, cur: Any) -> None:
         """Between sessions (no savepoint open): write the buffer now if it outgrew its bound."""

@@ -91,8 +91,9 @@ def _fts_connection() -> sqlite3.Connection:
     return conn
 
 
-def _session(conn: sqlite3.Connection, fts: projection.DeferredFts, sid: int, words: list[str], fail: bool) -> None:
-    """One session as the reconciler runs it: relieve, savepoint, rows in several flushes, release or roll back."""
+def _session(conn: sqlite3.Connection, fts: projection.DeferredFts, sid: int, words: list[str], fail: bool, spill: int | None = None) -> None:
+    """One session as the reconciler runs it: relieve, savepoint, rows in several flushes, release or roll back;
+    with ``spill``, as a streamed session is replayed (its rows spilled past that bound after each flush)."""
     cur = conn.cursor()
     fts.relieve(cur)
     cur.execute(f'SAVEPOINT "s{sid}"')
@@ -101,6 +102,8 @@ def _session(conn: sqlite3.Connection, fts: projection.DeferredFts, sid: int, wo
         rows = [((sid << 32) | seq, f"{word} s{sid}")]
         cur.executemany('INSERT INTO "documents" ("docid", "text") VALUES (?, ?)', rows)
         fts.add(cur, [], rows)  # a scratch index: each document is its own text (text id = docid)
+        if spill is not None:
+            fts.spill(cur, spill)
     if fail:
         cur.execute(f'ROLLBACK TO "s{sid}"')
         fts.rollback(mark)
@@ -128,3 +131,26 @@ def test_a_failed_session_takes_back_only_its_own_early_rows(monkeypatch: pytest
     texts = dict(conn.execute('SELECT "docid", "text" FROM "documents"').fetchall())
     assert grams == {doc: set(document_tokens(text).split()) for doc, text in texts.items()}
     assert fts.rows == [] and fts.chars == 0
+
+
+@pytest.mark.parametrize("limit", [0, 12, 30, 1000])
+def test_a_streamed_session_spills_only_its_own_rows_and_a_failure_takes_them_back(limit: int) -> None:
+    conn = _fts_connection()
+    fts = projection.DeferredFts()
+    conn.execute("BEGIN IMMEDIATE")
+    _session(conn, fts, 1, ["alpha", "beta"], fail=False)
+    _session(conn, fts, 2, ["gamma", "delta", "epsilon", "zeta", "eta"], fail=True, spill=limit)
+    _session(conn, fts, 3, ["theta", "iota", "kappa"], fail=False, spill=limit)
+    # The earlier session's rows wait for the commit whatever the streamed ones did.
+    held = {sid: sum(len(text) for text_id, text in fts.texts if text_id >> 32 == sid) for sid in (1, 2, 3)}
+    assert held[1] == len("alpha s1") + len("beta s1") and held[2] == 0
+    # The streamed session keeps at most its bound (all of it under a large one).
+    assert held[3] <= limit and (held[3] == 23) == (limit >= 23)  # "theta s3", "iota s3", "kappa s3"
+    assert fts.chars == sum(len(text) for _, text in fts.texts)
+    fts.write(conn.cursor())
+    conn.execute("COMMIT")
+    indexed = sorted({row[0] for row in conn.execute('SELECT "doc" FROM temp."terms"')})
+    stored = sorted(row[0] for row in conn.execute('SELECT "docid" FROM "documents"'))
+    assert indexed == stored == [(1 << 32) | 0, (1 << 32) | 1, (3 << 32) | 0, (3 << 32) | 1, (3 << 32) | 2]
+    grams = {doc for _, doc in conn.execute('SELECT "term", "doc" FROM temp."grams"')}
+    assert sorted(grams) == stored

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from indexer import splitstream, streaming
+from indexer import projection, splitstream, streaming
 from indexer.layout import Compression
 from indexer.preparation import PrepTask, RecordingCursor
 from indexer.streaming import stream_session
@@ -44,8 +44,10 @@ CORPORA = pytest.mark.parametrize(
 
 @pytest.fixture
 def every_log_streams(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every log is "long" (streamed), in small chunks and messages: many of each per log."""
+    """Every log is "long" (streamed), in small chunks and messages: many of each per log;
+    the writer indexes a streamed log's texts after every chunk that brings any."""
     monkeypatch.setattr("indexer.reconcile.PREPARE_MAX_BYTES", 0)
+    monkeypatch.setattr("indexer.reconcile.STREAM_FTS_CHARS", 0)
     monkeypatch.setattr(streaming, "STREAM_CHUNK_ROWS", 7)
     monkeypatch.setattr(splitstream, "OPS_BYTES", 64)
 
@@ -455,3 +457,32 @@ def test_batch_columns_declines_what_is_not_a_reading_stage_s_batch() -> None:
     assert columns([event, {"type": "x", "seq": 6}], PackedRow, CHUNK_TYPE, full) is None  # seqs jump
     assert columns([{"type": "x", "seq": 2**63}], PackedRow, CHUNK_TYPE, full) is None  # past 64 bits
     assert columns([event, {"type": "x", "seq": 5}], PackedRow, CHUNK_TYPE, full) == (4, ["tool/result", "x"], [1, None], [0], [event], False)
+
+
+@pytest.mark.usefixtures("every_log_streams")
+def test_a_streamed_log_s_texts_are_indexed_as_it_streams_into_the_same_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Thirty turns, each after more chunks than the projector holds between its flushes.
+    frames, seq = [], 0
+    for n in range(30):
+        turn = simple_turn(seq, f"turn {n} of a long log, word{n}")
+        seq += len(turn)
+        frames += [turn, [chunk(at, "x") for at in range(seq, seq + projection.FLUSH_EVENTS)]]
+        seq += projection.FLUSH_EVENTS
+    write_log(tmp_path / "root", header("long"), frames)
+    writes: list[int] = []
+    write_search_rows = projection.write_search_rows
+
+    def counted(cur: Any, rows: Any, texts: Any) -> None:
+        writes.append(len(texts))
+        write_search_rows(cur, rows, texts)
+
+    monkeypatch.setattr(projection, "write_search_rows", counted)
+    report = build(tmp_path / "root", tmp_path / "spilled.db", Compression.ZSTD, workers=2)
+    assert {name for name, _, _ in report.stream_stages} == {"read", "project"}
+    spilled, writes[:] = list(writes), []
+    monkeypatch.setattr("indexer.reconcile.STREAM_FTS_CHARS", 10**9)
+    build(tmp_path / "root", tmp_path / "held.db", Compression.ZSTD, workers=2)
+    # Written piece by piece while the log streamed, instead of all at its commit.
+    assert len(writes) == 1 and len(spilled) > 5 and sum(spilled) == sum(writes) >= 30
+    assert index_state(str(tmp_path / "spilled.db")) == index_state(str(tmp_path / "held.db"))
+
