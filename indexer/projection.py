@@ -204,13 +204,10 @@ class DeferredFts:
     written).  Checked then, not when the documents went: a ``ROLLBACK TO``
     in between may have restored them.
 
-    Memory stays bounded by :data:`FTS_BUFFER_CHARS` of text (the grams' words
-    are computed when written): :meth:`relieve`
-    (called between sessions, outside any savepoint) writes an oversized
-    buffer, and :meth:`add` writes the current session's own rows early when
-    one session alone outgrows it — inside the session's savepoint, so a
-    ``ROLLBACK TO`` undoes them together with the session's other rows;
-    :meth:`spill` does the same at a smaller bound the caller chooses.
+    Memory stays bounded by :data:`FTS_BUFFER_CHARS` of text (the grams' words are computed
+    when written): :meth:`relieve` (between sessions, outside any savepoint) writes an oversized
+    buffer, and :meth:`add` the current session's own rows when it alone outgrows it (:meth:`spill`:
+    at a bound the caller chooses) — inside its savepoint, so a ``ROLLBACK TO`` undoes them with the rest.
 
     It keeps the transaction's :class:`~readmodel.store.texts.KnownTexts`
     (``known``: the text ids :func:`insert_documents` found or created), which
@@ -243,8 +240,7 @@ class DeferredFts:
 
     def rollback(self, mark: tuple[int, int]) -> None:
         """Forget the rows added since ``mark`` (rows written early were undone by the rollback)."""
-        del self.rows[mark[0] :]
-        del self.texts[mark[1] :]
+        del self.rows[mark[0] :], self.texts[mark[1] :]
         self.chars = _size(self.rows) + _size(self.texts)
         self.base = min(self.base, mark[0])
         self.text_base = min(self.text_base, mark[1])
@@ -259,23 +255,17 @@ class DeferredFts:
             self._write_own(cur)
 
     def spill(self, cur: Any, limit: int) -> None:
-        """Write the current session's rows now if they hold more than ``limit`` characters.
-
-        For a long session replayed as it streams: its rows are then indexed a
-        piece at a time while its worker still reads, instead of all at its end
-        with the cores idle.  The index is the same (no savepoint lies between
-        the pieces, so FTS5 builds the same segments).
-        """
+        """Write the current session's rows now if they hold over ``limit`` characters (a streamed
+        log's, indexed while its worker reads: no savepoint between the pieces, the same segments)."""
         if _size(self.rows[self.base :]) + _size(self.texts[self.text_base :]) > limit:
             self._write_own(cur)
 
     def _write_own(self, cur: Any) -> None:
-        """Index the current session's buffered rows now (inside its savepoint), and drop them from the buffer."""
-        if len(self.rows) == self.base and len(self.texts) == self.text_base:
-            return
+        """Index the current session's buffered rows now (inside its savepoint) and drop them from the buffer."""
         own, own_texts = self.rows[self.base :], self.texts[self.text_base :]
-        del self.rows[self.base :]
-        del self.texts[self.text_base :]
+        if not own and not own_texts:
+            return
+        del self.rows[self.base :], self.texts[self.text_base :]
         self.chars -= _size(own) + _size(own_texts)
         own.sort()
         write_search_rows(cur, own, own_texts)

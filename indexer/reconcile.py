@@ -730,12 +730,8 @@ class Reconciler:
             return None
 
     def _replay_stream(self, cur: sqlite3.Cursor, sid: int, header: dict[str, Any], stream: SessionStream, generation: int, now: float, report: ReconcileReport) -> int:
-        """Replay a streamed log chunk by chunk while its worker reads on (inside the savepoint).
-
-        With the collector off (one streamed log is a bounded stretch, see
-        :func:`~indexer.preparation.collector_paused`): replaying makes
-        containers by the million and no cycles.
-        """
+        """Replay a streamed log chunk by chunk while its worker reads on (inside the savepoint), the
+        collector off (a bounded stretch, :func:`~indexer.preparation.collector_paused`: no cycles)."""
         try:
             with collector_paused():
                 return self._replay_messages(cur, sid, header, stream, generation, now, report)
