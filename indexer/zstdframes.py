@@ -480,8 +480,6 @@ def _declared_size(frame: memoryview) -> int:
 def _decode_together(window: bytes, spans: list[int]) -> list[bytes] | None:
     """The plaintext of the frames at ``spans`` (start, end, declared size, ...) of ``window``, decoded in
     one call without the GIL; ``None`` when any of them fails (the per-frame path then says how)."""
-    if not spans:
-        return []
     segments = array("Q")
     for at in range(0, len(spans), 3):
         segments.append(spans[at])
