@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from indexer import projection, splitstream, streaming
+from indexer import projection, reconcile, splitstream, streaming
 from indexer.layout import Compression
 from indexer.preparation import PrepTask, RecordingCursor
 from indexer.streaming import stream_session
@@ -486,3 +486,21 @@ def test_a_streamed_log_s_texts_are_indexed_as_it_streams_into_the_same_index(tm
     assert len(writes) == 1 and len(spilled) > 5 and sum(spilled) == sum(writes) >= 30
     assert index_state(str(tmp_path / "spilled.db")) == index_state(str(tmp_path / "held.db"))
 
+
+
+@pytest.mark.usefixtures("every_log_streams")
+def test_the_writer_replays_a_stream_with_its_collector_off_and_turns_it_back_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    write_log(tmp_path / "root", header("long"), [simple_turn(9 * n, f"turn {n}") for n in range(12)])
+    states: list[bool] = []
+    replay = reconcile.replay
+
+    def watched(cur: Any, calls: Any, fts: Any) -> None:
+        states.append(gc.isenabled())
+        replay(cur, calls, fts)
+
+    monkeypatch.setattr(reconcile, "replay", watched)
+    report = build(tmp_path / "root", tmp_path / "index.db", Compression.ZSTD, workers=2)
+    assert report.prepared == 1 and len(states) > 1 and not any(states)
+    assert gc.isenabled()
