@@ -125,8 +125,9 @@ def log_reader(
     reading stage that forwards both to one: :mod:`indexer.splitstream`).
 
     ``packed_rows``: a packed chunk row may reach ``sink`` whole, as a
-    :class:`~indexer.packedrows.PackedRow` (the projector takes it); off for a sink
-    that needs every event as a dict."""
+    :class:`~indexer.packedrows.PackedRow` (the projector takes it), and a batch
+    with its raw lines (``sink(items, lines)``: :mod:`indexer.rawlines`); off for
+    a sink that needs every event as a dict."""
     return LogReader(
         path,
         compression,
@@ -138,8 +139,10 @@ def log_reader(
         # Nothing here looks inside a request header's system prompt or tool schemas:
         # they stay raw JSON, validated and stored byte for byte as they were.
         lazy_payloads=True,
-        # The projector takes a packed row whole (its members' lines written from the row).
+        # The projector takes a packed row whole (its members' lines written from the row),
+        # and a batch's raw lines taken from the log where they are its events' encoding.
         packed_rows=packed_rows,
+        raw_lines=packed_rows,
     )
 
 

@@ -18,6 +18,7 @@ import msgspec
 
 from readmodel.core.accelerators import LINESCAN, accelerated
 from readmodel.core.jsvalues import MAX_SAFE_INTEGER, is_non_negative_safe_integer, is_safe_integer
+from readmodel.store.blocks import encode_events
 
 from .logerrors import RecordError
 
@@ -217,6 +218,12 @@ class PackedRow:
             if lines is not None:
                 return lines
         return self._interleaved(head, text_lines)
+
+    def lines(self) -> bytes:
+        """The members' LF-terminated raw lines: :meth:`encode`, or (a lone surrogate)
+        ``encode_events`` of the members one by one."""
+        lines = self.encode()
+        return lines if lines is not None else encode_events(self.members())
 
     def _interleaved(self, head: bytes, text_lines: bytes) -> bytes:
         """:meth:`encode`'s lines from ``head`` and the fragments' JSON lines, in Python."""

@@ -37,6 +37,7 @@ from readmodel.projection.surface import SurfaceFold, SurfaceFoldError
 from .legacy import is_legacy_tool_result_replacement, upgrade_event
 from .records import LogFormatError, RecordError, accept_values, deliver_per_line
 from .packedrows import ROW_TAGS, PackedRow, check_row, row_members
+from .rawlines import RegionLines
 from .repair import WALK_STEPS, CloserState
 
 Event = dict[str, Any]
@@ -69,6 +70,9 @@ class Pipeline:
         # Whether the sink takes a packed row accepted on the fast path as one PackedRow
         # item, its members unbuilt (the indexer's projector does), instead of its members.
         self.packed_rows = False
+        # Whether the sink takes a fast-path batch's raw lines as a second argument
+        # (bytes, or None: it encodes the items itself), the indexer's projector does.
+        self.raw_lines = False
         self.on_replacement: Callable[[int, tuple[int, ...]], None] = lambda seq, shadowed: self.replacements.append((seq, shadowed))
 
     def skip_restore(self) -> None:
@@ -90,7 +94,7 @@ class Pipeline:
         if out and self.error is None:
             self.sink(out)
 
-    def consume_region(self, values: list[Any], expected: int) -> tuple[int, int]:
+    def consume_region(self, values: list[Any], expected: int, region: bytes | None = None) -> tuple[int, int]:
         """A block of decoded lines from the scanner's fast path (see :data:`RegionConsumer`).
 
         Accepts lines exactly as :func:`accept_values` does, checking and
@@ -103,11 +107,15 @@ class Pipeline:
         folded, so a replacement's callback never precedes the rows it shadows.
         With :attr:`packed_rows` a packed row whose times are exact ints reaches
         the sink as one :class:`~indexer.packedrows.PackedRow` in its members' place.
+        With :attr:`raw_lines` and the ``region`` the values were decoded from,
+        the sink also gets the batch's raw lines (:mod:`indexer.rawlines`).
         """
         if self.error_rank != NO_ERROR or self.defer_restore:
             items, accepted, expected = accept_values(values, 0, expected)
             self._accept_items(items)
             return accepted, expected
+        lines = RegionLines(region, values) if region is not None and self.raw_lines else None
+        base: int | None = 0  # out[i] was handed on for values[base + i]; None: not known
         out: list[Any] = []
         run_seq = run_len = 0
         packed = self.packed_rows
@@ -137,6 +145,7 @@ class Pipeline:
                     out.append(PackedRow(value, first, times))
                 else:
                     out.extend(row_members(value, first, times))
+                    base = None  # several items for one line
                 continue
             seq = value.get("seq")
             if seq != expected or type(seq) is not int:
@@ -165,8 +174,8 @@ class Pipeline:
                 run_len = 0
             clean = type(etype) is str  # anything else is an unknown type: the full path gates it
             if out and clean and etype in SURFACE_EVENT_TYPES and self.error is None:
-                self.sink(out)
-                out = []
+                self._hand_over(out, lines, base)
+                out, base = [], index
             event = self._process_clean(value, etype) if clean else self._process(value)
             if self.error_rank != NO_ERROR:
                 items, accepted, expected = accept_values(values, index + 1, expected)
@@ -174,6 +183,10 @@ class Pipeline:
                 return accepted, expected
             if event is not None:
                 out.append(event)
+            elif not out:
+                base = index + 1
+            else:
+                base = None  # a line without an item
         else:
             index = len(values)
         if run_len:
@@ -184,8 +197,15 @@ class Pipeline:
                 self.last_seq, self.last_time = expected - 1, last.times[-1]
             else:
                 self.last_seq, self.last_time = last["seq"], last["time"]
-            self.sink(out)
+            self._hand_over(out, lines, base)
         return index, expected
+
+    def _hand_over(self, out: list[Any], lines: RegionLines | None, base: int | None) -> None:
+        """Give ``out`` to the sink, with its raw lines when they are known."""
+        if lines is None:
+            self.sink(out)
+        else:
+            self.sink(out, lines.lines(out, base))
 
     def _plain_checked(self, event: Event, kind: str) -> bool:
         """Apply the rules of a plain turn event or request header; False (nothing changed) to take the full path.

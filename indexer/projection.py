@@ -86,9 +86,7 @@ def encode_items(items: Sequence[Any]) -> bytes:
     for at in compress(numbers(), map(is_, map(type, items), repeat(PackedRow))):
         if at > start:
             pieces.append(encode_events(items[start:at]))
-        row = items[at]
-        lines = row.encode()
-        pieces.append(lines if lines is not None else encode_events(row.members()))
+        pieces.append(items[at].lines())
         start = at + 1
     if start < len(items):
         pieces.append(encode_events(items[start:]))
@@ -389,11 +387,11 @@ class SessionProjector:
         item may be a :class:`~indexer.packedrows.PackedRow` standing for its
         members (a pipeline with ``packed_rows``): they join the open run by
         their times, and their raw lines are written from the row.
-        ``lines``, when given, is ``encode_events(events)`` computed elsewhere
-        (a split stream's reading process, :mod:`indexer.splitstream`, whose
-        reader passes no packed rows, and which relies on this loop reading
-        nothing of an event that is not a surface or text type and has no
-        ``sourceEventSeqs`` but its type, seq and time).
+        ``lines``, when given, is ``encode_items(events)`` computed elsewhere: by
+        the reader, from the log's own bytes (:mod:`indexer.rawlines`), or by a
+        split stream's reading process (:mod:`indexer.splitstream`, which relies
+        on this loop reading nothing of an event that is not a surface or text
+        type and has no ``sourceEventSeqs`` but its type, seq and time).
         """
         if type(events) is not list:
             events = list(events)
@@ -405,7 +403,7 @@ class SessionProjector:
         first = events[0]
         if packed:
             first_seq = first.first_seq if type(first) is PackedRow else first["seq"]
-            self.extend_block(first_seq, encode_items(events), count)
+            self.extend_block(first_seq, encode_items(events) if lines is None else lines, count)
         else:
             self.extend_block(first["seq"], encode_events(events) if lines is None else lines, count)
         self.added(count)

@@ -35,6 +35,7 @@ from .headers import NotAHeader, parse_header_line
 from .layout import Compression, LayoutError, expected_transcript_path, locate, revision_token, same_file
 from .records import LineScanner, LogFormatError
 from .pipeline import Event, EventSink, Pipeline
+from .rawlines import AVAILABLE as RAW_LINES_AVAILABLE
 from .repair import CloserState, closers_for
 from .zstdframes import (
     DEFAULT_MAX_FRAME_PLAINTEXT,
@@ -142,6 +143,8 @@ class LogReader:
     ``packed_rows`` (for a sink that takes them, the indexer's projector):
     a packed chunk row accepted on the fast path may reach ``sink`` as one
     :class:`~indexer.packedrows.PackedRow` instead of its members.
+    ``raw_lines`` (likewise): a batch of the fast path reaches ``sink`` with
+    its raw lines as a second argument (:mod:`indexer.rawlines`).
     """
 
     def __init__(
@@ -158,9 +161,11 @@ class LogReader:
         surface_base: SurfaceBase | None = None,
         lazy_payloads: bool = False,
         packed_rows: bool = False,
+        raw_lines: bool = False,
     ) -> None:
         self.lazy_payloads = lazy_payloads
         self.packed_rows = packed_rows
+        self.raw_lines = raw_lines and RAW_LINES_AVAILABLE
         self.on_replacement = on_replacement
         self.surface_base = surface_base
         self.restore = restore
@@ -224,6 +229,7 @@ class LogReader:
                 pipeline.skip_restore()
             scanner = LineScanner(pipeline.accept, offset=start, line_no=1, region_consumer=pipeline.consume_region, lazy_payloads=self.lazy_payloads)
         pipeline.packed_rows = self.packed_rows
+        pipeline.raw_lines = self.raw_lines
         if self.on_replacement is not None:
             pipeline.on_replacement = self.on_replacement
         if self.compression is Compression.ZSTD:

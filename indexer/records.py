@@ -396,8 +396,9 @@ EventSink = Callable[[list[dict[str, Any]], bool], None]
 RegionSink = Callable[[list[Any]], None]
 """Receives a block of accepted lines: a dict per single-event line, a list per packed row."""
 
-RegionConsumer = Callable[[list[Any], int], tuple[int, int]]
-"""Takes a block's decoded line values and the seq its first event must carry.
+RegionConsumer = Callable[[list[Any], int, bytes], tuple[int, int]]
+"""Takes a block's decoded line values, the seq its first event must carry, and the
+block itself (the LF-terminated lines the values were decoded from, one each).
 
 It must accept exactly the prefix :func:`accept_values` accepts (processing
 those lines, and only those, in order) and return how many values that is and
@@ -587,12 +588,12 @@ class LineScanner:
             return 0  # RecursionError: a line nested too deep for msgspec
         if len(values) != line_count:
             return 0  # a line holds more than one value: the slow path judges
-        return self._fast_region(values)
+        return self._fast_region(values, region)
 
-    def _fast_region(self, values: list[Any]) -> int:
+    def _fast_region(self, values: list[Any], region: bytes) -> int:
         """Accept the block's values up to the first defect; returns how many were accepted."""
         if self.region_consumer is not None:
-            accepted, self.next_seq = self.region_consumer(values, self.next_seq)
+            accepted, self.next_seq = self.region_consumer(values, self.next_seq, region)
         else:
             items, accepted, self.next_seq = accept_values(values, 0, self.next_seq)
             if items:

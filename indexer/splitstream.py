@@ -234,11 +234,12 @@ class Forwarder:
         self.size = 0
         self.warned = 0
 
-    def add(self, events: list[Any]) -> None:
+    def add(self, events: list[Any], lines: bytes | None = None) -> None:
         """Forward one batch of the reader's events (its ``sink``; an item may be a
-        :class:`~indexer.packedrows.PackedRow` standing for its members)."""
+        :class:`~indexer.packedrows.PackedRow` standing for its members), with its
+        raw lines when the reader has them (``encode_items(events)``)."""
         self._warnings()
-        op = _column_op(events)
+        op = _column_op(events, lines)
         self.ops.append(op)
         self.size += len(op[3])
         if self.size >= self.ops_bytes:
@@ -266,16 +267,18 @@ class Forwarder:
 _batch_columns: Final = accelerated(LINESCAN, "batch_columns")
 
 
-def _column_op(items: list[Any]) -> tuple[Any, ...]:
+def _column_op(items: list[Any], lines: bytes | None = None) -> tuple[Any, ...]:
     """The ``_ADD`` op of a batch of the reader's items (dicts, and packed rows): its columns
     from ``indexer._linescan.batch_columns`` when built and the batch is one it takes (the
     common case: a few C steps per event instead of several Python ones), else
-    :func:`_column_op_python`'s; the same op either way (a property test holds them equal)."""
+    :func:`_column_op_python`'s; the same op either way (a property test holds them equal).
+    ``lines``, when given, are the batch's raw lines (``encode_items(items)``, by the reader)."""
     columns = _batch_columns(items, PackedRow, CHUNK_TYPE, _FULL_TYPES) if _batch_columns is not None else None
     if columns is None:
         return _column_op_python(items)
     first, types, times, full_at, full, packed = columns
-    lines = encode_items(items) if packed else encode_events(items)
+    if lines is None:
+        lines = encode_items(items) if packed else encode_events(items)
     return (_ADD, first, len(types), lines, types, times, full_at, _full_payload(full, lines, full_at) if full_at else None)
 
 

@@ -1,6 +1,6 @@
 """The optional C accelerators, found once at import.
 
-Each accelerator (``indexer/_linescan.c``, ``readmodel/core/_runpack.c``,
+Each accelerator (``indexer/_linescan.c``, ``indexer/_rawlines.c``, ``readmodel/core/_runpack.c``,
 ``readmodel/projection/_grams.c``, ``readmodel/search/_ftsaux.c``) has a
 Python path giving the same answers; a caller uses the C module or function
 when :func:`accelerator_module` / :func:`accelerated` finds it, else its
@@ -17,6 +17,8 @@ from typing import Any, Final
 
 LINESCAN: Final = ("indexer._linescan", "SESSIONQ_LINESCAN_C")
 """The log reader's byte-level scans (and a packed row's member lines)."""
+RAWLINES: Final = ("indexer._rawlines", "SESSIONQ_RAWLINES_C")
+"""Raw lines taken from a log's own bytes where they are proven to be their events' encoding."""
 RUNPACK: Final = ("readmodel.core._runpack", "SESSIONQ_RUNPACK_C")
 """Event runs' members packed, and runs of consecutive ints told."""
 GRAMS: Final = ("readmodel.projection._grams", "SESSIONQ_GRAMS_C")

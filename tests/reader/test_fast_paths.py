@@ -28,6 +28,7 @@ from indexer.layout import Compression
 from indexer.reader import LogReader
 from indexer.records import LineScanner, LogFormatError, RecordError, decode_json_exact
 from indexer.packedrows import PackedRow, check_row, expand_row
+from indexer.projection import encode_items
 from indexer.zstdframes import TornFrame, decode_frame, iter_region, scan_frames
 from readmodel.core.jsvalues import MAX_SAFE_INTEGER, is_non_negative_safe_integer, is_number, is_safe_integer
 from readmodel.projection.surface import SurfaceFold, SurfaceFoldError
@@ -122,13 +123,26 @@ def _mutate(event: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
 
 
 def _read(
-    path: Path, compression: Compression, fast: bool, monkeypatch: pytest.MonkeyPatch, in_memory: bool = True, prefetch: bool = False, packed: bool = False
+    path: Path,
+    compression: Compression,
+    fast: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    in_memory: bool = True,
+    prefetch: bool = False,
+    packed: bool = False,
+    raw: bool = False,
 ) -> Any:
     streamed: list[Any] = []
+
+    def take(items: list[Any], lines: bytes | None = None) -> None:
+        # raw: a batch's raw lines, when given, are exactly its items' encoding.
+        assert lines is None or lines == encode_items(items)
+        streamed.extend(items)
+
     with decode_paths(monkeypatch, fast=fast, in_memory=in_memory, prefetch=prefetch):
         try:
-            # packed: a sink that takes packed rows whole, as the indexer's projector does.
-            reader = LogReader(path, compression, sink=streamed.extend, packed_rows=True) if packed else LogReader(path, compression)
+            # packed: a sink that takes packed rows whole (raw: and raw lines), as the indexer's projector does.
+            reader = LogReader(path, compression, sink=take, packed_rows=True, raw_lines=raw) if packed else LogReader(path, compression)
             log = reader.read()
         except LogFormatError as exc:
             return ("error", exc.message, exc.kind, exc.stage)
@@ -180,6 +194,7 @@ def test_fused_pass_equals_per_line_pass(
     assert _read(path, compression, True, monkeypatch, in_memory=False) == slow
     assert _read(path, compression, True, monkeypatch, in_memory=False, prefetch=True) == slow
     assert _read(path, compression, True, monkeypatch, packed=True) == slow
+    assert _read(path, compression, True, monkeypatch, packed=True, raw=True) == slow
 
 
 # ---------------------------------------------------------------------------
