@@ -239,28 +239,12 @@ static PyObject *line_starts(PyObject *self, PyObject *arg) {
     return result;
 }
 
+/* One item's bytes in the result: a proven line of the region, or the fallback's bytes object. */
 typedef struct {
-    char *data;
+    const char *data;
     Py_ssize_t size;
-    Py_ssize_t capacity;
-} Out;
-
-static int out_append(Out *out, const char *bytes, Py_ssize_t size) {
-    if (out->size + size > out->capacity) {
-        Py_ssize_t capacity = out->capacity ? out->capacity : 4096;
-        while (capacity < out->size + size) capacity *= 2;
-        char *grown = PyMem_Realloc(out->data, (size_t)capacity);
-        if (grown == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        out->data = grown;
-        out->capacity = capacity;
-    }
-    memcpy(out->data + out->size, bytes, (size_t)size);
-    out->size += size;
-    return 0;
-}
+    PyObject *owner; /* the fallback's piece (a new reference), or NULL for a region line */
+} Piece;
 
 static PyObject *join_lines(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 6) {
@@ -282,34 +266,60 @@ static PyObject *join_lines(PyObject *self, PyObject *const *args, Py_ssize_t na
     }
     const Py_ssize_t *starts = (const Py_ssize_t *)starts_view.buf;
     Py_ssize_t lines = starts_view.len / (Py_ssize_t)sizeof(Py_ssize_t) - 1;
-    const unsigned char *data = (const unsigned char *)region.buf;
-    Out out = {NULL, 0, 0};
+    const char *data = (const char *)region.buf;
+    Py_ssize_t count = PyList_GET_SIZE(items), made = 0, total = 0;
     PyObject *result = NULL;
-    Py_ssize_t count = PyList_GET_SIZE(items);
-    for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *item = PyList_GET_ITEM(items, i);
-        Py_ssize_t line = base + i;
+    Piece *pieces = PyMem_Malloc((size_t)(count ? count : 1) * sizeof(Piece));
+    if (pieces == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* First every item's bytes (the fallback may run Python code: the items list is re-read each time), then one copy. */
+    for (; made < count && made < PyList_GET_SIZE(items); made++) {
+        PyObject *item = PyList_GET_ITEM(items, made);
+        Py_ssize_t line = base + made;
+        Piece *piece = &pieces[made];
+        piece->owner = NULL;
         if (base >= 0 && line < lines && line < PyList_GET_SIZE(values) && PyList_GET_ITEM(values, line) == item) {
             Py_ssize_t start = starts[line], stop = starts[line + 1];
-            if (0 <= start && start < stop && stop <= region.len && data[stop - 1] == '\n' && is_canonical(data + start, stop - start - 1)) {
-                if (out_append(&out, (const char *)data + start, stop - start) < 0) goto done;
+            if (0 <= start && start < stop && stop <= region.len && data[stop - 1] == '\n' && is_canonical((const unsigned char *)data + start, stop - start - 1)) {
+                piece->data = data + start;
+                piece->size = stop - start;
+                total += piece->size;
                 continue;
             }
         }
-        PyObject *piece = PyObject_CallOneArg(fallback, item);
-        if (piece == NULL) goto done;
-        if (!PyBytes_Check(piece)) {
-            Py_DECREF(piece);
+        Py_INCREF(item); /* the fallback may drop the list's reference */
+        PyObject *bytes = PyObject_CallOneArg(fallback, item);
+        Py_DECREF(item);
+        if (bytes == NULL) goto done;
+        if (!PyBytes_Check(bytes)) {
+            Py_DECREF(bytes);
             PyErr_SetString(PyExc_TypeError, "join_lines: the fallback must return bytes");
             goto done;
         }
-        int failed = out_append(&out, PyBytes_AS_STRING(piece), PyBytes_GET_SIZE(piece));
-        Py_DECREF(piece);
-        if (failed) goto done;
+        piece->owner = bytes;
+        piece->data = PyBytes_AS_STRING(bytes);
+        piece->size = PyBytes_GET_SIZE(bytes);
+        total += piece->size;
     }
-    result = PyBytes_FromStringAndSize(out.data, out.size);
+    if (made != count) {
+        PyErr_SetString(PyExc_RuntimeError, "join_lines: the items changed while they were joined");
+        goto done;
+    }
+    result = PyBytes_FromStringAndSize(NULL, total);
+    if (result != NULL) {
+        char *out = PyBytes_AS_STRING(result);
+        for (Py_ssize_t i = 0; i < made; i++) {
+            memcpy(out, pieces[i].data, (size_t)pieces[i].size);
+            out += pieces[i].size;
+        }
+    }
 done:
-    PyMem_Free(out.data);
+    if (pieces != NULL) {
+        for (Py_ssize_t i = 0; i < made; i++) Py_XDECREF(pieces[i].owner);
+        PyMem_Free(pieces);
+    }
     PyBuffer_Release(&starts_view);
     PyBuffer_Release(&region);
     return result;
