@@ -41,7 +41,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -70,6 +70,29 @@ class Rule:
     gates: tuple[str, ...]  # regular expressions (each starting with a literal); every match contains a match of one
     pattern: re.Pattern[str]
     not_after: frozenset[str] = frozenset()  # characters that may not precede a match (see _starts_token)
+    # Literals one of which every match holds one character after its start (see matches).
+    anchors: tuple[str, ...] = ()
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        """``pattern.finditer(text)``, the same matches.
+
+        A pattern that starts with an alternation (``secret|SECRET|Secret``) is
+        tried by the engine at every position of the text; with ``anchors`` it
+        is tried only where a match can start, one character before each
+        anchor, in order and past the previous match as ``finditer`` goes.
+        """
+        if not self.anchors:
+            yield from self.pattern.finditer(text)
+            return
+        starts = sorted({at - 1 for anchor in self.anchors for at in _occurrences(text, anchor) if at >= 1})
+        position = 0
+        for start in starts:
+            if start < position:
+                continue
+            match = self.pattern.match(text, start)
+            if match is not None:
+                yield match
+                position = max(match.end(), start + 1)
 
 
 @dataclass(frozen=True, order=True)
@@ -86,8 +109,16 @@ _URL_USERINFO: Final = r"://[^\s:/?#@\"'\\]{0,256}:(?P<secret>[^\s/?#@\"'\\]{1,2
 _KEY_BODY: Final = r"(?:[A-Za-z0-9+/=:,. \t\r\n-]|\\+[nrt])"
 
 
-def _rule(kind: str, gates: tuple[str, ...], pattern: str, *, not_after: Iterable[str] = ()) -> Rule:
-    return Rule(kind, gates, re.compile(pattern), frozenset(not_after))
+def _rule(kind: str, gates: tuple[str, ...], pattern: str, *, not_after: Iterable[str] = (), anchors: tuple[str, ...] = ()) -> Rule:
+    return Rule(kind, gates, re.compile(pattern), frozenset(not_after), anchors)
+
+
+def _occurrences(text: str, literal: str) -> Iterator[int]:
+    """Where ``literal`` occurs in ``text`` (overlapping occurrences too)."""
+    at = text.find(literal)
+    while at >= 0:
+        yield at
+        at = text.find(literal, at + 1)
 
 
 def _token(kind: str, gates: tuple[str, ...], pattern: str) -> Rule:
@@ -127,6 +158,7 @@ RULES: Final[tuple[Rule, ...]] = (
         ("ecret", "ECRET"),
         # ``secret_access_key``, ``aws_secret_key``, ``SecretAccessKey`` … then ``=``/``:`` and the 40-character value.
         rf"{_SECRET_KEY_WORD}(?:\\*[\"'])?\s*[:=]>?\s*(?:\\*[\"'])?(?P<secret>[A-Za-z0-9/+]{{40}})(?![A-Za-z0-9/+])",
+        anchors=("ecret", "ECRET"),
     ),
     _rule("aws-access-key", (r"A(?:3T[A-Z0-9]|KIA|SIA|BIA|CCA)[A-Z0-9]{16}",), r"A(?:3T[A-Z0-9]|KIA|SIA|BIA|CCA)[A-Z0-9]{16}(?![A-Z0-9])", not_after=_UPPER_DIGITS),
     _token("github-token", (r"g(?:h[pousr]_[A-Za-z0-9]{36}|ithub_pat_)",), r"gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255}"),
@@ -147,6 +179,7 @@ RULES: Final[tuple[Rule, ...]] = (
         "bearer-token",
         ("earer", "EARER"),
         r"(?:[Aa]uthorization|AUTHORIZATION)(?:\\*[\"'])?\s*[:=]\s*(?:\\*[\"'])?\s*(?:[Bb]earer|BEARER)\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)",
+        anchors=("uthorization", "UTHORIZATION"),
     ),
     # user:password@ right after a scheme's ``://`` (only the password is the secret).
     _rule("url-password", (_URL_USERINFO,), rf"{_URL_USERINFO}[A-Za-z0-9\[]"),
@@ -237,7 +270,7 @@ def find_secrets(text: str) -> list[SecretSpan]:
     for order, rule in enumerate(RULES):
         if gated.isdisjoint(rule.gates):
             continue
-        for match in rule.pattern.finditer(text):
+        for match in rule.matches(text):
             if rule.not_after and not _starts_token(text, match.start(), rule.not_after):
                 continue
             start, end = match.span("secret") if "secret" in rule.pattern.groupindex else match.span()

@@ -96,3 +96,38 @@ def test_the_literal_pre_pass_finds_the_same_gates_as_searching_each(text: str) 
 def test_the_literal_pre_pass_is_in_use() -> None:
     # ahocorasick-rs is a dependency; without it the gates are searched one by one (same answers).
     assert _secrets._AUTOMATON is not None
+
+
+# Pieces of the anchored rules' shapes, near misses included ("sECRET", a 39-character value).
+_ANCHORED_PIECES = st.sampled_from(
+    ["secret", "Secret", "SECRET", "sECRET", "ecret", "_access_key", "AccessKey", "_KEY", "key", "=", ": ", '\\"', "'", " ", "\n",
+     "A" * 40, "aB3/" * 10, "aB3/" * 9 + "aB3", "authorization", "Authorization", "AUTHORIZATION", "uthorization", ": Bearer ", " bearer ",
+     "abcdefghijklmnop0123", "x", "="]  # fmt: skip
+)
+
+
+# Whole candidates of both shapes, with the near misses of each part.
+_AWS_LIKE = st.tuples(
+    st.sampled_from(["secret", "Secret", "SECRET", "sECRET", "xsecret"]),
+    st.sampled_from(["_access_key", "AccessKey", "_KEY", "-key", "_token"]),
+    st.sampled_from(["=", ": ", ' = \\"', "=>", " "]),
+    st.sampled_from(["aB3/" * 10, "A" * 40, "aB3/" * 9 + "aB3", "aB3/" * 11]),
+).map("".join)
+_BEARER_LIKE = st.tuples(
+    st.sampled_from(["authorization", "Authorization", "AUTHORIZATION", "aUTHORIZATION"]),
+    st.sampled_from([": ", "=", ' : \\"', " "]),
+    st.sampled_from(["Bearer ", "bearer  ", "BEARER\n", "Token "]),
+    st.sampled_from(["abcdefghijklmnop0123", "short", "a.b~c+d/e-f_ghijklmnop=="]),
+).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_AWS_LIKE | _BEARER_LIKE | _ANCHORED_PIECES | _prose, max_size=12))
+def test_an_anchored_rule_finds_exactly_the_matches_of_its_pattern(pieces: list[str]) -> None:
+    from readmodel.projection.secrets import RULES
+
+    text = "".join(pieces)
+    anchored = [rule for rule in RULES if rule.anchors]
+    assert {rule.kind for rule in anchored} == {"aws-secret-key", "bearer-token"}
+    for rule in anchored:
+        assert [match.span() for match in rule.matches(text)] == [match.span() for match in rule.pattern.finditer(text)]
