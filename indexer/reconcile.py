@@ -26,6 +26,7 @@ from typing import Any, Final
 import msgspec
 from sqlalchemy import Engine
 
+from readmodel.projection.grams import warm_up as warm_up_grams
 from readmodel.projection.secrets import Policy, index_fingerprint, policy_from_env, redacts_index
 from readmodel.store import gramindex
 from readmodel.store.activity import store_last_activity
@@ -468,7 +469,9 @@ class Reconciler:
         if not tasks or sum(task.size for task in tasks) < self.parallel_min_bytes:
             self._next_sid, self._sid_limit = reserved  # nothing handed out: the sids are free again
             return None
-        return Preparer(tasks, self.compression, self.root, self._worker_pool())
+        preparer = Preparer(tasks, self.compression, self.root, self._worker_pool())
+        warm_up_grams()  # while the workers prepare the first chunks
+        return preparer
 
     @staticmethod
     def _kept_sid(row: tuple[Any, ...] | None, header: dict[str, Any]) -> int | None:

@@ -321,3 +321,29 @@ def test_a_training_that_fails_in_a_worker_is_done_again_in_the_writer_alike(
         begun.close()
     assert "training in a worker process failed (RuntimeError: a worker lost its way); training here" in caplog.text
     assert dictionary is not None and dictionary == _trained_alone(root)
+
+
+def test_the_writer_builds_its_gram_tables_after_handing_out_the_first_chunks_before_taking_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from indexer import reconcile
+
+    order: list[str] = []
+    take = Preparer.take
+    start = Preparer.__init__
+
+    def started(self: Preparer, *args: Any, **kwargs: Any) -> None:
+        start(self, *args, **kwargs)
+        order.append("submitted")
+
+    def taken(self: Preparer, path: str) -> Prepared | None:
+        order.append("take")
+        return take(self, path)
+
+    monkeypatch.setattr(Preparer, "__init__", started)
+    monkeypatch.setattr(Preparer, "take", taken)
+    monkeypatch.setattr(reconcile, "warm_up_grams", lambda: order.append("warm"))
+    root = tmp_path / "root"
+    for index in range(3):
+        write_log(root, header(f"s{index}"), [simple_turn(0, f"turn {index}")])
+    report = build(root, tmp_path / "index.db", Compression.ZSTD, workers=2)
+    assert report.prepared == 3
+    assert order[:3] == ["submitted", "warm", "take"] and order.count("warm") == 1
