@@ -26,8 +26,9 @@ What crosses the pipe is chosen to cost the reading stage little and the
 projecting stage less than decoding the events again (pickling the events
 themselves costs about what decoding them does):
 
-* every batch's raw lines, encoded once by the reading stage
-  (``encode_events``, which the projector would have run) and given to the
+* every batch's raw lines, taken from the log by the reader where proven
+  (:mod:`indexer.rawlines`) or encoded once by the reading stage
+  (``encode_items``, which the projector would have run), and given to the
   projector as they are (``add(events, lines)``);
 * for events the projector reads only the type, seq and time of (neither a
   surface nor a text type, no ``sourceEventSeqs``: request headers, chunks,
