@@ -276,22 +276,23 @@ def _column_op(items: list[Any], lines: bytes | None = None) -> tuple[Any, ...]:
     ``lines``, when given, are the batch's raw lines (``encode_items(items)``, by the reader)."""
     columns = _batch_columns(items, PackedRow, CHUNK_TYPE, _FULL_TYPES) if _batch_columns is not None else None
     if columns is None:
-        return _column_op_python(items)
+        return _column_op_python(items, lines)
     first, types, times, full_at, full, packed = columns
     if lines is None:
         lines = encode_items(items) if packed else encode_events(items)
     return (_ADD, first, len(types), lines, types, times, full_at, _full_payload(full, lines, full_at) if full_at else None)
 
 
-def _column_op_python(items: list[Any]) -> tuple[Any, ...]:
+def _column_op_python(items: list[Any], lines: bytes | None = None) -> tuple[Any, ...]:
     """:func:`_column_op` in Python."""
-    return _packed_op(items) if PackedRow in map(type, items) else _plain_op(items)
+    return _packed_op(items, lines) if PackedRow in map(type, items) else _plain_op(items, lines)
 
 
-def _plain_op(events: list[dict[str, Any]]) -> tuple[Any, ...]:
-    """The ``_ADD`` op of a batch of events (dicts only)."""
+def _plain_op(events: list[dict[str, Any]], lines: bytes | None = None) -> tuple[Any, ...]:
+    """The ``_ADD`` op of a batch of events (dicts only; ``lines``: their raw lines, when known)."""
     count = len(events)
-    lines = encode_events(events)
+    if lines is None:
+        lines = encode_events(events)
     first = events[0]["seq"]
     full_types = _FULL_TYPES
     seqs = [event["seq"] for event in events]
@@ -304,11 +305,12 @@ def _plain_op(events: list[dict[str, Any]]) -> tuple[Any, ...]:
     return (_ADD, first, count, lines, None, None, None, list(events))  # never seen (the sink's contract): everything as it is
 
 
-def _packed_op(items: list[Any]) -> tuple[Any, ...]:
+def _packed_op(items: list[Any], lines: bytes | None = None) -> tuple[Any, ...]:
     """The ``_ADD`` op of a batch holding packed rows: the op :func:`_plain_op` makes of
     the expanded batch, without building the members (a packed row's members are
     chunks, of which the projector reads only type, seq and time)."""
-    lines = encode_items(items)
+    if lines is None:
+        lines = encode_items(items)
     full_types = _FULL_TYPES
     types: list[Any] = []
     times: list[Any] = []
@@ -332,7 +334,7 @@ def _packed_op(items: list[Any]) -> tuple[Any, ...]:
         contiguous = contiguous and seq == expected and type(seq) is int
         expected = seq + count if type(seq) is int else expected
     if not contiguous:
-        return _plain_op(expanded_items(items))
+        return _plain_op(expanded_items(items), lines)
     return (_ADD, first, len(types), lines, types, times, full_at, _full_payload(full_events, lines, full_at) if full_at else None)
 
 
