@@ -103,7 +103,8 @@ class Pipeline:
         four core envelope keys and a safe integer time) only advance the fold,
         in runs, and the closer walk where it looks at them; every other event
         takes :meth:`_process_clean`.  The sink sees the events in log order,
-        and rows buffered before a surface event are handed over before it is
+        in batches that run on across appended surface events (for
+        :data:`BATCH_EVENTS` events) and end before any other surface event is
         folded, so a replacement's callback never precedes the rows it shadows.
         With :attr:`packed_rows` a packed row whose times are exact ints reaches
         the sink as one :class:`~indexer.packedrows.PackedRow` in its members' place.
@@ -122,6 +123,7 @@ class Pipeline:
         line_kinds = _LINE_KINDS
         walk_steps, closers = WALK_STEPS, self.closers
         lowest, highest = -MAX_SAFE_INTEGER, MAX_SAFE_INTEGER
+        batch_end = expected + BATCH_EVENTS  # the seq from which a surface event starts a new batch
         for index, value in enumerate(values):
             # The acceptance rule first (accept_values, inlined).
             if type(value) is not dict:
@@ -173,10 +175,18 @@ class Pipeline:
                 self._skip_run(run_seq, run_len)
                 run_len = 0
             clean = type(etype) is str  # anything else is an unknown type: the full path gates it
-            if out and clean and etype in SURFACE_EVENT_TYPES and self.error is None:
-                self._hand_over(out, lines, base)
-                out, base = [], index
-            event = self._process_clean(value, etype) if clean else self._process(value)
+            if clean and etype in SURFACE_EVENT_TYPES:
+                if seq < batch_end and self._appended_surface(value, etype):
+                    event = value  # an append: the fold replaces nothing, the batch goes on
+                else:
+                    # The batch is full, or the full path may replace: the sink takes what it holds first.
+                    if out and self.error is None:
+                        self._hand_over(out, lines, base)
+                        out, base = [], index
+                    batch_end = seq + BATCH_EVENTS
+                    event = self._process_clean(value, etype)  # the append's fast path first, as for any event
+            else:
+                event = self._process_clean(value, etype) if clean else self._process(value)
             if self.error_rank != NO_ERROR:
                 items, accepted, expected = accept_values(values, index + 1, expected)
                 self._accept_items(items)
@@ -430,6 +440,16 @@ class Pipeline:
             if type(message) is dict and type(message.get("id")) is str:
                 self.tool_result_ids[event["seq"]] = message["id"]
 
+
+BATCH_EVENTS: Final = 64
+"""Events of a fast-path batch after which the next surface event starts a new one.
+
+A batch runs on across appended surface events (their fold replaces nothing)
+and ends before any other surface event, whose fold may replace rows the sink
+must have taken first.  Each batch costs the sink a fixed amount (raw lines,
+a split stream's op, the projector's add), and most events fall between
+surface events a few at a time; the bound keeps a batch, and what the sink
+holds between its flushes, small."""
 
 # Known types that no legacy upgrade, message check, request-header check,
 # retired-vocabulary rule or closer walk looks at.

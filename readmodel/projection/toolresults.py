@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections import OrderedDict
 from typing import Any, Final
 
 import msgspec
@@ -183,12 +184,12 @@ def tool_result_fingerprint(data: Any) -> bytes:
 
     Two tool results satisfy the rewrite rule iff their fingerprints are equal
     and non-empty (up to a BLAKE2b-256 collision, which we accept).  When ``data``
-    is the very object :func:`defer_fingerprint` was last given, its pending
+    is one of the objects :func:`defer_fingerprint` was recently given, its pending
     digest is resolved instead (computed once for both: see there).
     """
-    latest, pending = _latest
-    if latest is data and pending is not None:
-        return pending.resolve()
+    entry = _recent.pop(id(data), None)
+    if entry is not None and entry[0] is data:
+        return entry[1].resolve()
     try:
         blanked = blanked_tool_result(data)
     except NullishRead:
@@ -229,21 +230,30 @@ def defer_fingerprint(data: Any) -> bytes | PendingDigest:
     """:func:`tool_result_fingerprint` of ``data``, the digest deferred: ``UNBLANKABLE``, or
     a :class:`PendingDigest` of the blanked copy taken now.
 
-    The latest one is remembered with ``data`` itself (one entry, by identity, for the
-    process): an indexer folds a tool result and then stores the same event's digest, and
-    :func:`tool_result_fingerprint` of the same object resolves this one instead of hashing
-    it again, so the fold's deferred digest and the stored one are computed once.  The
-    events a log decodes to are never mutated, so the identity stands for the value; any
-    other object (or another thread's latest) is computed as usual.
+    The latest :data:`RECENT_DIGESTS` are remembered with ``data`` itself (by identity, for
+    the process): an indexer folds a batch of events and then stores the same events'
+    digests, and :func:`tool_result_fingerprint` of one of those objects takes its entry and
+    resolves it instead of hashing again, so the fold's deferred digest and the stored one
+    are computed once.  The events a log decodes to are never mutated, so the identity
+    stands for the value (the entry holds the object, so its id is not reused while it is
+    remembered); any other object (or one forgotten) is computed as usual.
     """
-    global _latest
     try:
         blanked = blanked_tool_result(data)
     except NullishRead:
         return UNBLANKABLE
     pending = PendingDigest(blanked)
-    _latest = (data, pending)
+    recent = _recent
+    recent[id(data)] = (data, pending)
+    if len(recent) > RECENT_DIGESTS:
+        try:
+            recent.popitem(last=False)  # the oldest (each OrderedDict step is atomic under the GIL)
+        except KeyError:
+            pass  # another thread emptied it
     return pending
 
 
-_latest: tuple[Any, PendingDigest | None] = (None, None)
+RECENT_DIGESTS: Final = 64
+"""Deferred digests remembered by their data's identity: as many as a reader's batch has surface
+events (it runs on across appended ones for :data:`indexer.pipeline.BATCH_EVENTS` events)."""
+_recent: OrderedDict[int, tuple[Any, PendingDigest]] = OrderedDict()

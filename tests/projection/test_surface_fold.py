@@ -578,3 +578,32 @@ def test_a_deferred_fingerprint_equals_the_fingerprint_computed_anew(steps: list
         assert tool_result_fingerprint(target) == _fingerprint_anew(target)
         if pending is not None:
             assert (pending.resolve() if type(pending) is PendingDigest else pending) == _fingerprint_anew(data)
+
+
+def test_a_batch_of_deferred_fingerprints_is_computed_once_each_and_the_oldest_forgotten(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The fold defers a whole batch's tool results before the indexer asks for their digests:
+    # each is hashed once, for both; past RECENT_DIGESTS the oldest is hashed again, equal.
+    from readmodel.projection import toolresults
+
+    hashed: list[bytes] = []
+
+    def counted(blanked: Any) -> bytes:
+        digest = digest_of(blanked)
+        hashed.append(digest)
+        return digest
+
+    monkeypatch.setattr(toolresults, "digest_of", counted)
+    batch = [tool_data(f"output {n}", step=n % 3) for n in range(toolresults.RECENT_DIGESTS)]
+    pendings = [defer_fingerprint(data) for data in batch]
+    assert [tool_result_fingerprint(data) for data in batch] == [_fingerprint_anew(data) for data in batch]
+    assert len(hashed) == len(batch)
+    assert [pending.resolve() for pending in pendings if type(pending) is PendingDigest] == [_fingerprint_anew(data) for data in batch]
+    assert len(hashed) == len(batch)  # the fold's own digests were those already computed
+    hashed.clear()
+    overflow = [tool_data(f"more {n}") for n in range(toolresults.RECENT_DIGESTS + 1)]
+    for data in overflow:
+        defer_fingerprint(data)
+    assert tool_result_fingerprint(overflow[0]) == _fingerprint_anew(overflow[0])  # forgotten: hashed anew
+    assert tool_result_fingerprint(overflow[-1]) == _fingerprint_anew(overflow[-1])
+    assert len(hashed) == 2
+    assert len(toolresults._recent) == toolresults.RECENT_DIGESTS - 1  # an entry goes once it is asked for
