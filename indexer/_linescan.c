@@ -489,11 +489,108 @@ error:
     return NULL;
 }
 
+/* check_row: a packed chunk row's (seq0, member times) in its common spelling; None otherwise.
+
+   The spelling taken: the envelope exactly {type, seq0, time0, data}; seq0 an exact int in
+   [0, 2^53 - 1] and time0 one in the safe range; data an exact dict with exactly the keys of
+   the row's tag (tool-call-chunks: turn, step, index, id, dt, args and maybe name, id and
+   name exact strs; the others: turn, step, index, dt, texts); turn, step and index exact ints
+   or floats; the fragments a non-empty list of exact strs; dt a list of exact ints, one fewer
+   than the fragments, every gap and every running sum safe, and so the last member's seq.
+   Anything else (a float time, a bool, a missing key, an unsafe sum) is None and the Python
+   check decides, raising or not: this one never answers differently, it only answers less. */
+#define MAX_SAFE 9007199254740991LL
+static PyObject *row_keys[12];
+enum { RK_TYPE, RK_SEQ0, RK_TIME0, RK_DATA, RK_TURN, RK_STEP, RK_INDEX, RK_DT, RK_TEXTS, RK_ID, RK_ARGS, RK_NAME };
+
+static int intern_row_keys(void) {
+    static const char *names[12] = {"type", "seq0", "time0", "data", "turn", "step", "index", "dt", "texts", "id", "args", "name"};
+    if (row_keys[RK_NAME] != NULL) return 0;
+    for (int at = 0; at < 12; at++)
+        if ((row_keys[at] = PyUnicode_InternFromString(names[at])) == NULL) return -1;
+    return 0;
+}
+
+/* The dict's item for an interned key, or NULL (absent; an error is cleared: the caller answers None). */
+static PyObject *item_of(PyObject *dict, int key) {
+    PyObject *value = PyDict_GetItemWithError(dict, row_keys[key]);
+    if (value == NULL) PyErr_Clear();
+    return value;
+}
+
+/* An exact int within [low, MAX_SAFE] as a 64-bit value: 1, or 0 when it is not one. */
+static int safe_int(PyObject *value, long long low, long long *out) {
+    int overflow = 0;
+    if (value == NULL || !PyLong_CheckExact(value)) return 0;
+    long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (overflow || (number == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (number < low || number > MAX_SAFE) return 0;
+    *out = number;
+    return 1;
+}
+
+static int is_number(PyObject *value) { return value != NULL && (PyLong_CheckExact(value) || PyFloat_CheckExact(value)); }
+
+static PyObject *check_row(PyObject *self, PyObject *row) {
+    long long seq0, now, gap;
+    if (!PyDict_CheckExact(row) || PyDict_GET_SIZE(row) != 4 || intern_row_keys() < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    PyObject *tag = item_of(row, RK_TYPE), *first = item_of(row, RK_SEQ0), *data = item_of(row, RK_DATA);
+    if (tag == NULL || !PyUnicode_CheckExact(tag) || !safe_int(first, 0, &seq0) || !safe_int(item_of(row, RK_TIME0), -MAX_SAFE, &now))
+        Py_RETURN_NONE;
+    if (data == NULL || !PyDict_CheckExact(data)) Py_RETURN_NONE;
+    Py_ssize_t keys = PyDict_GET_SIZE(data);
+    PyObject *fragments;
+    if (PyUnicode_CompareWithASCIIString(tag, "tool-call-chunks") == 0) {
+        PyObject *id = item_of(data, RK_ID), *name = item_of(data, RK_NAME);
+        if (id == NULL || !PyUnicode_CheckExact(id) || keys != (name == NULL ? 6 : 7)) Py_RETURN_NONE;
+        if (name != NULL && !PyUnicode_CheckExact(name)) Py_RETURN_NONE;
+        fragments = item_of(data, RK_ARGS);
+    } else {
+        if (keys != 5) Py_RETURN_NONE;
+        fragments = item_of(data, RK_TEXTS);
+    }
+    PyObject *gaps = item_of(data, RK_DT);
+    if (!is_number(item_of(data, RK_TURN)) || !is_number(item_of(data, RK_STEP)) || !is_number(item_of(data, RK_INDEX))) Py_RETURN_NONE;
+    if (fragments == NULL || !PyList_CheckExact(fragments) || gaps == NULL || !PyList_CheckExact(gaps)) Py_RETURN_NONE;
+    Py_ssize_t count = PyList_GET_SIZE(fragments);
+    if (count == 0 || PyList_GET_SIZE(gaps) != count - 1 || seq0 + count - 1 > MAX_SAFE) Py_RETURN_NONE;
+    for (Py_ssize_t at = 0; at < count; at++)
+        if (!PyUnicode_CheckExact(PyList_GET_ITEM(fragments, at))) Py_RETURN_NONE;
+    PyObject *times = PyList_New(count);
+    if (times == NULL) return NULL;
+    PyObject *time0 = item_of(row, RK_TIME0);
+    Py_INCREF(time0);
+    PyList_SET_ITEM(times, 0, time0);
+    for (Py_ssize_t at = 1; at < count; at++) {
+        /* |gap|, |now| <= 2^53 - 1: the sum cannot overflow 64 bits. */
+        if (!safe_int(PyList_GET_ITEM(gaps, at - 1), -MAX_SAFE, &gap) || (now += gap) < -MAX_SAFE || now > MAX_SAFE) {
+            Py_DECREF(times);
+            Py_RETURN_NONE;
+        }
+        PyObject *member = PyLong_FromLongLong(now);
+        if (member == NULL) {
+            Py_DECREF(times);
+            return NULL;
+        }
+        PyList_SET_ITEM(times, at, member);
+    }
+    PyObject *result = PyTuple_Pack(2, first, times);
+    Py_DECREF(times);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"batch_columns", (PyCFunction)(void (*)(void))batch_columns, METH_FASTCALL, "A split stream batch's columns (None: take the Python path)."},
     {"lines_at", (PyCFunction)(void (*)(void))lines_at, METH_FASTCALL, "The LF-terminated lines at ascending positions, joined (None: take the Python path)."},
     {"cut_blocks", (PyCFunction)(void (*)(void))cut_blocks, METH_FASTCALL, "Where raw blocks end: (cuts, open start, open lines, open bytes)."},
     {"member_lines", (PyCFunction)(void (*)(void))member_lines, METH_FASTCALL, "A packed row's member lines (None: take the Python path)."},
+    {"check_row", check_row, METH_O, "A packed row's (seq0, member times) in its common spelling (None: take the Python check)."},
     {"json_exact", json_exact, METH_O, "Whether msgspec's JSON of the value decodes back to an equal value (False: not known)."},
     {"framed_line_count", framed_line_count, METH_O, "A region's line count when every line is one framed object, else 0."},
     {"frame_end", (PyCFunction)(void (*)(void))frame_end, METH_FASTCALL, "The end of the Zstandard frame at pos, -1 when torn, -2: ask the Python walk."},

@@ -411,6 +411,8 @@ def odd_batches(draw: Any) -> list[Any]:
             oddity = draw(st.sampled_from(["seq", "float", "tuple"]))
             items[at] = {"seq": item.first_seq + 1, "type": "x"} if oddity == "seq" else PackedRow(item.row, float(item.first_seq) if oddity == "float" else item.first_seq, tuple(item.times) if oddity == "tuple" else item.times)  # type: ignore[arg-type]
             continue
+        if type(item) is not dict:
+            continue  # already made odd (another item type)
         item = dict(item)
         oddity = draw(st.sampled_from(["no seq", "no type", "no time", "bool", "float", "big", "jump", "type", "other"]))
         if oddity in ("no seq", "no type", "no time"):

@@ -290,6 +290,102 @@ def test_expand_row_equals_reference(row: dict[str, Any]) -> None:
     assert actual == expected
 
 
+_edge_ints = st.sampled_from([0, 1, -1, MAX_SAFE_INTEGER, -MAX_SAFE_INTEGER, MAX_SAFE_INTEGER + 1, -MAX_SAFE_INTEGER - 1, 2**63, -(2**63) - 1, 2**70])
+
+
+@st.composite
+def _common_rows(draw: st.DrawFn) -> tuple[dict[str, Any], bool]:
+    """A row in the spelling the harness writes, and whether one value was then spelled otherwise."""
+    tag = draw(st.sampled_from(sorted(packedrows.ROW_TAGS)))
+    count = draw(st.integers(min_value=1, max_value=5))
+    gaps = draw(st.lists(st.one_of(st.integers(min_value=0, max_value=50), _edge_ints), min_size=count - 1, max_size=count - 1))
+    data: dict[str, Any] = {"turn": draw(st.sampled_from([1, 2.0])), "step": 1, "index": 0, "dt": gaps}
+    fragments = draw(st.lists(st.text(max_size=3), min_size=count, max_size=count))
+    if tag == "tool-call-chunks":
+        data["id"] = "call-1"
+        if draw(st.booleans()):
+            data["name"] = "bash"
+        data["args"] = fragments
+    else:
+        data["texts"] = fragments
+    row: dict[str, Any] = {"type": tag, "seq0": draw(st.one_of(st.integers(min_value=0, max_value=99), _edge_ints)), "time0": draw(st.one_of(st.integers(min_value=0, max_value=10**13), _edge_ints)), "data": data}
+    odd = draw(st.integers(min_value=0, max_value=12))
+    if odd == 1:
+        row["seq0"] = draw(st.sampled_from([3.0, True, "3", None]))
+    elif odd == 2:
+        row["time0"] = draw(st.sampled_from([5.0, False, -0.0, "5"]))
+    elif odd == 3 and gaps:
+        gaps[draw(st.integers(min_value=0, max_value=len(gaps) - 1))] = draw(st.sampled_from([1.0, True, None, "1"]))
+    elif odd == 4:
+        data[draw(st.sampled_from(["turn", "step", "index"]))] = draw(st.sampled_from([True, None, "1"]))
+    elif odd == 5:
+        fragments.append(draw(st.sampled_from([1, None, b"x"])))
+    elif odd == 6:
+        data[draw(st.sampled_from(["extra", "name", "id"]))] = draw(st.sampled_from([1, "x"]))
+    elif odd == 7:
+        del data[draw(st.sampled_from(sorted(data)))]
+    elif odd == 8:
+        row[draw(st.sampled_from(["seq", "extra"]))] = 0
+    elif odd == 9:
+        data["dt"] = gaps + [1]
+    return row, odd > 0 and odd < 10
+
+
+@settings(max_examples=600, deadline=None)
+@given(drawn=_common_rows(), odd=_rows())
+def test_the_c_row_check_answers_as_the_python_one_or_leaves_it_to_it(drawn: tuple[dict[str, Any], bool], odd: dict[str, Any]) -> None:
+    c_check = packedrows._check_row_c
+    if c_check is None:
+        pytest.skip("indexer._linescan is not built (or switched off)")
+    for row in (drawn[0], odd):
+        try:
+            expected: Any = packedrows.check_row_python(row)
+        except RecordError as exc:
+            expected = ("error", str(exc))
+        answer = c_check(row)
+        if answer is not None:
+            assert answer == expected and type(answer[0]) is int and all(type(time) is int for time in answer[1])
+        try:
+            actual: Any = check_row(row)
+        except RecordError as exc:
+            actual = ("error", str(exc))
+        assert actual == expected
+    row, spelled_otherwise = drawn
+    safe = all(-MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER for time in accumulate(row["data"]["dt"], initial=row["time0"])) if not spelled_otherwise else False
+    if not spelled_otherwise and safe and 0 <= row["seq0"] <= MAX_SAFE_INTEGER - len(row["data"]["dt"]) and all(abs(gap) <= MAX_SAFE_INTEGER for gap in row["data"]["dt"]):
+        assert c_check(row) is not None  # the common spelling takes the C check
+
+
+@pytest.mark.parametrize(
+    ("seq0", "time0", "gaps", "accepted"),
+    [
+        (MAX_SAFE_INTEGER, 0, [], True),  # the last safe seq
+        (MAX_SAFE_INTEGER, 0, [1], False),  # a member past it
+        (0, MAX_SAFE_INTEGER, [], True),
+        (0, MAX_SAFE_INTEGER + 1, [], False),
+        (0, -MAX_SAFE_INTEGER, [], True),
+        (0, -MAX_SAFE_INTEGER - 1, [], False),
+        (0, MAX_SAFE_INTEGER - 1, [1], True),  # a sum reaching the bound
+        (0, MAX_SAFE_INTEGER, [1], False),  # and one past it
+        (0, MAX_SAFE_INTEGER + 1, [-1], False),  # an unsafe start brought back
+        (0, 0, [MAX_SAFE_INTEGER + 1, -2], False),  # an unsafe gap, a safe sum
+        (0, 0, [2**64, -(2**64)], False),  # past 64 bits
+    ],
+)
+def test_the_c_row_check_keeps_to_the_safe_range_at_its_edges(seq0: int, time0: int, gaps: list[int], accepted: bool) -> None:
+    c_check = packedrows._check_row_c
+    if c_check is None:
+        pytest.skip("indexer._linescan is not built (or switched off)")
+    row = {"type": "text-chunks", "seq0": seq0, "time0": time0, "data": {"turn": 1, "step": 1, "index": 0, "dt": gaps, "texts": ["x"] * (len(gaps) + 1)}}
+    answer = c_check(row)
+    assert (answer is not None) == accepted
+    if accepted:
+        assert answer == packedrows.check_row_python(row)
+    else:
+        with pytest.raises(RecordError):
+            packedrows.check_row_python(row)
+
+
 @settings(max_examples=400, deadline=None)
 @given(row=_rows(), surrogate=st.booleans())
 def test_a_packed_rows_lines_are_its_members_encoding(row: dict[str, Any], surrogate: bool) -> None:
