@@ -534,7 +534,7 @@ static int safe_int(PyObject *value, long long low, long long *out) {
 
 static int is_number(PyObject *value) { return value != NULL && (PyLong_CheckExact(value) || PyFloat_CheckExact(value)); }
 
-static PyObject *check_row(PyObject *self, PyObject *row) {
+static PyObject *checked_row(PyObject *row) {
     long long seq0, now, gap;
     if (!PyDict_CheckExact(row) || PyDict_GET_SIZE(row) != 4 || intern_row_keys() < 0) {
         PyErr_Clear();
@@ -585,11 +585,78 @@ static PyObject *check_row(PyObject *self, PyObject *row) {
     return result;
 }
 
+static PyObject *check_row(PyObject *self, PyObject *row) { return checked_row(row); }
+
+/* plain_run: the fast path's plain lines from ``start``, in C (Pipeline.consume_region's loop).
+
+   Takes values while each is (a) a packed row that check_row takes (its common spelling)
+   whose first seq is the expected one, when the sink takes packed rows (``packed_row`` is the
+   PackedRow type; None: a row ends the run), appended as PackedRow(value, seq0, times); or
+   (b) a dict of exactly four keys, data among them, an exact-int seq equal to the expected
+   one, an exact-int time in the safe range and a type of the inert or the walked kind (for
+   the walked, ``walk_steps[type](closers, value)`` is called first), appended as it is.  Stops
+   at the first value it does not take; the Python loop then handles that one by its own rules
+   (a value taken here is one that loop would take the same way).  Returns (stop, expected). */
+static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 11 || !PyList_CheckExact(args[0]) || !PyDict_CheckExact(args[3]) || !PyDict_CheckExact(args[7]) || !PyList_CheckExact(args[10])) {
+        PyErr_SetString(PyExc_TypeError, "plain_run(values, start, expected, kinds, inert, walked, row, walk_steps, closers, packed_row, out)");
+        return NULL;
+    }
+    PyObject *values = args[0], *kinds = args[3], *inert = args[4], *walked = args[5], *row_kind = args[6];
+    PyObject *walk_steps = args[7], *closers = args[8], *packed_row = args[9] == Py_None ? NULL : args[9], *out = args[10];
+    Py_ssize_t at = PyLong_AsSsize_t(args[1]);
+    long long expected, seq, time;
+    if ((at == -1 && PyErr_Occurred()) || intern_keys() < 0 || intern_row_keys() < 0) return NULL;
+    if (!safe_int(args[2], 0, &expected)) return Py_BuildValue("(nO)", at, args[2]);  /* the Python loop's case */
+    Py_ssize_t size = PyList_GET_SIZE(values);
+    for (; at < size; at++) {
+        PyObject *value = PyList_GET_ITEM(values, at);
+        if (!PyDict_CheckExact(value)) break;
+        PyObject *etype = PyDict_GetItemWithError(value, key_type);
+        if (etype == NULL || !PyUnicode_CheckExact(etype)) break;
+        PyObject *kind = PyDict_GetItemWithError(kinds, etype);
+        if (kind == NULL) break;
+        if (kind == row_kind) {
+            if (packed_row == NULL) break;
+            PyObject *checked = checked_row(value);
+            if (checked == NULL) return NULL;
+            if (checked == Py_None || !safe_int(PyTuple_GET_ITEM(checked, 0), 0, &seq) || seq != expected) {
+                Py_DECREF(checked);
+                break;
+            }
+            PyObject *times = PyTuple_GET_ITEM(checked, 1);
+            PyObject *item = PyObject_CallFunctionObjArgs(packed_row, value, PyTuple_GET_ITEM(checked, 0), times, NULL);
+            expected += PyList_GET_SIZE(times);
+            Py_DECREF(checked);
+            if (item == NULL) return NULL;
+            int failed = PyList_Append(out, item);
+            Py_DECREF(item);
+            if (failed < 0) return NULL;
+            continue;
+        }
+        if (kind != inert && kind != walked) break;
+        if (PyDict_GET_SIZE(value) != 4 || !safe_int(PyDict_GetItemWithError(value, key_seq), 0, &seq) || seq != expected) break;
+        if (!safe_int(PyDict_GetItemWithError(value, key_time), -MAX_SAFE, &time) || PyDict_GetItemWithError(value, row_keys[RK_DATA]) == NULL) break;
+        if (kind == walked) {
+            PyObject *step = PyDict_GetItemWithError(walk_steps, etype);
+            if (step == NULL) break;
+            PyObject *done = PyObject_CallFunctionObjArgs(step, closers, value, NULL);
+            if (done == NULL) return NULL;
+            Py_DECREF(done);
+        }
+        if (PyList_Append(out, value) < 0) return NULL;
+        expected++;
+    }
+    if (PyErr_Occurred()) return NULL;
+    return Py_BuildValue("(nL)", at, expected);
+}
+
 static PyMethodDef methods[] = {
     {"batch_columns", (PyCFunction)(void (*)(void))batch_columns, METH_FASTCALL, "A split stream batch's columns (None: take the Python path)."},
     {"lines_at", (PyCFunction)(void (*)(void))lines_at, METH_FASTCALL, "The LF-terminated lines at ascending positions, joined (None: take the Python path)."},
     {"cut_blocks", (PyCFunction)(void (*)(void))cut_blocks, METH_FASTCALL, "Where raw blocks end: (cuts, open start, open lines, open bytes)."},
     {"member_lines", (PyCFunction)(void (*)(void))member_lines, METH_FASTCALL, "A packed row's member lines (None: take the Python path)."},
+    {"plain_run", (PyCFunction)(void (*)(void))plain_run, METH_FASTCALL, "The fast path's plain lines from start, in C: (stop, expected)."},
     {"check_row", check_row, METH_O, "A packed row's (seq0, member times) in its common spelling (None: take the Python check)."},
     {"json_exact", json_exact, METH_O, "Whether msgspec's JSON of the value decodes back to an equal value (False: not known)."},
     {"framed_line_count", framed_line_count, METH_O, "A region's line count when every line is one framed object, else 0."},

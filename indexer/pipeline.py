@@ -30,6 +30,7 @@ from readmodel.projection.eventmodel import (
     check_request_header,
     is_known_or_ignorable,
 )
+from readmodel.core.accelerators import LINESCAN, accelerated
 from readmodel.core.clipping import clip_repr
 from readmodel.core.jsvalues import MAX_SAFE_INTEGER
 from readmodel.projection.surface import SurfaceFold, SurfaceFoldError
@@ -124,7 +125,23 @@ class Pipeline:
         walk_steps, closers = WALK_STEPS, self.closers
         lowest, highest = -MAX_SAFE_INTEGER, MAX_SAFE_INTEGER
         batch_end = expected + BATCH_EVENTS  # the seq from which a surface event starts a new batch
-        for index, value in enumerate(values):
+        plain_run, packed_row = _plain_run, PackedRow if packed else None
+        position, size = 0, len(values)
+        while position < size:
+            if plain_run is not None:
+                # The plain lines from here in C: the rules below, for the lines they take without a question.
+                stop, after = plain_run(values, position, expected, line_kinds, _INERT, _WALKED, _ROW, walk_steps, closers, packed_row, out)
+                if stop != position:
+                    if not run_len:
+                        run_seq = expected
+                    run_len += after - expected
+                    expected, position = after, stop
+                    if position == size:
+                        index = size
+                        break
+            index = position
+            value = values[index]
+            position += 1
             # The acceptance rule first (accept_values, inlined).
             if type(value) is not dict:
                 break
@@ -198,7 +215,7 @@ class Pipeline:
             else:
                 base = None  # a line without an item
         else:
-            index = len(values)
+            index = size
         if run_len:
             self._skip_run(run_seq, run_len)
         if out and self.error is None:
@@ -440,6 +457,8 @@ class Pipeline:
             if type(message) is dict and type(message.get("id")) is str:
                 self.tool_result_ids[event["seq"]] = message["id"]
 
+
+_plain_run: Final = accelerated(LINESCAN, "plain_run")
 
 BATCH_EVENTS: Final = 64
 """Events of a fast-path batch after which the next surface event starts a new one.

@@ -1,0 +1,106 @@
+"""The fast path's plain lines taken in C (``indexer._linescan.plain_run``) exactly as the
+Python loop of ``Pipeline.consume_region`` takes them: the same items in the same batches,
+the same fold, closers and errors, whatever a line's spelling near the rules' edges."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from indexer import pipeline
+from indexer.layout import Compression
+from indexer.packedrows import PackedRow
+from indexer.reader import LogReader
+from indexer.records import LogFormatError
+from indexer.projection import encode_items
+from readmodel.core.jsvalues import MAX_SAFE_INTEGER
+from tests.logfactory import chunk, ev, header, simple_turn, step_end, step_start, tool_call, write_log
+
+_EDGE_VALUES = [MAX_SAFE_INTEGER, -MAX_SAFE_INTEGER, MAX_SAFE_INTEGER + 1, -MAX_SAFE_INTEGER - 1, 2**64, 1.0, True, None, "1", -0.0]
+
+# (key, value) changes to one line: a value at an edge of a rule, a key added or taken away.
+_CHANGES = st.one_of(
+    st.tuples(st.sampled_from(["time", "seq", "type"]), st.sampled_from(_EDGE_VALUES)),
+    st.tuples(st.just("type"), st.sampled_from(["session/title", "step/start", "tool/call", "turn/start", "x-unknown", "text-chunks"])),
+    st.tuples(st.sampled_from(["drop data", "drop time", "extra key", "data null"]), st.none()),
+)
+
+
+def _events(turns: int) -> list[dict[str, Any]]:
+    """Turns with plain lines of every kind: inert chunks and titles, walked steps and tool calls."""
+    events: list[dict[str, Any]] = []
+    for n in range(turns):
+        for event in simple_turn(len(events), f"turn {n}"):
+            events.append(dict(event, seq=len(events)))
+        events.append(ev("session/title", len(events), {"title": f"t{n}"}))
+        events.append(step_start(len(events), step=2))
+        events.append(tool_call(len(events), f"c{n}"))
+        events += [chunk(len(events) + k, "y", time=2000 + k) for k in range(3)]
+        events.append(step_end(len(events), step=2))
+    return events
+
+
+def _changed(event: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    event = dict(event)
+    if key == "drop data":
+        event.pop("data", None)
+    elif key == "drop time":
+        event.pop("time", None)
+    elif key == "extra key":
+        event["extra"] = 1
+    elif key == "data null":
+        event["data"] = None
+    else:
+        event[key] = value
+    return event
+
+
+def _read(path: Path, c_loop: bool, packed: bool, monkeypatch: pytest.MonkeyPatch) -> Any:
+    batches: list[tuple[bytes, bytes | None, list[str]]] = []
+
+    def take(items: list[Any], lines: bytes | None = None) -> None:
+        batches.append((encode_items(items), lines, ["row" if type(item) is PackedRow else "event" for item in items]))
+
+    with monkeypatch.context() as patch:
+        if not c_loop:
+            patch.setattr(pipeline, "_plain_run", None)
+        reader = LogReader(path, Compression.ZSTD, sink=take, packed_rows=packed, raw_lines=packed)
+        try:
+            log = reader.read()
+        except LogFormatError as exc:
+            return ("error", exc.message, exc.kind, exc.stage, batches)
+    return (batches, log.replacements, encode_items(log.closers), log.resume is None)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    changes=st.lists(st.tuples(st.integers(min_value=0, max_value=80), _CHANGES), max_size=3),
+    pack=st.booleans(),
+    packed=st.booleans(),
+)
+def test_the_c_plain_run_takes_lines_as_the_python_loop_does(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, changes: list[tuple[int, tuple[str, Any]]], pack: bool, packed: bool
+) -> None:
+    if pipeline._plain_run is None:
+        pytest.skip("indexer._linescan is not built (or switched off)")
+    events = _events(5)
+    for at, (key, value) in changes:
+        if at < len(events):
+            events[at] = _changed(events[at], key, value)
+    path = write_log(tmp_path_factory.mktemp("plain") / "root", header("plain"), [events], pack=pack)
+    assert _read(path, True, packed, monkeypatch) == _read(path, False, packed, monkeypatch)
+
+
+@pytest.mark.parametrize("time", [MAX_SAFE_INTEGER, -MAX_SAFE_INTEGER, MAX_SAFE_INTEGER + 1, -MAX_SAFE_INTEGER - 1, 1.5, True])
+def test_a_plain_line_s_time_at_the_safe_range_s_edges_is_taken_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, time: Any) -> None:
+    if pipeline._plain_run is None:
+        pytest.skip("indexer._linescan is not built (or switched off)")
+    events = _events(1)
+    events[-2] = dict(events[-2], time=time)  # a chunk: an inert line
+    events[-1] = dict(events[-1], time=time)  # a step end: a walked line
+    path = write_log(tmp_path / "root", header("edges"), [events], pack=False)
+    assert _read(path, True, True, monkeypatch) == _read(path, False, True, monkeypatch)
