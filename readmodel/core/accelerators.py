@@ -39,6 +39,7 @@ def accelerator_module(accelerator: tuple[str, str]) -> ModuleType | None:
 
 
 def accelerated(accelerator: tuple[str, str], name: str) -> Any:
-    """The function ``name`` of ``accelerator``; ``None`` when it is not built or is switched off."""
+    """The function ``name`` of ``accelerator``; ``None`` when it is not built, is switched off, or
+    predates the function (a build older than its source: the Python path until it is rebuilt)."""
     module = accelerator_module(accelerator)
-    return None if module is None else getattr(module, name)
+    return None if module is None else getattr(module, name, None)

@@ -104,3 +104,20 @@ def test_a_plain_line_s_time_at_the_safe_range_s_edges_is_taken_alike(tmp_path: 
     events[-1] = dict(events[-1], time=time)  # a step end: a walked line
     path = write_log(tmp_path / "root", header("edges"), [events], pack=False)
     assert _read(path, True, True, monkeypatch) == _read(path, False, True, monkeypatch)
+
+
+def test_an_accelerator_built_before_a_function_was_added_leaves_that_function_to_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A stale build (its source changed since, bootstrap not yet run) lacks the new function:
+    # the caller takes its Python path instead of failing at import.
+    import sys
+    import types
+
+    from readmodel.core.accelerators import accelerated
+
+    stale = types.ModuleType("stale_accelerator")
+    monkeypatch.setitem(sys.modules, "stale_accelerator", stale)
+    assert accelerated(("stale_accelerator", "SESSIONQ_STALE_C"), "plain_run") is None
+    stale.plain_run = len  # type: ignore[attr-defined]
+    assert accelerated(("stale_accelerator", "SESSIONQ_STALE_C"), "plain_run") is len
+    monkeypatch.setenv("SESSIONQ_STALE_C", "0")
+    assert accelerated(("stale_accelerator", "SESSIONQ_STALE_C"), "plain_run") is None
