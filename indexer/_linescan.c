@@ -503,20 +503,27 @@ error:
 static PyObject *row_keys[12];
 enum { RK_TYPE, RK_SEQ0, RK_TIME0, RK_DATA, RK_TURN, RK_STEP, RK_INDEX, RK_DT, RK_TEXTS, RK_ID, RK_ARGS, RK_NAME };
 
-static int intern_row_keys(void) {
-    static const char *names[12] = {"type", "seq0", "time0", "data", "turn", "step", "index", "dt", "texts", "id", "args", "name"};
-    if (row_keys[RK_NAME] != NULL) return 0;
-    for (int at = 0; at < 12; at++)
-        if ((row_keys[at] = PyUnicode_InternFromString(names[at])) == NULL) return -1;
+/* Intern ``count`` key names into ``keys`` once (the last one set means all are); -1 on failure. */
+static int intern_names(PyObject **keys, const char *const *names, int count) {
+    if (keys[count - 1] != NULL) return 0;
+    for (int at = 0; at < count; at++)
+        if ((keys[at] = PyUnicode_InternFromString(names[at])) == NULL) return -1;
     return 0;
 }
 
 /* The dict's item for an interned key, or NULL (absent; an error is cleared: the caller answers None). */
-static PyObject *item_of(PyObject *dict, int key) {
-    PyObject *value = PyDict_GetItemWithError(dict, row_keys[key]);
+static PyObject *item_for(PyObject *dict, PyObject *key) {
+    PyObject *value = PyDict_GetItemWithError(dict, key);
     if (value == NULL) PyErr_Clear();
     return value;
 }
+
+static int intern_row_keys(void) {
+    static const char *const names[12] = {"type", "seq0", "time0", "data", "turn", "step", "index", "dt", "texts", "id", "args", "name"};
+    return intern_names(row_keys, names, 12);
+}
+
+static PyObject *item_of(PyObject *dict, int key) { return item_for(dict, row_keys[key]); }
 
 /* An exact int within [low, MAX_SAFE] as a 64-bit value: 1, or 0 when it is not one. */
 static int safe_int(PyObject *value, long long low, long long *out) {
@@ -651,11 +658,89 @@ static PyObject *plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return Py_BuildValue("(nL)", at, expected);
 }
 
+/* appendable: True when a surface event passes every check of the reader's appended-surface
+   fast path (Pipeline._appended_surface: the envelope of an append, then check_message_shape);
+   None when it is not known here, and the Python checks decide (they refuse, or accept a
+   spelling this one does not take).  What True needs: surfaceOp the str "append"; an exact-int
+   time in the safe range and an exact-int seq in [0, 2^53 - 1]; data present and no key
+   beyond type, seq, time, data, surfaceOp and sourceEventSeqs; the type a surface type and its
+   message (data itself for user/message, else data's message) an exact dict with a non-empty
+   str id, the role the type asks for, a source dict with a non-empty str kind and a content
+   list; an assistant's source the model kind with non-empty str provider and model; a tool
+   result's source the tool kind with a non-empty str callId, and its content one tool-result
+   block (a dict of that type with a content list) whose toolCallId is that callId. */
+static PyObject *surface_keys[14];
+enum { SK_SURFACE_OP, SK_SOURCES, SK_MESSAGE, SK_ID, SK_ROLE, SK_SOURCE, SK_KIND, SK_CONTENT, SK_PROVIDER, SK_MODEL, SK_CALL_ID, SK_TOOL_CALL_ID, SK_DATA, SK_TYPE };
+
+static int intern_surface_keys(void) {
+    static const char *const names[14] = {"surfaceOp", "sourceEventSeqs", "message", "id", "role", "source", "kind", "content", "provider", "model", "callId", "toolCallId", "data", "type"};
+    return intern_names(surface_keys, names, 14);
+}
+
+static PyObject *surface_item(PyObject *dict, int key) { return item_for(dict, surface_keys[key]); }
+
+static int is_str(PyObject *value, const char *text) { return value != NULL && PyUnicode_CheckExact(value) && PyUnicode_CompareWithASCIIString(value, text) == 0; }
+
+static int non_empty_str(PyObject *value) { return value != NULL && PyUnicode_CheckExact(value) && PyUnicode_GET_LENGTH(value) > 0; }
+
+static PyObject *appendable(PyObject *self, PyObject *event) {
+    long long number;
+    if (!PyDict_CheckExact(event) || intern_keys() < 0 || intern_surface_keys() < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if (!is_str(surface_item(event, SK_SURFACE_OP), "append")) Py_RETURN_NONE;
+    if (!safe_int(PyDict_GetItemWithError(event, key_time), -MAX_SAFE, &number) || !safe_int(PyDict_GetItemWithError(event, key_seq), 0, &number)) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    PyObject *data = surface_item(event, SK_DATA), *etype = surface_item(event, SK_TYPE);
+    if (data == NULL || etype == NULL || !PyUnicode_CheckExact(etype)) Py_RETURN_NONE;
+    /* type, seq, time, data and surfaceOp are present: at most sourceEventSeqs besides. */
+    Py_ssize_t keys = PyDict_GET_SIZE(event);
+    if (keys != 5 && !(keys == 6 && surface_item(event, SK_SOURCES) != NULL)) Py_RETURN_NONE;
+    const char *role;
+    int kind_of;  /* 0 user/message, 1 assistant/message, 2 tool/result */
+    if (PyUnicode_CompareWithASCIIString(etype, "user/message") == 0) kind_of = 0, role = "user";
+    else if (PyUnicode_CompareWithASCIIString(etype, "assistant/message") == 0) kind_of = 1, role = "assistant";
+    else if (PyUnicode_CompareWithASCIIString(etype, "tool/result") == 0) kind_of = 2, role = "user";
+    else Py_RETURN_NONE;
+    PyObject *message = data;
+    if (kind_of != 0) {
+        if (!PyDict_CheckExact(data)) Py_RETURN_NONE;
+        message = surface_item(data, SK_MESSAGE);
+    }
+    if (message == NULL || !PyDict_CheckExact(message)) Py_RETURN_NONE;
+    if (!non_empty_str(surface_item(message, SK_ID)) || !is_str(surface_item(message, SK_ROLE), role)) Py_RETURN_NONE;
+    PyObject *source = surface_item(message, SK_SOURCE), *content = surface_item(message, SK_CONTENT);
+    if (source == NULL || !PyDict_CheckExact(source) || content == NULL || !PyList_CheckExact(content)) Py_RETURN_NONE;
+    PyObject *kind = surface_item(source, SK_KIND);
+    if (!non_empty_str(kind)) Py_RETURN_NONE;
+    if (kind_of == 1) {
+        if (!is_str(kind, "model") || !non_empty_str(surface_item(source, SK_PROVIDER)) || !non_empty_str(surface_item(source, SK_MODEL))) Py_RETURN_NONE;
+    } else if (kind_of == 2) {
+        PyObject *call_id = surface_item(source, SK_CALL_ID);
+        if (!is_str(kind, "tool") || !non_empty_str(call_id) || PyList_GET_SIZE(content) != 1) Py_RETURN_NONE;
+        PyObject *block = PyList_GET_ITEM(content, 0);
+        if (!PyDict_CheckExact(block) || !is_str(surface_item(block, SK_TYPE), "tool-result")) Py_RETURN_NONE;
+        PyObject *inner = surface_item(block, SK_CONTENT), *answers = surface_item(block, SK_TOOL_CALL_ID);
+        if (inner == NULL || !PyList_CheckExact(inner) || answers == NULL || !PyUnicode_CheckExact(answers)) Py_RETURN_NONE;
+        int same = PyUnicode_Compare(answers, call_id);
+        if (same == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+        if (same != 0) Py_RETURN_NONE;
+    }
+    Py_RETURN_TRUE;
+}
+
 static PyMethodDef methods[] = {
     {"batch_columns", (PyCFunction)(void (*)(void))batch_columns, METH_FASTCALL, "A split stream batch's columns (None: take the Python path)."},
     {"lines_at", (PyCFunction)(void (*)(void))lines_at, METH_FASTCALL, "The LF-terminated lines at ascending positions, joined (None: take the Python path)."},
     {"cut_blocks", (PyCFunction)(void (*)(void))cut_blocks, METH_FASTCALL, "Where raw blocks end: (cuts, open start, open lines, open bytes)."},
     {"member_lines", (PyCFunction)(void (*)(void))member_lines, METH_FASTCALL, "A packed row's member lines (None: take the Python path)."},
+    {"appendable", appendable, METH_O, "True when a surface event passes the appended-surface fast path's checks (None: the Python checks decide)."},
     {"plain_run", (PyCFunction)(void (*)(void))plain_run, METH_FASTCALL, "The fast path's plain lines from start, in C: (stop, expected)."},
     {"check_row", check_row, METH_O, "A packed row's (seq0, member times) in its common spelling (None: take the Python check)."},
     {"json_exact", json_exact, METH_O, "Whether msgspec's JSON of the value decodes back to an equal value (False: not known)."},

@@ -423,22 +423,10 @@ class Pipeline:
         restore failure as on the full path.  Otherwise changes nothing and
         returns False.
         """
-        op = event.get("surfaceOp")
-        time = event.get("time")
-        if not (
-            type(op) is str
-            and op == "append"
-            and type(time) is int
-            and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER
-            and event["seq"] <= MAX_SAFE_INTEGER  # an int >= 0, the fold's next: the scanner checked it
-            and "data" in event
-            and event.keys() <= _APPEND_ENVELOPE
-        ):
+        # The checks in C where it can tell (a current-shape message: nearly all), else in Python.
+        if not (_appendable is not None and _appendable(event) is True or appendable_python(event)):
             return False
-        try:
-            check_message_shape(event)
-        except EventShapeError:
-            return False
+        time = event["time"]
         if etype == "tool/result":
             self._remember_tool_result(event)
         if etype != "user/message":
@@ -458,7 +446,31 @@ class Pipeline:
                 self.tool_result_ids[event["seq"]] = message["id"]
 
 
+def appendable_python(event: Event) -> bool:
+    """Whether a surface event passes the appended-surface fast path's checks: an append's
+    envelope (``surfaceOp`` the str ``"append"``, a safe integer time, no other keys than an
+    append's) and :func:`check_message_shape` (``indexer._linescan.appendable`` in C)."""
+    op = event.get("surfaceOp")
+    time = event.get("time")
+    if not (
+        type(op) is str
+        and op == "append"
+        and type(time) is int
+        and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER
+        and event["seq"] <= MAX_SAFE_INTEGER  # an int >= 0, the fold's next: the scanner checked it
+        and "data" in event
+        and event.keys() <= _APPEND_ENVELOPE
+    ):
+        return False
+    try:
+        check_message_shape(event)
+    except EventShapeError:
+        return False
+    return True
+
+
 _plain_run: Final = accelerated(LINESCAN, "plain_run")
+_appendable: Final = accelerated(LINESCAN, "appendable")
 
 BATCH_EVENTS: Final = 64
 """Events of a fast-path batch after which the next surface event starts a new one.

@@ -4,6 +4,7 @@ the same fold, closers and errors, whatever a line's spelling near the rules' ed
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -121,3 +122,57 @@ def test_an_accelerator_built_before_a_function_was_added_leaves_that_function_t
     assert accelerated(("stale_accelerator", "SESSIONQ_STALE_C"), "plain_run") is len
     monkeypatch.setenv("SESSIONQ_STALE_C", "0")
     assert accelerated(("stale_accelerator", "SESSIONQ_STALE_C"), "plain_run") is None
+
+
+# -- the appended-surface checks in C -------------------------------------------------------
+
+_MESSAGE_CHANGES = st.sampled_from(
+    [
+        ("role", "system"), ("role", None), ("id", ""), ("id", 5), ("source", None), ("source", {"kind": ""}),
+        ("source", {"kind": "tool"}), ("source", {"kind": "model", "provider": "p"}), ("source", {"kind": "tool", "callId": "other"}),
+        ("source", {"kind": "tool", "callId": ""}), ("content", "text"), ("content", []), ("content", [{"type": "tool-result", "toolCallId": "c1", "content": "x"}]),
+        ("content", [{"type": "tool-result", "toolCallId": "c2", "content": []}]), ("content", [{"type": "tool-result", "toolCallId": 1, "content": []}]),
+        ("content", [{"type": "text", "text": "x"}, {"type": "text", "text": "y"}]), ("drop", "id"), ("drop", "source"), ("drop", "content"),
+    ]
+)
+_EVENT_CHANGES = st.sampled_from(
+    [
+        ("surfaceOp", "Append"), ("surfaceOp", {"op": "replace", "start": 1, "end": 1}), ("time", 1.0), ("time", MAX_SAFE_INTEGER + 1),
+        ("time", -MAX_SAFE_INTEGER), ("seq", MAX_SAFE_INTEGER + 1), ("seq", True), ("extra", 1), ("ignorable", True), ("sourceEventSeqs", [0]),
+        ("data", None), ("data", []), ("drop", "data"), ("drop", "surfaceOp"), ("type", "steering/message"),
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    which=st.integers(min_value=0, max_value=2),
+    message_changes=st.lists(_MESSAGE_CHANGES, max_size=2),
+    event_changes=st.lists(_EVENT_CHANGES, max_size=2),
+)
+def test_the_c_append_checks_pass_only_what_the_python_ones_pass(which: int, message_changes: list[tuple[str, Any]], event_changes: list[tuple[str, Any]]) -> None:
+    from tests.logfactory import assistant, tool_result, user
+
+    c_check = pipeline._appendable
+    if c_check is None:
+        pytest.skip("indexer._linescan is not built (or switched off)")
+    event = [user(4, "hi"), assistant(4, "x", calls=[("c1", "bash", "{}")], sources=[1, 2]), tool_result(4, "c1", "out", sources=[3])][which]
+    event = json.loads(json.dumps(event))
+    message = event["data"] if which == 0 else event["data"]["message"]
+    for key, value in message_changes:
+        if key == "drop":
+            message.pop(value, None)
+        else:
+            message[key] = value
+    for key, value in event_changes:
+        if key == "drop":
+            event.pop(value, None)
+        else:
+            event[key] = value
+    answer = c_check(event)
+    assert answer is True or answer is None
+    expected = pipeline.appendable_python(event) if type(event.get("seq")) is int else None
+    if answer is True:
+        assert expected is True
+    if not message_changes and not event_changes:
+        assert answer is True  # the harness's own spelling is checked in C
