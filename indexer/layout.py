@@ -146,7 +146,18 @@ def _real_dirs(path: str) -> Iterator[os.DirEntry[str]]:
 
 
 def _exists(path: str) -> bool:
-    """"Exists" in the harness's sense: can be opened for reading (ENOENT = absent)."""
+    """"Exists" in the harness's sense: can be opened for reading (ENOENT = absent).
+
+    A path ``stat`` finds absent is one ``open`` finds absent (the same lookup), and
+    one call is cheaper than opening: a root of 10,000 sessions asks this 10,000 times
+    for a file that is almost never there.  Anything else is left to ``open``.
+    """
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        pass
     try:
         with open(path, "rb"):
             return True
@@ -188,6 +199,8 @@ def discover(root: str | os.PathLike[str], compression: Compression) -> Discover
     transcripts: list[TranscriptRef] = []
     problems: list[LayoutProblem] = []
     root_path = os.fspath(root)
+    # A session dir's path never ends with a separator: "/" + name is os.path.join's answer.
+    opposite_name, transcript_name = "/" + compression.opposite.transcript_name, "/" + compression.transcript_name
     for project in _real_dirs(root_path):
         try:
             entries = sorted(os.scandir(project.path), key=lambda e: os.fsencode(e.name))
@@ -201,7 +214,7 @@ def discover(root: str | os.PathLike[str], compression: Compression) -> Discover
                 continue
             if not entry.is_dir(follow_symlinks=False):
                 continue
-            opposite = os.path.join(entry.path, compression.opposite.transcript_name)
+            opposite = entry.path + opposite_name
             if _exists(opposite):
                 problems.append(
                     LayoutProblem(
@@ -212,7 +225,7 @@ def discover(root: str | os.PathLike[str], compression: Compression) -> Discover
                     )
                 )
                 continue
-            candidate = os.path.join(entry.path, compression.transcript_name)
+            candidate = entry.path + transcript_name
             if os.path.isfile(candidate):
                 transcripts.append(TranscriptRef(candidate, project.name, entry.name))
     return Discovery(transcripts, problems)

@@ -436,3 +436,27 @@ def test_rule_29_read_from_skips_restore_validation_but_not_the_gate(root: Path)
     with pytest.raises(LogFormatError) as refused:
         read_from(path, 0)
     assert refused.value.kind == "unsupported"
+
+
+def test_rule_20_a_transcript_exists_exactly_when_it_can_be_opened(tmp_path: Path) -> None:
+    # The discovery asks with a stat first (cheaper); the answer stays open()'s in every case.
+    from indexer.layout import _exists
+
+    (tmp_path / "file").write_bytes(b"x")
+    (tmp_path / "dir").mkdir()
+    os.symlink(tmp_path / "nowhere", tmp_path / "dangling")
+    os.symlink(tmp_path / "file", tmp_path / "linked")
+    os.symlink(tmp_path / "dir", tmp_path / "linked-dir")
+
+    def opens(path: Path) -> bool:
+        try:
+            with open(path, "rb"):
+                return True
+        except FileNotFoundError:
+            return False
+        except (IsADirectoryError, NotADirectoryError):
+            return True
+
+    cases = ["file", "dir", "dangling", "linked", "linked-dir", "absent", "file/below", "dir/absent"]
+    assert [_exists(str(tmp_path / case)) for case in cases] == [opens(tmp_path / case) for case in cases]
+    assert [_exists(str(tmp_path / case)) for case in cases] == [True, True, False, True, True, False, True, False]
