@@ -119,6 +119,7 @@ def log_reader(
     on_replacement: Callable[[int, tuple[int, ...]], None],
     surface_base: Callable[[], Any] | None,
     packed_rows: bool = True,
+    remember_digests: bool = True,
 ) -> LogReader:
     """The reader :func:`ingest_log` reads a log with, its events going to ``sink``
     and its replacements to ``on_replacement`` (a projector's, or a split stream's
@@ -127,7 +128,9 @@ def log_reader(
     ``packed_rows``: a packed chunk row may reach ``sink`` whole, as a
     :class:`~indexer.packedrows.PackedRow` (the projector takes it), and a batch
     with its raw lines (``sink(items, lines)``: :mod:`indexer.rawlines`); off for
-    a sink that needs every event as a dict."""
+    a sink that needs every event as a dict.  ``remember_digests``: the fold keeps
+    its deferred tool-result digests for a projector in this process (off where
+    the projector is in another: a split stream's reading stage)."""
     return LogReader(
         path,
         compression,
@@ -143,6 +146,8 @@ def log_reader(
         # and a batch's raw lines taken from the log where they are its events' encoding.
         packed_rows=packed_rows,
         raw_lines=packed_rows,
+        # The projector stores each tool result's digest, which the fold has just deferred.
+        remember_digests=remember_digests,
     )
 
 

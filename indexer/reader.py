@@ -162,8 +162,12 @@ class LogReader:
         lazy_payloads: bool = False,
         packed_rows: bool = False,
         raw_lines: bool = False,
+        remember_digests: bool = False,
     ) -> None:
         self.lazy_payloads = lazy_payloads
+        # The fold remembers its deferred tool-result digests for a projector in this process
+        # (its sink) that asks for the same events' digests (toolresults.defer_fingerprint).
+        self.remember_digests = remember_digests
         self.packed_rows = packed_rows
         self.raw_lines = raw_lines and RAW_LINES_AVAILABLE
         self.on_replacement = on_replacement
@@ -207,7 +211,7 @@ class LogReader:
             header = resume.header
             if self.surface_base is None:
                 raise ResumeMismatch("resuming needs the surface the earlier read left (surface_base)")
-            fold = SurfaceFold.resumed(resume.next_seq, resume.fold_generation, self.surface_base)
+            fold = SurfaceFold.resumed(resume.next_seq, resume.fold_generation, self.surface_base, remember_digests=self.remember_digests)
             pipeline = Pipeline(header["id"], fold, resume.closer_state.copy(), sink, resume.next_seq)
             pipeline.last_seq, pipeline.last_time = resume.last_seq, resume.last_time
             scanner = LineScanner(
@@ -221,7 +225,7 @@ class LogReader:
         else:
             header, start = self._read_header(fh, size, data)
             session_id = self.session_id if self.session_id is not None else header["id"]
-            pipeline = Pipeline(session_id, SurfaceFold(track_history=False), CloserState(), sink, 0)
+            pipeline = Pipeline(session_id, SurfaceFold(track_history=False, remember_digests=self.remember_digests), CloserState(), sink, 0)
             self._identity(header, session_id, pipeline)
             if self.restore:
                 self._header_restore(header, session_id, pipeline)

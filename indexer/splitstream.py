@@ -394,7 +394,8 @@ def read_stage(task: PrepTask, compression: str, root: str, target: Any, ops_byt
         outbox.post(("hello", os.getpid()))
         try:
             with collector_paused():
-                reader = log_reader(task.path, Compression(compression), root, task.header, forward.add, forward.replacement, None)
+                # The projector is in the other process: nothing here asks for the fold's digests.
+                reader = log_reader(task.path, Compression(compression), root, task.header, forward.add, forward.replacement, None, remember_digests=False)
                 decoded = reader.read(None)
             forward.flush()
         except BAD_LOG_ERRORS as exc:

@@ -376,10 +376,13 @@ class SurfaceFold:
     """
 
     __slots__ = ("_next_seq", "_generation", "_nodes", "_positions", "_tool_results", "_pending", "_surfaces",
-                 "_replacements", "_error", "_base")
+                 "_replacements", "_error", "_base", "_remember_digests")
 
-    def __init__(self, *, track_history: bool = True) -> None:
+    def __init__(self, *, track_history: bool = True, remember_digests: bool = False) -> None:
         self._next_seq = 0
+        # Whether a deferred tool-result digest is remembered for the same event's stored
+        # digest (toolresults.defer_fingerprint): only where a projector in this process asks.
+        self._remember_digests = remember_digests
         self._generation = 0
         self._nodes: list[int] = []
         # seq -> position in _nodes; built lazily after a restore, because a
@@ -397,7 +400,7 @@ class SurfaceFold:
         self._base: SurfaceBase | None = None
 
     @classmethod
-    def resumed(cls, next_seq: int, generation: int, base: SurfaceBase) -> SurfaceFold:
+    def resumed(cls, next_seq: int, generation: int, base: SurfaceBase, *, remember_digests: bool = False) -> SurfaceFold:
         """A fold continuing after ``next_seq`` events whose surface lives elsewhere.
 
         ``base()`` returns the surface at that point — current nodes in
@@ -407,7 +410,7 @@ class SurfaceFold:
         do, so resuming a long log costs nothing proportional to its surface.
         The fold does not track history.
         """
-        fold = cls(track_history=False)
+        fold = cls(track_history=False, remember_digests=remember_digests)
         fold._next_seq = next_seq
         fold._generation = generation
         fold._positions = None
@@ -650,7 +653,7 @@ class SurfaceFold:
 
     def _defer_fingerprint(self, seq: int, data: Any) -> None:
         """Record a new tool/result node's fingerprint, hashed only when needed."""
-        fingerprint = defer_fingerprint(data)
+        fingerprint = defer_fingerprint(data, self._remember_digests)
         self._tool_results[seq] = fingerprint
         if type(fingerprint) is not PendingDigest:
             return

@@ -226,12 +226,12 @@ class PendingDigest:
         return digest
 
 
-def defer_fingerprint(data: Any) -> bytes | PendingDigest:
+def defer_fingerprint(data: Any, remember: bool = False) -> bytes | PendingDigest:
     """:func:`tool_result_fingerprint` of ``data``, the digest deferred: ``UNBLANKABLE``, or
     a :class:`PendingDigest` of the blanked copy taken now.
 
-    The latest :data:`RECENT_DIGESTS` are remembered with ``data`` itself (by identity, for
-    the process): an indexer folds a batch of events and then stores the same events'
+    With ``remember``, the latest :data:`RECENT_DIGESTS` are remembered with ``data`` itself (by
+    identity, for the process): an indexer folds a batch of events and then stores the same events'
     digests, and :func:`tool_result_fingerprint` of one of those objects takes its entry and
     resolves it instead of hashing again, so the fold's deferred digest and the stored one
     are computed once.  The events a log decodes to are never mutated, so the identity
@@ -243,6 +243,8 @@ def defer_fingerprint(data: Any) -> bytes | PendingDigest:
     except NullishRead:
         return UNBLANKABLE
     pending = PendingDigest(blanked)
+    if not remember:
+        return pending  # no one in this process will ask for it by the object (a query's fold)
     recent = _recent
     recent[id(data)] = (data, pending)
     if len(recent) > RECENT_DIGESTS:

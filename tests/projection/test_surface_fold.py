@@ -573,7 +573,7 @@ def test_a_deferred_fingerprint_equals_the_fingerprint_computed_anew(steps: list
     # right after: one computation serves both, and never answers for another object.
     other = tool_data("unrelated", step=7)
     for data, deferred, asked in steps:
-        pending = defer_fingerprint(data) if deferred else None
+        pending = defer_fingerprint(data, remember=True) if deferred else None
         target = data if asked == "same" else copy.deepcopy(data) if asked == "copy" else other
         assert tool_result_fingerprint(target) == _fingerprint_anew(target)
         if pending is not None:
@@ -594,7 +594,7 @@ def test_a_batch_of_deferred_fingerprints_is_computed_once_each_and_the_oldest_f
 
     monkeypatch.setattr(toolresults, "digest_of", counted)
     batch = [tool_data(f"output {n}", step=n % 3) for n in range(toolresults.RECENT_DIGESTS)]
-    pendings = [defer_fingerprint(data) for data in batch]
+    pendings = [defer_fingerprint(data, remember=True) for data in batch]
     assert [tool_result_fingerprint(data) for data in batch] == [_fingerprint_anew(data) for data in batch]
     assert len(hashed) == len(batch)
     assert [pending.resolve() for pending in pendings if type(pending) is PendingDigest] == [_fingerprint_anew(data) for data in batch]
@@ -602,8 +602,14 @@ def test_a_batch_of_deferred_fingerprints_is_computed_once_each_and_the_oldest_f
     hashed.clear()
     overflow = [tool_data(f"more {n}") for n in range(toolresults.RECENT_DIGESTS + 1)]
     for data in overflow:
-        defer_fingerprint(data)
+        defer_fingerprint(data, remember=True)
     assert tool_result_fingerprint(overflow[0]) == _fingerprint_anew(overflow[0])  # forgotten: hashed anew
     assert tool_result_fingerprint(overflow[-1]) == _fingerprint_anew(overflow[-1])
     assert len(hashed) == 2
     assert len(toolresults._recent) == toolresults.RECENT_DIGESTS - 1  # an entry goes once it is asked for
+    # A fold that no projector in this process follows (a query's) keeps nothing alive.
+    toolresults._recent.clear()
+    fold = SurfaceFold(track_history=False)
+    for seq, data in enumerate(overflow[:3]):
+        fold.apply(tool_result(seq, data))
+    assert not toolresults._recent
