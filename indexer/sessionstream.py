@@ -9,7 +9,7 @@ from typing import Any
 from readmodel.store.blocks import active_dictionary
 
 from .layout import Compression
-from .preparation import PrepTask, collector_paused, pipe_context
+from .preparation import PrepTask, collector_paused, pipe_context, stream_pipe
 from .splitstream import submit_split
 from . import streaming
 
@@ -25,7 +25,7 @@ class SessionStream:
         self.task = task
         self.wait_seconds = 0.0  # time spent waiting for the worker's messages
         context = pipe_context()
-        self._receive, send = context.Pipe(duplex=False)
+        self._receive, send = stream_pipe(context)
         # The writer's ends are kept open until the worker has answered: the pool pickles
         # them after submit returns.
         self._send = send

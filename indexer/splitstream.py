@@ -66,7 +66,7 @@ from readmodel.store.blocks import encode_events
 
 from .ingest import LogOutcome, conclude_ingest, log_reader
 from .layout import Compression
-from .preparation import BAD_LOG_ERRORS, PrepTask, alive, collector_paused, failure_of, note_warning, take_warnings
+from .preparation import BAD_LOG_ERRORS, PrepTask, alive, stream_pipe, collector_paused, failure_of, note_warning, take_warnings
 from .streaming import Outbox, RelayedFailure, StreamingCursor, stream_recording
 from .projection import SessionProjector, encode_items, expanded_items
 from .packedrows import CHUNK_TYPE, PackedRow
@@ -104,7 +104,7 @@ def submit_split(
     stages, to close once the projecting stage has answered (then the stages see
     each other's end: the writer's copies would hide it).
     """
-    receive, send = context.Pipe(duplex=False)
+    receive, send = stream_pipe(context)
     reading = pool.submit(read_stage, task, compression, root, send, OPS_BYTES)
     projecting = pool.submit(project_stage, task, root, receive, connection, chunk_rows, dictionary)
     return [reading, projecting], [receive, send]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from multiprocessing import Pipe
+from multiprocessing import Pipe, get_context
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from indexer import projection, reconcile, splitstream, streaming
 from indexer.layout import Compression
-from indexer.preparation import PrepTask, RecordingCursor
+from indexer.preparation import PrepTask, RecordingCursor, stream_pipe
 from indexer.streaming import stream_session
 from indexer.projection import SessionProjector
 from indexer.packedrows import PackedRow, check_row, expand_row
@@ -355,9 +355,11 @@ def test_a_packed_batch_whose_seqs_jump_crosses_whole() -> None:
     assert op[4] is None and op[7] == [items[0], *expand_row(row)]
 
 
-def test_frames_carry_each_message_whole_and_end_with_the_pipe() -> None:
-    receive, send = Pipe(duplex=False)
-    lines = [b'{"seq":%d}\n' % seq * (1 + seq * 5000) for seq in range(300)]  # together several times the reader's buffer
+@pytest.mark.parametrize("widened", [False, True], ids=["64-KiB-pipe", "stream-pipe"])
+def test_frames_carry_each_message_whole_and_end_with_the_pipe(widened: bool) -> None:
+    receive, send = stream_pipe(get_context("fork")) if widened else Pipe(duplex=False)
+    # Together about 25 MB: several times the reader's buffer and the pipe, in one message.
+    lines = [(b'{"seq":%d}\n' % seq) * (1 + seq * 50) for seq in range(300)]
     ops = [(splitstream._ADD, seq, 1, line, ["t"], [1], [], b"") for seq, line in enumerate(lines)]
     messages = [("hello", 7), ("ops", ops[:3]), ("ops", [(splitstream._REPLACE, 5, (1, 2)), *ops[3:]]), ("read", {"torn": None}, (1.5, 9))]
 
