@@ -638,8 +638,8 @@ def stream_pipe(context: Any) -> tuple[Any, Any]:
     log in messages of about 1 MB (:data:`~indexer.splitstream.OPS_BYTES`);
     through a 64 KiB pipe each message is sixteen writes, each waking the other
     side and waiting for it.  Moving 432 MB between two processes took each side
-    0.24-0.26 CPU-s through a default pipe and 0.13-0.16 through a 1 MiB one
-    (most runs).  The writer's end of a streamed log gets one too.
+    0.24-0.31 CPU-s through a default pipe and 0.13-0.16 through a 1 MiB one
+    (four runs of six).  The writer's end of a streamed log gets one too.
     """
     receive, send = context.Pipe(duplex=False)
     widen(send.fileno())
