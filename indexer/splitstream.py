@@ -66,7 +66,7 @@ from readmodel.store.blocks import encode_events
 
 from .ingest import LogOutcome, conclude_ingest, log_reader
 from .layout import Compression
-from .preparation import BAD_LOG_ERRORS, PrepTask, alive, stream_pipe, collector_paused, failure_of, note_warning, take_warnings
+from .preparation import BAD_LOG_ERRORS, PrepTask, alive, collector_paused, failure_of, note_warning, stream_pipe, take_warnings
 from .streaming import Outbox, RelayedFailure, StreamingCursor, stream_recording
 from .projection import SessionProjector, encode_items, expanded_items
 from .packedrows import CHUNK_TYPE, PackedRow
