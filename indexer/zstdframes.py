@@ -114,8 +114,11 @@ def decode_frame_at_once(frame: bytes | memoryview, max_plaintext: int) -> bytes
     """The plaintext of ``frame`` (the bytes of one complete frame) in one call.
 
     ``None`` when the frame is not plainly fine (a decoder error, not exactly
-    one complete frame, plaintext over ``max_plaintext``, an empty frame): the
-    caller then takes the streaming path, which reports the failure exactly.
+    one complete frame, plaintext over ``max_plaintext``, an empty frame) or
+    declares no content size while its block headers allow more than
+    ``max_plaintext`` (a compressed block allows 128 KiB): the caller then takes
+    the streaming path, which reports a failure exactly and measures such a
+    frame without keeping its plaintext.
 
     Memory never exceeds ``max_plaintext`` whatever the header says.  A frame
     that declares its content size (this project's writer's do) decodes into a
