@@ -31,7 +31,15 @@ Usage::
 
     python -m bench.build ROOT [--db PATH]              # one root
     python -m bench.build ROOT --stages [--repeat 3]    # per-stage CPU breakdown (best run)
+    python -m bench.build ROOT --repeat 20              # 20 builds, each after its floor, then their summary
     python -m bench.build --dir var/bench --sizes 10 100 [--single-sizes 100]
+
+With ``--repeat N`` (and no ``--stages``) the root is built N times, each
+build after its own floor, one line per build, then one ``cold-build-runs``
+line (:func:`summarize`): medians and ranges, and how many builds were within
+``--ratio-target`` of their floor.  On a small root one run says little: the
+10 MB root's ratio spread 2.0–4.1× across 104 builds of the same code on one
+day, its floor being 0.15–0.28 s.
 
 ``--sizes`` builds (or reuses) replicated roots ``DIR/corpus-<N>`` of N MB and
 indexes each into ``DIR/corpus-<N>/index.db`` (kept for the search, listing
@@ -45,6 +53,7 @@ import argparse
 import functools
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -52,7 +61,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from bench.common import (
     MB,
@@ -243,6 +252,44 @@ def run(root: Path, db: str, floor: bool = True, floor_repeat: int = 1, workers:
     return result
 
 
+RATIO_TARGET: Final = 3.0
+"""Issue 21's target for a cold build: at most this many times its decode floor."""
+
+
+def summarize(builds: list[dict[str, Any]], target: float = RATIO_TARGET) -> dict[str, Any]:
+    """One ``cold-build-runs`` record over repeated builds of one root (records of :func:`run`).
+
+    Medians and ranges of the wall time, the floor and their ratio (``None``
+    where no build measured a floor), and ``within_target``: the builds at or
+    under ``target`` times their own floor.
+    """
+    if not builds:
+        raise ValueError("no builds to summarize")
+
+    def spread(key: str) -> tuple[float | None, float | None, float | None]:
+        values = [build[key] for build in builds if build.get(key) is not None]
+        return (statistics.median(values), min(values), max(values)) if values else (None, None, None)
+
+    wall, floor, ratio = spread("wall_s"), spread("floor_wall_s"), spread("floor_ratio")
+    ratios = [build["floor_ratio"] for build in builds if build.get("floor_ratio") is not None]
+    return record(
+        "cold-build-runs",
+        root=builds[0].get("root"),
+        runs=len(builds),
+        wall_s_median=wall[0],
+        wall_s_min=wall[1],
+        wall_s_max=wall[2],
+        floor_wall_s_median=floor[0],
+        floor_wall_s_min=floor[1],
+        floor_wall_s_max=floor[2],
+        floor_ratio_median=ratio[0],
+        floor_ratio_min=ratio[1],
+        floor_ratio_max=ratio[2],
+        ratio_target=target,
+        within_target=sum(1 for value in ratios if value <= target) if ratios else None,
+    )
+
+
 def run_sizes(directory: Path, sizes: list[float], singles: list[float], floor: bool, min_sessions: int, workers: int | None = None) -> None:
     from bench.corpus import ensure_root, ensure_single
 
@@ -269,7 +316,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-floor", action="store_true", help="skip the decode-floor measurement")
     parser.add_argument("--floor-repeat", type=int, default=1)
     parser.add_argument("--stages", action="store_true", help="per-stage CPU breakdown of an in-process build")
-    parser.add_argument("--repeat", type=int, default=1, help="with --stages: report the cheapest of this many builds")
+    parser.add_argument("--repeat", type=int, default=1, help="with --stages: report the cheapest of this many builds; otherwise: this many builds, each after its floor, then their summary")
+    parser.add_argument("--ratio-target", type=float, default=RATIO_TARGET, help="with --repeat: count the builds at or under this many times their floor (default: %(default)s)")
     parser.add_argument("--workers", type=int, default=None, help="preparation processes (default: the indexer's, one per core; 0: the writer alone)")
     parser.add_argument("--in-place", action="store_true", help="build at the final path through the write-ahead log, as the daemon writes an existing index (default: as a missing index is built, in a file renamed into place)")
     parser.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
@@ -286,11 +334,16 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             emit(stage_breakdown(args.root, args.db or os.path.join(tmp, "index.db"), args.repeat))
         return 0
-    if args.db:
-        emit(run(args.root, args.db, not args.no_floor, args.floor_repeat, args.workers, fresh=not args.in_place))
-        return 0
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
     with tempfile.TemporaryDirectory() as tmp:
-        emit(run(args.root, os.path.join(tmp, "index.db"), not args.no_floor, args.floor_repeat, args.workers, fresh=not args.in_place))
+        db = args.db or os.path.join(tmp, "index.db")
+        builds = []
+        for _ in range(args.repeat):
+            builds.append(run(args.root, db, not args.no_floor, args.floor_repeat, args.workers, fresh=not args.in_place))
+            emit(builds[-1])
+        if args.repeat > 1:
+            emit(summarize(builds, args.ratio_target))
     return 0
 
 

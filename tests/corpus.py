@@ -31,6 +31,16 @@ def require_corpus() -> None:
         raise RuntimeError(f"shared corpus not found at {CORPUS}; set SESSIONQ_SHARED")
 
 
+def replicated_root(directory: Path, megabytes: float) -> Path:
+    """``directory/root``: the shared corpus replicated to ``megabytes`` of logs, as the benchmarks' roots are."""
+    require_corpus()
+    from bench.corpus import build_root
+
+    root = directory / "root"
+    build_root(root, megabytes, source=ZSTD_ROOT)
+    return root
+
+
 @cache
 def golden(name: str, synthetic: bool = False) -> Any:
     """Parse one golden answer file, e.g. ``golden("list-events")``."""

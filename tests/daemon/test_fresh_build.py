@@ -19,7 +19,7 @@ import pytest
 
 from indexer.freshbuild import Superseded, building, building_path
 from readmodel.store.database import open_writer
-from tests.corpus import ZSTD_ROOT, require_corpus
+from tests.corpus import ZSTD_ROOT, replicated_root, require_corpus
 from tests.daemon.support import Processes, wait_for
 from tests.indexstate import diff_states, fts_consistent, index_state
 
@@ -62,12 +62,7 @@ def test_a_missing_index_is_published_whole_and_equals_one_built_in_place(tmp_pa
 @pytest.fixture(scope="module")
 def larger_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The corpus replicated to 6 MB: a build by the writer alone takes a few seconds."""
-    require_corpus()
-    from bench.corpus import build_root
-
-    root = tmp_path_factory.mktemp("larger") / "root"
-    build_root(root, 6, source=ZSTD_ROOT)
-    return root
+    return replicated_root(tmp_path_factory.mktemp("larger"), 6)
 
 
 @pytest.mark.parametrize("seed", [1, 2])
