@@ -268,7 +268,7 @@ def summarize(builds: list[dict[str, Any]], target: float = RATIO_TARGET) -> dic
 
     def spread(key: str) -> tuple[float | None, float | None, float | None]:
         values = [build[key] for build in builds if build.get(key) is not None]
-        return (statistics.median(values), min(values), max(values)) if values else (None, None, None)
+        return (round(statistics.median(values), 3), min(values), max(values)) if values else (None, None, None)
 
     wall, floor, ratio = spread("wall_s"), spread("floor_wall_s"), spread("floor_ratio")
     ratios = [build["floor_ratio"] for build in builds if build.get("floor_ratio") is not None]
