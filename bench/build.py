@@ -266,12 +266,14 @@ def summarize(builds: list[dict[str, Any]], target: float = RATIO_TARGET) -> dic
     if not builds:
         raise ValueError("no builds to summarize")
 
-    def spread(key: str) -> tuple[float | None, float | None, float | None]:
-        values = [build[key] for build in builds if build.get(key) is not None]
+    def measured(key: str) -> list[float]:
+        return [build[key] for build in builds if build.get(key) is not None]
+
+    def spread(values: list[float]) -> tuple[float | None, float | None, float | None]:
         return (round(statistics.median(values), 3), min(values), max(values)) if values else (None, None, None)
 
-    wall, floor, ratio = spread("wall_s"), spread("floor_wall_s"), spread("floor_ratio")
-    ratios = [build["floor_ratio"] for build in builds if build.get("floor_ratio") is not None]
+    ratios = measured("floor_ratio")
+    wall, floor, ratio = spread(measured("wall_s")), spread(measured("floor_wall_s")), spread(ratios)
     return record(
         "cold-build-runs",
         root=builds[0].get("root"),
